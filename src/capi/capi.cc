@@ -1,0 +1,281 @@
+// The extern "C" entry points of sections 1-5 of treemask.h: argument checks,
+// conversion, and a catch-all per call. No decoding logic lives here.
+//
+// Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#include <algorithm>
+#include <string>
+
+#include "capi/shim.h"
+
+using treemask::Code;
+using treemask::Matcher;
+using treemask::Ref;
+using treemask::Status;
+using treemask::Trie;
+using treemask::capi::guard;
+using treemask::capi::to_handle;
+using treemask::capi::to_matcher;
+using treemask::capi::to_trie;
+
+namespace treemask::capi {
+
+namespace {
+struct LastError {
+  std::string text;
+  const char *view = "";
+};
+thread_local LastError t_last_error;
+}  // namespace
+
+void set_last_error(const char *function, std::string_view message) noexcept {
+  try {
+    t_last_error.text.assign(function);
+    t_last_error.text.append(": ");
+    t_last_error.text.append(message);
+    t_last_error.view = t_last_error.text.c_str();
+  } catch (...) {
+    t_last_error.view = "treemask: out of memory while recording an error message";
+  }
+}
+
+treemask_status fail(const char *function, const Status &status) noexcept {
+  set_last_error(function, status.message());
+  return static_cast<treemask_status>(status.code());
+}
+
+Status trie_build_options(const treemask_trie_options *opts, TrieBuildOptions &out) {
+  if (!opts) return error(Code::kInvalidArgument, "opts is NULL");
+  treemask_trie_options o;
+  treemask_trie_options_init(&o);
+  TM_TRY(read_options(opts, o, "treemask_trie_options"));
+  if (o.n_stop_tokens > 0 && !o.stop_tokens) {
+    return error(Code::kInvalidArgument, "opts->stop_tokens is NULL but opts->n_stop_tokens is ",
+                 o.n_stop_tokens);
+  }
+  out.vocab_size = o.vocab_size;
+  out.stop_tokens.assign(o.stop_tokens, o.stop_tokens + o.n_stop_tokens);
+  out.dense_row_cache_bytes = o.dense_row_cache_bytes;
+  return Status::Ok();
+}
+
+}  // namespace treemask::capi
+
+extern "C" {
+
+/* ---- Section 1: version ---- */
+
+uint32_t treemask_version(void) { return TREEMASK_VERSION_NUMBER; }
+
+const char *treemask_version_string(void) { return TREEMASK_VERSION_STRING; }
+
+/* ---- Section 3: status ---- */
+
+const char *treemask_status_string(treemask_status status) {
+  switch (status) {
+    case TREEMASK_OK: return "ok";
+    case TREEMASK_ERR_INVALID_ARGUMENT: return "invalid argument";
+    case TREEMASK_ERR_OUT_OF_RANGE: return "out of range";
+    case TREEMASK_ERR_BUFFER_TOO_SMALL: return "buffer too small";
+    case TREEMASK_ERR_INVALID_STATE: return "invalid state";
+    case TREEMASK_ERR_OUT_OF_MEMORY: return "out of memory";
+    case TREEMASK_ERR_PARSE: return "parse error";
+    case TREEMASK_ERR_IO: return "I/O error";
+    case TREEMASK_ERR_CORRUPT_FILE: return "corrupt file";
+    case TREEMASK_ERR_VERSION_MISMATCH: return "version mismatch";
+    case TREEMASK_ERR_UNSUPPORTED: return "unsupported";
+    case TREEMASK_ERR_INTERNAL: return "internal error";
+    default: return "unknown status";
+  }
+}
+
+const char *treemask_last_error(void) { return treemask::capi::t_last_error.view; }
+
+/* ---- Section 4: trie ---- */
+
+size_t treemask_bitmask_words(int32_t vocab_size) { return treemask::words_for_vocab(vocab_size); }
+
+void treemask_trie_options_init(treemask_trie_options *opts) {
+  if (!opts) return;
+  std::memset(static_cast<void *>(opts), 0, sizeof(*opts));
+  opts->struct_size = sizeof(*opts);
+  opts->dense_row_cache_bytes = size_t{64} << 20;
+}
+
+treemask_status treemask_trie_from_paths(const treemask_trie_options *opts, const int32_t *tokens,
+                                         const size_t *offsets, size_t n_paths,
+                                         const int64_t *label_ids, treemask_trie **out) {
+  return guard(__func__, [&]() -> Status {
+    TM_REQUIRE_ARG(out);
+    TM_REQUIRE_ARG(offsets);
+    treemask::TrieBuildOptions build;
+    TM_TRY(treemask::capi::trie_build_options(opts, build));
+    const size_t n_tokens = n_paths > 0 || offsets ? offsets[n_paths] : 0;
+    if (n_tokens > 0 && !tokens) {
+      return treemask::error(Code::kInvalidArgument, "tokens is NULL but offsets[n_paths] is ",
+                             n_tokens);
+    }
+    // Offsets are validated (monotone, offsets[0] == 0) before any token is read;
+    // offsets[n_paths] bounds every read.
+    for (size_t i = 0; i < n_paths; ++i) {
+      if (offsets[i] > n_tokens) {
+        return treemask::error(Code::kInvalidArgument, "offsets[", i, "] = ", offsets[i],
+                               " exceeds offsets[n_paths] = ", n_tokens);
+      }
+    }
+    TM_ASSIGN_OR_RETURN(Ref<Trie> trie,
+                        treemask::build_trie_from_paths(build, {tokens, n_tokens},
+                                                        {offsets, n_paths + 1}, label_ids));
+    *out = to_handle(trie.leak());
+    return Status::Ok();
+  });
+}
+
+treemask_trie *treemask_trie_retain(treemask_trie *trie) {
+  if (trie) to_trie(trie)->retain();
+  return trie;
+}
+
+void treemask_trie_free(treemask_trie *trie) {
+  if (trie && to_trie(trie)->release()) delete to_trie(trie);
+}
+
+int32_t treemask_trie_vocab_size(const treemask_trie *trie) {
+  return trie ? to_trie(trie)->vocab_size() : 0;
+}
+
+size_t treemask_trie_stop_tokens(const treemask_trie *trie, int32_t *out, size_t cap) {
+  if (!trie) return 0;
+  const auto stops = to_trie(trie)->stop_tokens();
+  if (out) std::copy_n(stops.begin(), std::min(cap, stops.size()), out);
+  return stops.size();
+}
+
+treemask_status treemask_trie_get_stats(const treemask_trie *trie, treemask_trie_stats *out) {
+  return guard(__func__, [&]() -> Status {
+    TM_REQUIRE_ARG(trie);
+    TM_REQUIRE_ARG(out);
+    if (out->struct_size < sizeof(size_t)) {
+      return treemask::error(Code::kInvalidArgument, "out->struct_size is ", out->struct_size,
+                             "; set it to sizeof(treemask_trie_stats)");
+    }
+    const auto &a = to_trie(trie)->arrays();
+    treemask_trie_stats s;
+    std::memset(static_cast<void *>(&s), 0, sizeof(s));
+    s.struct_size = std::min(out->struct_size, sizeof(s));
+    s.n_nodes = a.n_nodes;
+    s.n_edges = a.n_edges();
+    s.n_terminals = a.n_terminals;
+    s.n_labels = a.n_labels();
+    s.max_depth = a.max_depth;
+    s.max_fanout = a.max_fanout;
+    s.bytes = a.bytes();
+    s.dense_row_cache_bytes = to_trie(trie)->dense_cache_bytes();
+    std::memcpy(static_cast<void *>(out), &s, s.struct_size);
+    return Status::Ok();
+  });
+}
+
+/* ---- Section 5: matcher ---- */
+
+void treemask_matcher_options_init(treemask_matcher_options *opts) {
+  if (!opts) return;
+  std::memset(static_cast<void *>(opts), 0, sizeof(*opts));
+  opts->struct_size = sizeof(*opts);
+  opts->failure_policy = TREEMASK_FAILURE_REJECT;
+  opts->pad_token = -1;
+}
+
+treemask_status treemask_matcher_create(treemask_trie *trie, const treemask_matcher_options *opts,
+                                        treemask_matcher **out) {
+  return guard(__func__, [&]() -> Status {
+    TM_REQUIRE_ARG(trie);
+    TM_REQUIRE_ARG(out);
+    treemask_matcher_options o;
+    treemask_matcher_options_init(&o);
+    TM_TRY(treemask::capi::read_options(opts, o, "treemask_matcher_options"));
+    treemask::MatcherOptions mo;
+    mo.failure_policy = static_cast<treemask::FailurePolicy>(o.failure_policy);
+    mo.terminate_without_stop_token = o.terminate_without_stop_token;
+    mo.max_rollback_tokens = o.max_rollback_tokens;
+    mo.pad_token = o.pad_token;
+    TM_ASSIGN_OR_RETURN(auto m, Matcher::create(Ref<const Trie>::share(to_trie(trie)), mo));
+    *out = to_handle(m.release());
+    return Status::Ok();
+  });
+}
+
+treemask_status treemask_matcher_clone(const treemask_matcher *m, treemask_matcher **out) {
+  return guard(__func__, [&]() -> Status {
+    TM_REQUIRE_ARG(m);
+    TM_REQUIRE_ARG(out);
+    TM_ASSIGN_OR_RETURN(auto copy, to_matcher(m)->clone());
+    *out = to_handle(copy.release());
+    return Status::Ok();
+  });
+}
+
+void treemask_matcher_free(treemask_matcher *m) { delete to_matcher(m); }
+
+treemask_status treemask_matcher_fill_next_token_bitmask(treemask_matcher *m, int32_t *bitmask,
+                                                         size_t n_words, bool *need_apply) {
+  return guard(__func__, [&]() -> Status {
+    TM_REQUIRE_ARG(m);
+    TM_REQUIRE_ARG(bitmask);
+    return to_matcher(m)->fill(reinterpret_cast<uint32_t *>(bitmask), n_words, need_apply);
+  });
+}
+
+treemask_status treemask_matcher_accept_token(treemask_matcher *m, int32_t token, bool *accepted) {
+  return guard(__func__, [&]() -> Status {
+    TM_REQUIRE_ARG(m);
+    TM_REQUIRE_ARG(accepted);
+    std::string why;
+    TM_TRY(to_matcher(m)->accept(token, accepted, &why));
+    if (!*accepted) treemask::capi::set_last_error("treemask_matcher_accept_token", why);
+    return Status::Ok();
+  });
+}
+
+treemask_status treemask_matcher_rollback(treemask_matcher *m, size_t n_tokens) {
+  return guard(__func__, [&]() -> Status {
+    TM_REQUIRE_ARG(m);
+    return to_matcher(m)->rollback(n_tokens);
+  });
+}
+
+void treemask_matcher_reset(treemask_matcher *m) {
+  if (m) to_matcher(m)->reset();
+}
+
+bool treemask_matcher_is_terminated(const treemask_matcher *m) {
+  return m && to_matcher(m)->is_terminated();
+}
+
+bool treemask_matcher_can_terminate(const treemask_matcher *m) {
+  return m && to_matcher(m)->can_terminate();
+}
+
+size_t treemask_matcher_next_tokens(const treemask_matcher *m, int32_t *out, size_t cap) {
+  if (!m) return 0;
+  return to_matcher(m)->next_tokens(out, out ? cap : 0);
+}
+
+size_t treemask_matcher_forced_tokens(const treemask_matcher *m, int32_t *out, size_t cap) {
+  if (!m) return 0;
+  return to_matcher(m)->forced_tokens(out, out ? cap : 0);
+}
+
+size_t treemask_matcher_label_ids(const treemask_matcher *m, int64_t *out, size_t cap) {
+  if (!m) return 0;
+  return to_matcher(m)->label_ids(out, out ? cap : 0);
+}
+
+treemask_trie *treemask_matcher_trie(const treemask_matcher *m) {
+  return m ? to_handle(const_cast<Trie *>(&to_matcher(m)->trie())) : nullptr;
+}
+
+size_t treemask_matcher_rollback_depth(const treemask_matcher *m) {
+  return m ? to_matcher(m)->rollback_depth() : 0;
+}
+
+}  // extern "C"

@@ -1,0 +1,94 @@
+// Helpers shared by the extern "C" entry points: the thread-local error
+// message, the catch-all guard, options-struct reading and handle casts.
+// Nothing here contains decoding logic.
+//
+// Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+#include <exception>
+#include <new>
+#include <string_view>
+
+#include "core/status.h"
+#include "matcher/matcher.h"
+#include "treemask/treemask.h"
+#include "trie/trie.h"
+
+namespace treemask::capi {
+
+// Stores "<function>: <message>" as this thread's last error. Never throws.
+void set_last_error(const char *function, std::string_view message) noexcept;
+
+// Records status as the last error of `function` and returns its code.
+treemask_status fail(const char *function, const Status &status) noexcept;
+
+template <class... Args>
+treemask_status fail(const char *function, Code code, const Args &...args) noexcept {
+  try {
+    return fail(function, error(code, args...));
+  } catch (...) {
+    set_last_error(function, "out of memory while formatting an error message");
+    return static_cast<treemask_status>(code);
+  }
+}
+
+// Runs body (returning Status) and converts any exception into a status:
+// no exception ever crosses the C ABI.
+template <class Body>
+treemask_status guard(const char *function, Body &&body) noexcept {
+  try {
+    Status s = body();
+    return s.ok() ? TREEMASK_OK : fail(function, s);
+  } catch (const std::bad_alloc &) {
+    set_last_error(function, "out of memory");
+    return TREEMASK_ERR_OUT_OF_MEMORY;
+  } catch (const std::exception &e) {
+    set_last_error(function, e.what());
+    return TREEMASK_ERR_INTERNAL;
+  } catch (...) {
+    set_last_error(function, "unknown internal error");
+    return TREEMASK_ERR_INTERNAL;
+  }
+}
+
+// Copies a caller's options struct over `out` (which holds the defaults):
+// min(struct_size, sizeof) bytes, so fields unknown to an older caller keep
+// their defaults. NULL keeps every default.
+//
+// Maintainers: a field appended to a public options struct must start at or
+// after the struct's previous sizeof (add explicit padding if needed), or an
+// older caller's trailing padding would be read as the new field.
+template <class T>
+Status read_options(const T *in, T &out, const char *name) {
+  if (!in) return Status::Ok();
+  if (in->struct_size < sizeof(size_t)) {
+    return error(Code::kInvalidArgument, name, "->struct_size is ", in->struct_size,
+                 "; initialise the struct with ", name, "_init()");
+  }
+  const size_t n = in->struct_size < sizeof(T) ? in->struct_size : sizeof(T);
+  std::memcpy(static_cast<void *>(&out), in, n);
+  out.struct_size = sizeof(T);
+  return Status::Ok();
+}
+
+inline Trie *to_trie(treemask_trie *t) { return reinterpret_cast<Trie *>(t); }
+inline const Trie *to_trie(const treemask_trie *t) { return reinterpret_cast<const Trie *>(t); }
+inline treemask_trie *to_handle(Trie *t) { return reinterpret_cast<treemask_trie *>(t); }
+
+inline Matcher *to_matcher(treemask_matcher *m) { return reinterpret_cast<Matcher *>(m); }
+inline const Matcher *to_matcher(const treemask_matcher *m) {
+  return reinterpret_cast<const Matcher *>(m);
+}
+inline treemask_matcher *to_handle(Matcher *m) { return reinterpret_cast<treemask_matcher *>(m); }
+
+// Converts the public trie options into build options.
+Status trie_build_options(const treemask_trie_options *opts, TrieBuildOptions &out);
+
+}  // namespace treemask::capi
+
+// Returns a named argument error from inside a guard body when ptr is NULL.
+#define TM_REQUIRE_ARG(ptr) \
+  if ((ptr) == nullptr)     \
+  return ::treemask::error(::treemask::Code::kInvalidArgument, #ptr " is NULL")

@@ -1,0 +1,113 @@
+// Status and Result: how the core reports failure without throwing across
+// modules. A fallible function returns Status or Result<T>; callers propagate
+// with TM_TRY / TM_ASSIGN_OR_RETURN. Only the C shim turns a Status into a
+// treemask_status code plus the thread-local message.
+//
+// Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+namespace treemask {
+
+// Values are the pinned TREEMASK_* codes of the C header.
+enum class Code : int32_t {
+  kOk = 0,
+  kInvalidArgument = 1,
+  kOutOfRange = 2,
+  kBufferTooSmall = 3,
+  kInvalidState = 4,
+  kOutOfMemory = 5,
+  kParse = 6,
+  kIo = 7,
+  kCorruptFile = 8,
+  kVersionMismatch = 9,
+  kUnsupported = 10,
+  kInternal = 11,
+};
+
+class [[nodiscard]] Status {
+ public:
+  Status() = default;  // OK
+  Status(Code code, std::string message) : code_(code), message_(std::move(message)) {}
+
+  static Status Ok() { return Status(); }
+  bool ok() const { return code_ == Code::kOk; }
+  Code code() const { return code_; }
+  const std::string &message() const { return message_; }
+
+ private:
+  Code code_ = Code::kOk;
+  std::string message_;
+};
+
+// A value or an error Status. Deliberately small: no exceptions, no variant.
+template <class T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : value_(std::move(value)) {}          // NOLINT: implicit by design
+  Result(Status status) : status_(std::move(status)) {}  // NOLINT: implicit by design
+
+  bool ok() const { return status_.ok(); }
+  const Status &status() const { return status_; }
+  Status take_status() { return std::move(status_); }
+  T &value() { return *value_; }
+  const T &value() const { return *value_; }
+  T take_value() { return std::move(*value_); }
+
+ private:
+  std::optional<T> value_;
+  Status status_;
+};
+
+// Appends each argument's decimal / text form to one string. Used for error
+// messages only (never on a hot path that succeeds).
+namespace detail {
+inline void append(std::string &out, std::string_view s) { out.append(s); }
+inline void append(std::string &out, const char *s) { out.append(s); }
+inline void append(std::string &out, const std::string &s) { out.append(s); }
+inline void append(std::string &out, char c) { out.push_back(c); }
+inline void append(std::string &out, bool b) { out.append(b ? "true" : "false"); }
+template <class N, class = std::enable_if_t<std::is_arithmetic_v<N>>>
+void append(std::string &out, N n) {
+  out.append(std::to_string(n));
+}
+}  // namespace detail
+
+template <class... Args>
+std::string cat(const Args &...args) {
+  std::string out;
+  (detail::append(out, args), ...);
+  return out;
+}
+
+template <class... Args>
+Status error(Code code, const Args &...args) {
+  return Status(code, cat(args...));
+}
+
+}  // namespace treemask
+
+#define TM_CONCAT_INNER_(a, b) a##b
+#define TM_CONCAT_(a, b) TM_CONCAT_INNER_(a, b)
+
+// Returns the Status of `expr` from the enclosing function if it failed.
+#define TM_TRY(expr)                                 \
+  do {                                               \
+    ::treemask::Status tm_try_status_ = (expr);      \
+    if (!tm_try_status_.ok()) return tm_try_status_; \
+  } while (0)
+
+#define TM_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
+  auto tmp = (expr);                              \
+  if (!tmp.ok()) return tmp.take_status();        \
+  lhs = tmp.take_value()
+
+// `TM_ASSIGN_OR_RETURN(auto x, make_x());` declares x or returns the error.
+#define TM_ASSIGN_OR_RETURN(lhs, expr) \
+  TM_ASSIGN_OR_RETURN_IMPL_(TM_CONCAT_(tm_result_, __LINE__), lhs, expr)

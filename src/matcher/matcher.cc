@@ -1,0 +1,243 @@
+// Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#include "matcher/matcher.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace treemask {
+
+Result<std::unique_ptr<Matcher>> Matcher::create(Ref<const Trie> trie, const MatcherOptions &opts) {
+  if (!trie) return error(Code::kInvalidArgument, "trie is NULL");
+  const auto policy = static_cast<int32_t>(opts.failure_policy);
+  if (policy < 0 || policy > 2) {
+    return error(Code::kInvalidArgument, "unknown failure_policy ", policy,
+                 " (expected 0 = REJECT, 1 = FAIL_CLOSED, 2 = STICKY_ERROR)");
+  }
+  if (opts.pad_token < -1 || opts.pad_token >= trie->vocab_size()) {
+    return error(Code::kOutOfRange, "pad_token ", opts.pad_token,
+                 " is out of range [-1, vocab_size=", trie->vocab_size(), ")");
+  }
+  return std::unique_ptr<Matcher>(new Matcher(std::move(trie), opts));
+}
+
+Result<std::unique_ptr<Matcher>> Matcher::clone() const {
+  if (state_.phase == Phase::kFailed) return failed_state_error();
+  return std::unique_ptr<Matcher>(new Matcher(*this));
+}
+
+Status Matcher::failed_state_error() const {
+  return error(Code::kInvalidState, "the matcher failed after rejecting token ", failed_token_,
+               " (STICKY_ERROR policy); only reset is allowed");
+}
+
+Status Matcher::corrupt_node_error() const {
+  return error(Code::kCorruptFile, "trie arrays are inconsistent at node ", state_.node,
+               " (corrupted .tmtrie file?)");
+}
+
+Status Matcher::fill(uint32_t *row, size_t n_words, bool *need_apply) const {
+  const Trie &t = *trie_;
+  const size_t words = t.row_words();
+  if (n_words < words) {
+    return error(Code::kBufferTooSmall, "bitmask row has ", n_words, " words, vocab_size ",
+                 t.vocab_size(), " needs ", words);
+  }
+  uint64_t allowed = 0;
+  bool stops = true;
+  if (state_.phase == Phase::kActive) {
+    Children c;
+    if (!t.children(state_.node, c) || !t.write_children_row(state_.node, row)) {
+      std::memset(row, 0, n_words * sizeof(uint32_t));
+      return corrupt_node_error();
+    }
+    allowed = c.count;
+    stops = t.is_terminal(state_.node);
+  } else {
+    std::memset(row, 0, words * sizeof(uint32_t));
+  }
+  if (stops) {
+    for (int32_t s : t.stop_tokens()) set_bit(row, s);
+    allowed += t.stop_tokens().size();
+  }
+  if (n_words > words) std::memset(row + words, 0, (n_words - words) * sizeof(uint32_t));
+  // Stop tokens are never children, so `allowed` counts distinct tokens.
+  if (need_apply) *need_apply = allowed != static_cast<uint64_t>(t.vocab_size());
+  if (state_.phase == Phase::kFailed) return failed_state_error();
+  return Status::Ok();
+}
+
+Status Matcher::accept(int32_t token, bool *accepted, std::string *why) {
+  const Trie &t = *trie_;
+  switch (state_.phase) {
+    case Phase::kFailed: *accepted = false; return failed_state_error();
+    case Phase::kTerminated:
+      *accepted = t.is_stop_token(token) || (opts_.pad_token >= 0 && token == opts_.pad_token);
+      if (!*accepted && why) *why = describe_rejection(token);
+      return Status::Ok();
+    case Phase::kClosed:
+      if (t.is_stop_token(token)) {
+        history_.push(state_);
+        state_ = {kStateFailed, Phase::kTerminated};
+        *accepted = true;
+      } else {
+        reject(token, accepted, why);
+      }
+      return Status::Ok();
+    case Phase::kActive: break;
+  }
+  Children c;
+  if (!t.children(state_.node, c)) return corrupt_node_error();
+  if (token >= 0 && token < t.vocab_size()) {
+    const int64_t index = Trie::find_child(c, token);
+    if (index >= 0) {
+      history_.push(state_);
+      state_.node = c.first_child + static_cast<uint32_t>(index);
+      if (opts_.terminate_without_stop_token) {
+        Children next;
+        if (!t.children(state_.node, next)) return corrupt_node_error();
+        if (next.count == 0) state_.phase = Phase::kTerminated;
+      }
+      *accepted = true;
+      return Status::Ok();
+    }
+    if (t.is_terminal(state_.node) && t.is_stop_token(token)) {
+      history_.push(state_);
+      state_.phase = Phase::kTerminated;
+      *accepted = true;
+      return Status::Ok();
+    }
+  }
+  reject(token, accepted, why);
+  return Status::Ok();
+}
+
+void Matcher::reject(int32_t token, bool *accepted, std::string *why) {
+  *accepted = false;
+  if (why) *why = describe_rejection(token);
+  if (opts_.failure_policy == FailurePolicy::kReject) return;
+  if (state_.phase == Phase::kActive) failed_token_ = token;  // the first rejection is the cause
+  state_.phase =
+      opts_.failure_policy == FailurePolicy::kFailClosed ? Phase::kClosed : Phase::kFailed;
+}
+
+std::string Matcher::describe_rejection(int32_t token) const {
+  const Trie &t = *trie_;
+  std::string msg = cat("token ", token, " rejected: ");
+  if (token < 0 || token >= t.vocab_size()) {
+    msg += cat("out of range [0, vocab_size=", t.vocab_size(), "); ");
+  }
+  switch (state_.phase) {
+    case Phase::kTerminated:
+      msg += "the sequence has terminated; only stop tokens";
+      if (opts_.pad_token >= 0) msg += cat(" and pad token ", opts_.pad_token);
+      return msg + " are accepted";
+    case Phase::kClosed:
+      return msg + cat("the matcher is closed after rejecting token ", failed_token_,
+                       " (FAIL_CLOSED); only stop tokens are accepted");
+    case Phase::kFailed: return msg + "the matcher is in the failed state";
+    case Phase::kActive: break;
+  }
+  int32_t allowed[9];
+  const size_t n = next_tokens(allowed, 9);
+  msg += cat("not allowed at trie node ", state_.node, "; ", n, " allowed");
+  if (n > 0) {
+    msg += " (";
+    for (size_t i = 0; i < std::min<size_t>(n, 8); ++i) msg += cat(i ? ", " : "", allowed[i]);
+    msg += n > 8 ? ", ...)" : ")";
+  }
+  return msg;
+}
+
+Status Matcher::rollback(size_t n_tokens) {
+  if (state_.phase == Phase::kFailed) return failed_state_error();
+  if (state_.phase == Phase::kClosed) {
+    return error(Code::kInvalidState,
+                 "cannot roll back a closed matcher (FAIL_CLOSED after "
+                 "rejecting token ",
+                 failed_token_, "); call reset");
+  }
+  if (n_tokens == 0) return Status::Ok();
+  const size_t depth = rollback_depth();
+  if (n_tokens > depth) {
+    return error(Code::kOutOfRange, "cannot roll back ", n_tokens, " tokens: only ", depth,
+                 " can be undone (history holds ", history_.size(),
+                 ", max_rollback_tokens = ", opts_.max_rollback_tokens, ")");
+  }
+  state_ = history_.from_top(n_tokens);
+  history_.pop(n_tokens);
+  return Status::Ok();
+}
+
+void Matcher::reset() {
+  state_ = MatcherState{};
+  history_.clear();
+  failed_token_ = -1;
+}
+
+size_t Matcher::rollback_depth() const {
+  if (state_.phase == Phase::kClosed || state_.phase == Phase::kFailed) return 0;
+  const size_t n = history_.size();
+  return opts_.max_rollback_tokens == 0 ? n : std::min(n, opts_.max_rollback_tokens);
+}
+
+bool Matcher::can_terminate() const {
+  if (state_.phase == Phase::kClosed) return true;
+  return state_.phase == Phase::kActive && trie_->is_terminal(state_.node);
+}
+
+size_t Matcher::next_tokens(int32_t *out, size_t cap) const {
+  const Trie &t = *trie_;
+  const auto stops = t.stop_tokens();
+  switch (state_.phase) {
+    case Phase::kFailed: return 0;
+    case Phase::kClosed:
+    case Phase::kTerminated:
+      std::copy_n(stops.begin(), std::min(cap, stops.size()), out);
+      return stops.size();
+    case Phase::kActive: break;
+  }
+  Children c;
+  if (!t.children(state_.node, c)) return 0;
+  const bool terminal = t.is_terminal(state_.node);
+  const size_t n = c.count + (terminal ? stops.size() : 0);
+  if (cap == 0) return n;
+  // Merge the two ascending lists, writing at most cap.
+  size_t i = 0, j = 0, k = 0;
+  const size_t ns = terminal ? stops.size() : 0;
+  while (k < cap && (i < c.count || j < ns)) {
+    if (j >= ns || (i < c.count && c.tokens[i] < stops[j])) {
+      out[k++] = c.tokens[i++];
+    } else {
+      out[k++] = stops[j++];
+    }
+  }
+  return n;
+}
+
+size_t Matcher::forced_tokens(int32_t *out, size_t cap) const {
+  if (state_.phase != Phase::kActive) return 0;
+  const Trie &t = *trie_;
+  uint32_t node = state_.node;
+  size_t k = 0;
+  Children c;
+  // Child ids strictly increase, so this ends within n_nodes steps even on
+  // corrupt arrays.
+  while (!t.is_terminal(node) && t.children(node, c) && c.count == 1) {
+    if (k < cap) out[k] = c.tokens[0];
+    ++k;
+    node = c.first_child;
+  }
+  return k;
+}
+
+size_t Matcher::label_ids(int64_t *out, size_t cap) const {
+  const bool has_node = state_.phase == Phase::kActive ||
+                        (state_.phase == Phase::kTerminated && state_.node != kStateFailed);
+  if (!has_node) return 0;
+  std::span<const int64_t> labels;
+  if (!trie_->labels(state_.node, labels)) return 0;
+  std::copy_n(labels.begin(), std::min(cap, labels.size()), out);
+  return labels.size();
+}
+
+}  // namespace treemask

@@ -1,0 +1,198 @@
+// Building a trie from token paths, level by level (an MSD radix walk): the
+// paths sharing a node's prefix form one contiguous group; sorting a group by
+// its next token yields the node's children in order, and handing out child
+// ids group by group, level by level, numbers the nodes breadth-first.
+//
+// Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#include <algorithm>
+#include <numeric>
+
+#include "trie/trie.h"
+
+namespace treemask {
+
+namespace {
+
+struct Group {
+  uint32_t node;
+  uint32_t begin;  // range in the permutation of path indices
+  uint32_t end;
+};
+
+Status validate_paths(const TrieBuildOptions &opts, std::span<const int32_t> tokens,
+                      std::span<const size_t> offsets) {
+  const size_t n_paths = offsets.size() - 1;
+  if (n_paths == 0) return error(Code::kInvalidArgument, "at least one path is required");
+  if (n_paths >= kMaxNodes) {
+    return error(Code::kOutOfRange, "too many paths: ", n_paths, " (at most ", kMaxNodes - 1, ")");
+  }
+  if (offsets[0] != 0) {
+    return error(Code::kInvalidArgument, "offsets[0] must be 0, got ", offsets[0]);
+  }
+  for (size_t i = 0; i < n_paths; ++i) {
+    if (offsets[i + 1] < offsets[i]) {
+      return error(Code::kInvalidArgument, "offsets must be non-decreasing: offsets[", i + 1,
+                   "] = ", offsets[i + 1], " < offsets[", i, "] = ", offsets[i]);
+    }
+  }
+  if (offsets[n_paths] != tokens.size()) {
+    return error(Code::kInternal, "token span does not match offsets");
+  }
+  const auto &stops = opts.stop_tokens;
+  const int32_t stop_min = stops.front(), stop_max = stops.back();
+  const int32_t vocab = opts.vocab_size;
+  for (size_t i = 0; i < n_paths; ++i) {
+    for (size_t j = offsets[i]; j < offsets[i + 1]; ++j) {
+      const int32_t t = tokens[j];
+      if (t < 0 || t >= vocab) {
+        return error(Code::kOutOfRange, "path ", i, ", position ", j - offsets[i], ": token ", t,
+                     " is out of range [0, vocab_size=", vocab, ")");
+      }
+      if (t >= stop_min && t <= stop_max && std::binary_search(stops.begin(), stops.end(), t)) {
+        return error(Code::kInvalidArgument, "stop token ", t, " occurs inside path ", i,
+                     " at position ", j - offsets[i],
+                     "; a stop token may only end a sequence, never be part of it");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Ref<Trie>> build_trie_from_paths(const TrieBuildOptions &opts_in,
+                                        std::span<const int32_t> tokens,
+                                        std::span<const size_t> offsets, const int64_t *label_ids) {
+  TrieBuildOptions opts = opts_in;
+  if (opts.vocab_size <= 0) {
+    return error(Code::kInvalidArgument, "vocab_size must be positive, got ", opts.vocab_size);
+  }
+  TM_TRY(normalize_stop_tokens(opts.vocab_size, opts.stop_tokens));
+  if (offsets.empty())
+    return error(Code::kInvalidArgument, "offsets must have n_paths + 1 entries");
+  TM_TRY(validate_paths(opts, tokens, offsets));
+
+  const auto n_paths = static_cast<uint32_t>(offsets.size() - 1);
+  auto storage = std::make_unique<VectorTrieStorage>();
+  auto &node_offsets = storage->node_offsets;
+  auto &edge_tokens = storage->edge_tokens;
+  auto &terminal_bits = storage->terminal_bits;
+  auto &first_labels = storage->first_labels;
+  auto &multi_ranks = storage->multi_ranks;
+  auto &multi_offsets = storage->multi_offsets;
+  auto &multi_labels = storage->multi_labels;
+
+  std::vector<uint32_t> perm(n_paths);
+  std::iota(perm.begin(), perm.end(), 0u);
+  std::vector<Group> level{{0, 0, n_paths}}, next_level;
+  // (token + 1) << 32 | path: token -1 (the path ends here) sorts first.
+  std::vector<uint64_t> keys;
+  std::vector<int64_t> node_labels;
+  uint64_t n_nodes = 1;
+  uint32_t depth = 0, max_depth = 0, max_fanout = 0;
+  node_offsets.push_back(0);
+  multi_offsets.push_back(0);
+  uint64_t n_terminals = 0;
+
+  auto path_len = [&](uint32_t p) { return offsets[p + 1] - offsets[p]; };
+  auto mark_terminal = [&](uint32_t node) {
+    if (terminal_bits.size() <= node / 64) terminal_bits.resize(node / 64 + 1, 0);
+    terminal_bits[node / 64] |= uint64_t{1} << (node % 64);
+    std::sort(node_labels.begin(), node_labels.end());
+    node_labels.erase(std::unique(node_labels.begin(), node_labels.end()), node_labels.end());
+    if (!node_labels.empty()) first_labels.push_back(node_labels.front());
+    if (node_labels.size() > 1) {
+      multi_ranks.push_back(static_cast<uint32_t>(n_terminals));
+      multi_labels.insert(multi_labels.end(), node_labels.begin(), node_labels.end());
+      multi_offsets.push_back(static_cast<uint32_t>(multi_labels.size()));
+    }
+    ++n_terminals;
+    node_labels.clear();
+  };
+  auto add_label = [&](uint32_t p) {
+    if (!opts.no_labels) node_labels.push_back(label_ids ? label_ids[p] : int64_t{p});
+  };
+  auto add_child = [&](int32_t token, uint32_t begin, uint32_t end) -> Status {
+    if (n_nodes >= kMaxNodes) {
+      return error(Code::kOutOfRange, "the trie would have more than ", kMaxNodes, " nodes");
+    }
+    edge_tokens.push_back(token);
+    next_level.push_back({static_cast<uint32_t>(n_nodes++), begin, end});
+    return Status::Ok();
+  };
+
+  while (!level.empty()) {
+    for (const Group &g : level) {
+      const uint32_t count = g.end - g.begin;
+      const size_t edges_before = edge_tokens.size();
+      if (count == 1) {  // a single path continues: no sort needed
+        const uint32_t p = perm[g.begin];
+        if (path_len(p) == depth) {
+          add_label(p);
+          mark_terminal(g.node);
+        } else {
+          TM_TRY(add_child(tokens[offsets[p] + depth], g.begin, g.end));
+        }
+      } else {
+        keys.clear();
+        for (uint32_t i = g.begin; i < g.end; ++i) {
+          const uint32_t p = perm[i];
+          const int64_t token = path_len(p) > depth ? tokens[offsets[p] + depth] : -1;
+          keys.push_back(static_cast<uint64_t>(token + 1) << 32 | p);
+        }
+        std::sort(keys.begin(), keys.end());
+        uint32_t i = 0;
+        for (; i < count && (keys[i] >> 32) == 0; ++i) add_label(uint32_t(keys[i]));
+        if (i > 0) mark_terminal(g.node);
+        while (i < count) {
+          const uint64_t token_key = keys[i] >> 32;
+          uint32_t j = i;
+          for (; j < count && (keys[j] >> 32) == token_key; ++j)
+            perm[g.begin + j] = uint32_t(keys[j]);
+          TM_TRY(add_child(static_cast<int32_t>(token_key - 1), g.begin + i, g.begin + j));
+          i = j;
+        }
+      }
+      max_fanout = std::max(max_fanout, static_cast<uint32_t>(edge_tokens.size() - edges_before));
+      node_offsets.push_back(static_cast<uint32_t>(edge_tokens.size()));
+    }
+    if (!next_level.empty()) max_depth = ++depth;
+    level.swap(next_level);
+    next_level.clear();
+  }
+
+  if (multi_labels.size() > 0xFFFFFFFFull) {
+    return error(Code::kOutOfRange, "too many labels on duplicate paths: ", multi_labels.size());
+  }
+  terminal_bits.resize((n_nodes + 63) / 64, 0);
+  auto &rank = storage->terminal_rank;
+  rank.resize(terminal_bits.size());
+  uint32_t running = 0;
+  for (size_t w = 0; w < terminal_bits.size(); ++w) {
+    rank[w] = running;
+    running += static_cast<uint32_t>(std::popcount(terminal_bits[w]));
+  }
+  storage->stop_tokens = opts.stop_tokens;
+
+  TrieArrays arrays;
+  arrays.node_offsets = node_offsets.data();
+  arrays.edge_tokens = edge_tokens.data();
+  arrays.terminal_bits = terminal_bits.data();
+  arrays.terminal_rank = rank.data();
+  arrays.first_labels = opts.no_labels ? nullptr : first_labels.data();
+  arrays.multi_ranks = multi_ranks.data();
+  arrays.multi_offsets = multi_offsets.data();
+  arrays.multi_labels = multi_labels.data();
+  arrays.stop_tokens = storage->stop_tokens.data();
+  arrays.n_nodes = n_nodes;
+  arrays.n_terminals = n_terminals;
+  arrays.n_multi = multi_ranks.size();
+  arrays.n_multi_labels = multi_labels.size();
+  arrays.n_stop_tokens = static_cast<uint32_t>(storage->stop_tokens.size());
+  arrays.vocab_size = opts.vocab_size;
+  arrays.max_depth = max_depth;
+  arrays.max_fanout = max_fanout;
+  return Ref<Trie>::adopt(new Trie(std::move(storage), arrays, opts.dense_row_cache_bytes));
+}
+
+}  // namespace treemask

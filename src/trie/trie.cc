@@ -1,0 +1,157 @@
+// Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#include "trie/trie.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <new>
+
+namespace treemask {
+
+namespace {
+
+// Below this fanout, setting bits one by one beats copying a cached row.
+constexpr size_t kMinDenseFanout = 64;
+
+uint64_t mix_node(uint32_t node) {
+  uint64_t x = node;
+  x *= 0x9E3779B97F4A7C15ull;
+  return x ^ (x >> 29);
+}
+
+}  // namespace
+
+Trie::Trie(std::unique_ptr<TrieStorage> storage, const TrieArrays &arrays,
+           size_t dense_row_cache_bytes)
+    : storage_(std::move(storage)), a_(arrays), dense_budget_(dense_row_cache_bytes) {
+  // Copying a row costs about words / 8 single-bit updates (a cached row is
+  // read-only, bits are read-modify-write), so cache only nodes whose fanout
+  // is at least that.
+  dense_threshold_ = std::max(kMinDenseFanout, row_words() / 8);
+}
+
+Trie::~Trie() {
+  if (!cache_) return;
+  for (size_t i = 0; i <= cache_mask_; ++i) {
+    delete[] cache_[i].row.load(std::memory_order_relaxed);
+  }
+}
+
+bool Trie::is_stop_token(int32_t token) const {
+  const auto stops = stop_tokens();
+  if (stops.size() <= 8) {
+    for (int32_t s : stops) {
+      if (s == token) return true;
+    }
+    return false;
+  }
+  return std::binary_search(stops.begin(), stops.end(), token);
+}
+
+bool Trie::labels(uint32_t node, std::span<const int64_t> &out) const {
+  out = {};
+  if (!is_terminal(node)) return true;
+  const uint32_t word = node >> 6;
+  const uint64_t below = a_.terminal_bits[word] & ((uint64_t{1} << (node & 63)) - 1);
+  const uint64_t rank = uint64_t{a_.terminal_rank[word]} + std::popcount(below);
+  if (rank >= a_.n_terminals) return false;
+  if (!a_.first_labels) return true;  // a trie without labels
+  const uint32_t *multi_end = a_.multi_ranks + a_.n_multi;
+  const uint32_t *it = std::lower_bound(a_.multi_ranks, multi_end, static_cast<uint32_t>(rank));
+  if (it == multi_end || *it != rank) {
+    out = {a_.first_labels + rank, 1};
+    return true;
+  }
+  const uint64_t i = static_cast<uint64_t>(it - a_.multi_ranks);
+  const uint32_t begin = a_.multi_offsets[i];
+  const uint32_t end = a_.multi_offsets[i + 1];
+  if (begin >= end || end > a_.n_multi_labels) return false;
+  out = {a_.multi_labels + begin, end - begin};
+  return true;
+}
+
+bool Trie::write_children_row(uint32_t node, uint32_t *row) const {
+  Children c;
+  if (!children(node, c)) return false;
+  const size_t words = row_words();
+  if (const uint32_t *cached = cached_row(node, c)) {
+    std::memcpy(row, cached, words * sizeof(uint32_t));
+    return true;
+  }
+  std::memset(row, 0, words * sizeof(uint32_t));
+  const auto vocab = static_cast<uint32_t>(a_.vocab_size);
+  for (uint32_t i = 0; i < c.count; ++i) {
+    const int32_t t = c.tokens[i];
+    if (static_cast<uint32_t>(t) >= vocab) return false;
+    set_bit(row, t);
+  }
+  return true;
+}
+
+const uint32_t *Trie::cached_row(uint32_t node, const Children &c) const {
+  if (dense_budget_ == 0 || c.count < dense_threshold_) return nullptr;
+  const size_t row_bytes = row_words() * sizeof(uint32_t);
+  std::call_once(cache_once_, [&] {
+    // No more rows can ever be cached than the budget holds or than there
+    // are nodes of that fanout.
+    const uint64_t by_budget = dense_budget_ / row_bytes;
+    const uint64_t by_fanout = a_.n_edges() / dense_threshold_ + 1;
+    const uint64_t rows = std::min(by_budget, by_fanout);
+    if (rows == 0) return;
+    const uint64_t capacity = std::bit_ceil(rows * 2);
+    cache_.reset(new (std::nothrow) CacheSlot[capacity]);
+    if (cache_) cache_mask_ = capacity - 1;
+  });
+  if (!cache_) return nullptr;
+
+  size_t slot = mix_node(node) & cache_mask_;
+  for (size_t probes = 0; probes <= cache_mask_; ++probes, slot = (slot + 1) & cache_mask_) {
+    CacheSlot &s = cache_[slot];
+    uint32_t key = s.node.load(std::memory_order_acquire);
+    if (key == node) return s.row.load(std::memory_order_acquire);  // null while being built
+    if (key != kStateFailed) continue;
+    // Reserve budget before claiming the slot, so the cache never overshoots.
+    const uint64_t before = dense_cache_used_.fetch_add(row_bytes, std::memory_order_relaxed);
+    if (before + row_bytes > dense_budget_) {
+      dense_cache_used_.fetch_sub(row_bytes, std::memory_order_relaxed);
+      return nullptr;
+    }
+    if (!s.node.compare_exchange_strong(key, node, std::memory_order_acq_rel)) {
+      dense_cache_used_.fetch_sub(row_bytes, std::memory_order_relaxed);
+      if (key == node) return s.row.load(std::memory_order_acquire);
+      continue;
+    }
+    auto *row = new (std::nothrow) uint32_t[row_words()];
+    if (!row) return nullptr;  // slot stays claimed with no row: slow path forever
+    std::memset(row, 0, row_bytes);
+    const auto vocab = static_cast<uint32_t>(a_.vocab_size);
+    for (uint32_t i = 0; i < c.count; ++i) {
+      if (static_cast<uint32_t>(c.tokens[i]) >= vocab) {
+        delete[] row;
+        return nullptr;  // corrupt node; the caller's slow path reports it
+      }
+      set_bit(row, c.tokens[i]);
+    }
+    s.row.store(row, std::memory_order_release);
+    return row;
+  }
+  return nullptr;
+}
+
+Status normalize_stop_tokens(int32_t vocab_size, std::vector<int32_t> &stop_tokens) {
+  if (stop_tokens.empty()) {
+    return error(Code::kInvalidArgument, "at least one stop token is required");
+  }
+  for (size_t i = 0; i < stop_tokens.size(); ++i) {
+    const int32_t t = stop_tokens[i];
+    if (t < 0 || t >= vocab_size) {
+      return error(Code::kOutOfRange, "stop token ", t, " (stop_tokens[", i,
+                   "]) is out of range [0, vocab_size=", vocab_size, ")");
+    }
+  }
+  std::sort(stop_tokens.begin(), stop_tokens.end());
+  stop_tokens.erase(std::unique(stop_tokens.begin(), stop_tokens.end()), stop_tokens.end());
+  return Status::Ok();
+}
+
+}  // namespace treemask

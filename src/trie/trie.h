@@ -1,0 +1,212 @@
+// The compiled token trie: immutable flat arrays, shared by matchers and
+// threads.
+//
+// Layout (BFS order). Nodes are numbered breadth-first with the root = 0 and
+// the children of each node in ascending token order. Then the edges, listed
+// node by node, are in the same order as the nodes they lead to: edge e leads
+// to node e + 1. So a node needs only the CSR offset of its first edge, and a
+// child id is computed, not stored:
+//
+//   node_offsets[n_nodes + 1]  edges of node n are [node_offsets[n], node_offsets[n + 1])
+//   edge_tokens[n_edges]       sorted ascending within a node
+//   terminal_bits[ceil(n_nodes / 64)], terminal_rank[same]: bitset + rank
+//   first_labels[n_terminals]  by terminal rank: the smallest label of each
+//                              terminal (absent when the trie has no labels)
+//   multi_ranks[n_multi], multi_offsets[n_multi + 1], multi_labels[...]: the
+//     few terminals with more than one label (duplicate paths, semantic-ID
+//     collisions), ascending by rank, with all their labels
+//
+// About 8 bytes per edge plus 8 per labelled terminal. Because a node's first edge index is
+// always >= its own id, child ids strictly increase along any walk; accessors
+// check that invariant, so even arrays from a corrupted file can neither send
+// a walk out of bounds nor into a cycle.
+//
+// Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <atomic>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/bits.h"
+#include "core/refcount.h"
+#include "core/status.h"
+
+namespace treemask {
+
+// Reserved node ids: the state-array form stores these in place of a node.
+inline constexpr uint32_t kStateTerminated = 0xFFFFFFFEu;
+inline constexpr uint32_t kStateFailed = 0xFFFFFFFFu;
+inline constexpr uint64_t kMaxNodes = 0xFFFFFFFDu;  // ids below the reserved ones
+
+// Views of the flat arrays. They point into memory owned by a TrieStorage
+// (vectors for a built trie, a file mapping for a loaded one).
+struct TrieArrays {
+  const uint32_t *node_offsets = nullptr;   // n_nodes + 1
+  const int32_t *edge_tokens = nullptr;     // n_edges
+  const uint64_t *terminal_bits = nullptr;  // terminal_words()
+  const uint32_t *terminal_rank = nullptr;  // terminal_words()
+  const int64_t *first_labels = nullptr;   // n_terminals, or nullptr: no labels
+  const uint32_t *multi_ranks = nullptr;    // n_multi, ascending
+  const uint32_t *multi_offsets = nullptr;  // n_multi + 1
+  const int64_t *multi_labels = nullptr;    // n_multi_labels
+  const int32_t *stop_tokens = nullptr;     // n_stop_tokens, ascending, distinct
+  uint64_t n_nodes = 0;
+  uint64_t n_terminals = 0;
+  uint64_t n_multi = 0;
+  uint64_t n_multi_labels = 0;
+  uint32_t n_stop_tokens = 0;
+  int32_t vocab_size = 0;
+  uint32_t max_depth = 0;
+  uint32_t max_fanout = 0;
+
+  uint64_t n_edges() const { return n_nodes == 0 ? 0 : n_nodes - 1; }
+  uint64_t terminal_words() const { return (n_nodes + 63) / 64; }
+  // Bytes of the arrays themselves.
+  uint64_t bytes() const {
+    return (n_nodes + 1) * 4 + n_edges() * 4 + terminal_words() * 12 +
+           (first_labels ? n_terminals * 8 : 0) + n_multi * 8 + 4 + n_multi_labels * 8 +
+           uint64_t{n_stop_tokens} * 4;
+  }
+  // Label ids stored over all terminals.
+  uint64_t n_labels() const {
+    return first_labels ? n_terminals + n_multi_labels - n_multi : 0;
+  }
+};
+
+// Keeps the memory behind a TrieArrays alive.
+class TrieStorage {
+ public:
+  virtual ~TrieStorage() = default;
+};
+
+// Storage of a trie built in memory.
+struct VectorTrieStorage final : TrieStorage {
+  std::vector<uint32_t> node_offsets;
+  std::vector<int32_t> edge_tokens;
+  std::vector<uint64_t> terminal_bits;
+  std::vector<uint32_t> terminal_rank;
+  std::vector<int64_t> first_labels;
+  std::vector<uint32_t> multi_ranks;
+  std::vector<uint32_t> multi_offsets;
+  std::vector<int64_t> multi_labels;
+  std::vector<int32_t> stop_tokens;
+};
+
+// A node's outgoing edges: tokens[i] leads to node first_child + i.
+struct Children {
+  const int32_t *tokens = nullptr;
+  uint32_t count = 0;
+  uint32_t first_child = 0;
+
+  std::span<const int32_t> span() const { return {tokens, count}; }
+};
+
+struct TrieBuildOptions {
+  int32_t vocab_size = 0;
+  std::vector<int32_t> stop_tokens;
+  size_t dense_row_cache_bytes = size_t{64} << 20;
+  // Terminal nodes carry no label ids (sources without labels, such as an
+  // RTP-LLM prefix dictionary); label_ids is then ignored.
+  bool no_labels = false;
+};
+
+class Trie final : public RefCounted {
+ public:
+  Trie(std::unique_ptr<TrieStorage> storage, const TrieArrays &arrays,
+       size_t dense_row_cache_bytes);
+  ~Trie();
+
+  const TrieArrays &arrays() const { return a_; }
+  int32_t vocab_size() const { return a_.vocab_size; }
+  size_t row_words() const { return words_for_vocab(a_.vocab_size); }
+  uint64_t n_nodes() const { return a_.n_nodes; }
+  std::span<const int32_t> stop_tokens() const { return {a_.stop_tokens, a_.n_stop_tokens}; }
+  bool is_stop_token(int32_t token) const;
+
+  // False when the arrays are inconsistent at this node (corrupt file). The
+  // node id itself must be < n_nodes (callers check ids they did not make).
+  bool children(uint32_t node, Children &out) const {
+    const uint32_t begin = a_.node_offsets[node];
+    const uint32_t end = a_.node_offsets[node + 1];
+    if (begin > end || end > a_.n_edges() || begin < node) return false;
+    out.tokens = a_.edge_tokens + begin;
+    out.count = end - begin;
+    out.first_child = begin + 1;
+    return true;
+  }
+
+  bool is_terminal(uint32_t node) const {
+    return (a_.terminal_bits[node >> 6] >> (node & 63)) & 1u;
+  }
+
+  // Labels of a terminal node (empty for a non-terminal one). False when the
+  // arrays are inconsistent.
+  bool labels(uint32_t node, std::span<const int64_t> &out) const;
+
+  // Index of token among children.tokens, or -1.
+  static int64_t find_child(const Children &c, int32_t token) {
+    if (c.count <= 16) {
+      for (uint32_t i = 0; i < c.count; ++i) {
+        if (c.tokens[i] == token) return i;
+      }
+      return -1;
+    }
+    uint32_t lo = 0, n = c.count;
+    while (n > 1) {
+      const uint32_t half = n / 2;
+      lo = (c.tokens[lo + half] <= token) ? lo + half : lo;
+      n -= half;
+    }
+    return c.tokens[lo] == token ? int64_t{lo} : -1;
+  }
+
+  // Writes the children bits of node into row (all row_words() words are
+  // overwritten; words beyond are the caller's). Stop tokens are not set.
+  // Returns false for a corrupt node (row contents then unspecified).
+  bool write_children_row(uint32_t node, uint32_t *row) const;
+
+  // Memory the dense-row cache holds now.
+  uint64_t dense_cache_bytes() const { return dense_cache_used_.load(std::memory_order_relaxed); }
+
+  // Fanout at or above which a node's row is cached (when the budget allows).
+  size_t dense_threshold() const { return dense_threshold_; }
+
+ private:
+  const uint32_t *cached_row(uint32_t node, const Children &c) const;
+
+  std::unique_ptr<TrieStorage> storage_;
+  TrieArrays a_;
+
+  // Dense-row cache: a fixed open-addressing table (node -> row) allocated on
+  // first use. Slots are claimed with a CAS on the key and published with a
+  // release store of the row, so readers never lock.
+  struct CacheSlot {
+    std::atomic<uint32_t> node{kStateFailed};  // kStateFailed = empty
+    std::atomic<const uint32_t *> row{nullptr};
+  };
+  size_t dense_budget_;
+  size_t dense_threshold_;
+  mutable std::once_flag cache_once_;
+  mutable std::unique_ptr<CacheSlot[]> cache_;
+  mutable size_t cache_mask_ = 0;
+  mutable std::atomic<uint64_t> dense_cache_used_{0};
+};
+
+// Builds a trie from CSR paths (see treemask_trie_from_paths for the rules).
+// Every problem is a Status that names the path and position.
+Result<Ref<Trie>> build_trie_from_paths(const TrieBuildOptions &opts,
+                                        std::span<const int32_t> tokens,
+                                        std::span<const size_t> offsets, const int64_t *label_ids);
+
+// Checks and normalises (sorts, dedupes) stop tokens against vocab_size.
+Status normalize_stop_tokens(int32_t vocab_size, std::vector<int32_t> &stop_tokens);
+
+}  // namespace treemask

@@ -1,0 +1,108 @@
+// Small helpers shared by the C++ test programs.
+//
+// Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "treemask/treemask.h"
+
+namespace testutil {
+
+// Iteration multiplier: TREEMASK_TEST_SCALE in the environment (e.g. 0.1 under
+// sanitizers, 10 for a long soak). Defaults to 1.
+inline double scale() {
+  const char *s = std::getenv("TREEMASK_TEST_SCALE");
+  if (!s || !*s) return 1.0;
+  const double v = std::atof(s);
+  return v > 0 ? v : 1.0;
+}
+
+inline int scaled(int n) {
+  const double v = n * scale();
+  return v < 1 ? 1 : static_cast<int>(v);
+}
+
+// Owning wrappers so tests never leak on an ASSERT failure.
+struct TrieHandle {
+  treemask_trie *p = nullptr;
+  TrieHandle() = default;
+  explicit TrieHandle(treemask_trie *t) : p(t) {}
+  TrieHandle(const TrieHandle &) = delete;
+  TrieHandle &operator=(const TrieHandle &) = delete;
+  ~TrieHandle() { treemask_trie_free(p); }
+};
+
+struct MatcherHandle {
+  treemask_matcher *p = nullptr;
+  MatcherHandle() = default;
+  explicit MatcherHandle(treemask_matcher *m) : p(m) {}
+  MatcherHandle(MatcherHandle &&o) noexcept : p(o.p) { o.p = nullptr; }
+  MatcherHandle &operator=(MatcherHandle &&o) noexcept {
+    if (this != &o) {
+      treemask_matcher_free(p);
+      p = o.p;
+      o.p = nullptr;
+    }
+    return *this;
+  }
+  MatcherHandle(const MatcherHandle &) = delete;
+  ~MatcherHandle() { treemask_matcher_free(p); }
+};
+
+// Builds a trie from a list of paths; returns the status.
+inline treemask_status make_trie(const std::vector<std::vector<int32_t>> &paths, int32_t vocab,
+                                 const std::vector<int32_t> &stops, TrieHandle &out,
+                                 const std::vector<int64_t> *labels = nullptr) {
+  std::vector<int32_t> tokens;
+  std::vector<size_t> offsets{0};
+  for (const auto &p : paths) {
+    tokens.insert(tokens.end(), p.begin(), p.end());
+    offsets.push_back(tokens.size());
+  }
+  treemask_trie_options opts;
+  treemask_trie_options_init(&opts);
+  opts.vocab_size = vocab;
+  opts.stop_tokens = stops.data();
+  opts.n_stop_tokens = stops.size();
+  treemask_trie *t = nullptr;
+  const treemask_status s = treemask_trie_from_paths(
+      &opts, tokens.data(), offsets.data(), paths.size(), labels ? labels->data() : nullptr, &t);
+  out.p = t;
+  return s;
+}
+
+inline std::vector<int32_t> next_tokens(const treemask_matcher *m) {
+  std::vector<int32_t> out(treemask_matcher_next_tokens(m, nullptr, 0));
+  treemask_matcher_next_tokens(m, out.data(), out.size());
+  return out;
+}
+
+inline std::vector<int32_t> forced_tokens(const treemask_matcher *m) {
+  std::vector<int32_t> out(treemask_matcher_forced_tokens(m, nullptr, 0));
+  treemask_matcher_forced_tokens(m, out.data(), out.size());
+  return out;
+}
+
+inline std::vector<int64_t> label_ids(const treemask_matcher *m) {
+  std::vector<int64_t> out(treemask_matcher_label_ids(m, nullptr, 0));
+  treemask_matcher_label_ids(m, out.data(), out.size());
+  return out;
+}
+
+// Allowed tokens decoded from a bitmask row.
+inline std::vector<int32_t> decode_row(const int32_t *row, size_t words) {
+  std::vector<int32_t> out;
+  for (size_t w = 0; w < words; ++w) {
+    for (int b = 0; b < 32; ++b) {
+      if ((static_cast<uint32_t>(row[w]) >> b) & 1u)
+        out.push_back(static_cast<int32_t>(w * 32 + b));
+    }
+  }
+  return out;
+}
+
+}  // namespace testutil

@@ -1,0 +1,214 @@
+// White-box tests of the compiled trie layout, the builder and the history.
+//
+// Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "matcher/history.h"
+#include "trie/trie.h"
+
+namespace treemask {
+namespace {
+
+struct Paths {
+  std::vector<int32_t> tokens;
+  std::vector<size_t> offsets{0};
+  explicit Paths(std::initializer_list<std::vector<int32_t>> ps) {
+    for (const auto &p : ps) {
+      tokens.insert(tokens.end(), p.begin(), p.end());
+      offsets.push_back(tokens.size());
+    }
+  }
+};
+
+Result<Ref<Trie>> build(const Paths &p, int32_t vocab, std::vector<int32_t> stops,
+                        const int64_t *labels = nullptr) {
+  TrieBuildOptions o;
+  o.vocab_size = vocab;
+  o.stop_tokens = std::move(stops);
+  return build_trie_from_paths(o, p.tokens, p.offsets, labels);
+}
+
+template <class T>
+std::vector<T> vec(const T *p, size_t n) {
+  return {p, p + n};
+}
+
+TEST(Builder, NumbersNodesBreadthFirstWithImplicitChildren) {
+  // Paths: [5 1] [5 2] [3]. Root children in token order: 3 -> node 1, 5 -> node 2;
+  // node 2's children: 1 -> node 3, 2 -> node 4.
+  auto r = build(Paths{{5, 1}, {5, 2}, {3}}, 10, {0});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const TrieArrays &a = r.value()->arrays();
+  EXPECT_EQ(a.n_nodes, 5u);
+  EXPECT_EQ(vec(a.node_offsets, 6), (std::vector<uint32_t>{0, 2, 2, 4, 4, 4}));
+  EXPECT_EQ(vec(a.edge_tokens, 4), (std::vector<int32_t>{3, 5, 1, 2}));
+  EXPECT_EQ(a.terminal_bits[0], (1u << 1) | (1u << 3) | (1u << 4));
+  EXPECT_EQ(a.n_terminals, 3u);
+  // Labels by terminal rank: node 1 (path 2), node 3 (path 0), node 4 (path 1);
+  // one label each, so the overflow table is empty.
+  EXPECT_EQ(vec(a.first_labels, 3), (std::vector<int64_t>{2, 0, 1}));
+  EXPECT_EQ(a.n_multi, 0u);
+  EXPECT_EQ(a.n_labels(), 3u);
+  EXPECT_EQ(a.max_depth, 2u);
+  EXPECT_EQ(a.max_fanout, 2u);
+
+  Children c;
+  ASSERT_TRUE(r.value()->children(2, c));
+  EXPECT_EQ(c.first_child, 3u);
+  EXPECT_EQ(Trie::find_child(c, 2), 1);
+  EXPECT_EQ(Trie::find_child(c, 7), -1);
+}
+
+TEST(Builder, DuplicatePathsMergeAndKeepEveryLabel) {
+  const int64_t labels[] = {7, 3, 7, 9};
+  auto r = build(Paths{{1, 2}, {1, 2}, {1, 2}, {1}}, 4, {0}, labels);
+  ASSERT_TRUE(r.ok());
+  const Trie &t = *r.value();
+  EXPECT_EQ(t.n_nodes(), 3u);
+  std::span<const int64_t> got;
+  ASSERT_TRUE(t.labels(2, got));
+  EXPECT_EQ(std::vector<int64_t>(got.begin(), got.end()), (std::vector<int64_t>{3, 7}));
+  ASSERT_TRUE(t.labels(1, got));
+  EXPECT_EQ(std::vector<int64_t>(got.begin(), got.end()), (std::vector<int64_t>{9}));
+  ASSERT_TRUE(t.labels(0, got));
+  EXPECT_TRUE(got.empty());
+  // Node 2 (rank 1) is the one multi-label terminal.
+  EXPECT_EQ(t.arrays().n_multi, 1u);
+  EXPECT_EQ(t.arrays().multi_ranks[0], 1u);
+  EXPECT_EQ(t.arrays().n_labels(), 3u);
+}
+
+TEST(Builder, EmptyPathMakesRootTerminal) {
+  auto r = build(Paths{{}, {4}}, 8, {2, 2, 1});
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r.value()->is_terminal(0));
+  EXPECT_EQ(std::vector<int32_t>(r.value()->stop_tokens().begin(), r.value()->stop_tokens().end()),
+            (std::vector<int32_t>{1, 2}));
+}
+
+TEST(Builder, ErrorsNameThePathAndPosition) {
+  auto r = build(Paths{{1, 2}, {1, 2, 99}}, 10, {0});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kOutOfRange);
+  EXPECT_EQ(r.status().message(),
+            "path 1, position 2: token 99 is out of range [0, vocab_size=10)");
+
+  r = build(Paths{{1, 2}, {3, 7, 4}}, 10, {7});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("stop token 7 occurs inside path 1 at position 1"),
+            std::string::npos);
+
+  r = build(Paths{{1}}, 10, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "at least one stop token is required");
+
+  r = build(Paths{{1}}, 10, {10});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kOutOfRange);
+
+  r = build(Paths{{1}}, 0, {0});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "vocab_size must be positive, got 0");
+
+  Paths bad{{1}, {2}};
+  bad.offsets = {0, 2, 1};
+  r = build(bad, 10, {0});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(
+      r.status().message().find("offsets must be non-decreasing: offsets[2] = 1 < offsets[1] = 2"),
+      std::string::npos);
+}
+
+TEST(Builder, LargeRandomTrieHasConsistentLayout) {
+  std::mt19937 rng(1);
+  std::vector<int32_t> tokens;
+  std::vector<size_t> offsets{0};
+  for (int i = 0; i < 20000; ++i) {
+    const int len = 1 + static_cast<int>(rng() % 5);
+    for (int j = 0; j < len; ++j)
+      tokens.push_back(1 + static_cast<int32_t>(rng() % (j == 0 ? 50 : 5000)));
+    offsets.push_back(tokens.size());
+  }
+  TrieBuildOptions o;
+  o.vocab_size = 5001;
+  o.stop_tokens = {0};
+  auto r = build_trie_from_paths(o, tokens, offsets, nullptr);
+  ASSERT_TRUE(r.ok());
+  const TrieArrays &a = r.value()->arrays();
+  // Every node: edges sorted, first edge index >= node id (the invariant the
+  // accessors rely on), every path reachable.
+  for (uint32_t n = 0; n < a.n_nodes; ++n) {
+    Children c;
+    ASSERT_TRUE(r.value()->children(n, c));
+    for (uint32_t i = 1; i < c.count; ++i) ASSERT_LT(c.tokens[i - 1], c.tokens[i]);
+  }
+  for (size_t p = 0; p + 1 < offsets.size(); ++p) {
+    uint32_t node = 0;
+    for (size_t j = offsets[p]; j < offsets[p + 1]; ++j) {
+      Children c;
+      ASSERT_TRUE(r.value()->children(node, c));
+      const int64_t idx = Trie::find_child(c, tokens[j]);
+      ASSERT_GE(idx, 0);
+      node = c.first_child + static_cast<uint32_t>(idx);
+    }
+    ASSERT_TRUE(r.value()->is_terminal(node));
+  }
+}
+
+TEST(TrieAccessors, RejectCorruptOffsetsInsteadOfWalkingOutOfBounds) {
+  // A hand-made corrupt layout: node 2's offsets point backwards and past the end.
+  std::vector<uint32_t> offsets{0, 2, 1, 9};
+  std::vector<int32_t> tokens{1, 2};
+  std::vector<uint64_t> bits{0};
+  std::vector<uint32_t> rank{0};
+  std::vector<int32_t> stops{0};
+  TrieArrays a;
+  a.node_offsets = offsets.data();
+  a.edge_tokens = tokens.data();
+  a.terminal_bits = bits.data();
+  a.terminal_rank = rank.data();
+  a.stop_tokens = stops.data();
+  a.n_stop_tokens = 1;
+  a.n_nodes = 3;
+  a.vocab_size = 4;
+  Trie t(nullptr, a, 0);
+  Children c;
+  EXPECT_TRUE(t.children(0, c));
+  EXPECT_FALSE(t.children(1, c));  // begin 2 > end 1
+  EXPECT_FALSE(t.children(2, c));  // end 9 > n_edges 2
+  t.retain();                      // keep the stack object from being deleted by a release
+}
+
+TEST(History, ClonesShareChunksCopyOnWrite) {
+  History<uint32_t> a;
+  for (uint32_t i = 0; i < 100; ++i) a.push(i);
+  History<uint32_t> b = a;  // shares both chunks
+  a.push(1000);
+  b.push(2000);
+  EXPECT_EQ(a.from_top(1), 1000u);
+  EXPECT_EQ(b.from_top(1), 2000u);
+  EXPECT_EQ(a.from_top(2), 99u);
+  b.pop(50);
+  b.push(3000);
+  EXPECT_EQ(a.from_top(1), 1000u);
+  EXPECT_EQ(a.from_top(50), 51u);
+  EXPECT_EQ(b.from_top(1), 3000u);
+  EXPECT_EQ(b.from_top(2), 50u);
+  EXPECT_EQ(a.size(), 101u);
+  EXPECT_EQ(b.size(), 52u);
+}
+
+TEST(History, LimitKeepsMemoryBoundedAndNewestEntries) {
+  History<uint32_t> h(10);
+  for (uint32_t i = 0; i < 100000; ++i) h.push(i);
+  EXPECT_LT(h.size(), 10u + 2 * History<uint32_t>::kChunk);
+  for (uint32_t n = 1; n <= 10; ++n) EXPECT_EQ(h.from_top(n), 100000u - n);
+}
+
+}  // namespace
+}  // namespace treemask

@@ -53,7 +53,7 @@ struct TrieArrays {
   const int32_t *edge_tokens = nullptr;     // n_edges
   const uint64_t *terminal_bits = nullptr;  // terminal_words()
   const uint32_t *terminal_rank = nullptr;  // terminal_words()
-  const int64_t *first_labels = nullptr;   // n_terminals, or nullptr: no labels
+  const int64_t *first_labels = nullptr;    // n_terminals, or nullptr: no labels
   const uint32_t *multi_ranks = nullptr;    // n_multi, ascending
   const uint32_t *multi_offsets = nullptr;  // n_multi + 1
   const int64_t *multi_labels = nullptr;    // n_multi_labels
@@ -76,9 +76,7 @@ struct TrieArrays {
            uint64_t{n_stop_tokens} * 4;
   }
   // Label ids stored over all terminals.
-  uint64_t n_labels() const {
-    return first_labels ? n_terminals + n_multi_labels - n_multi : 0;
-  }
+  uint64_t n_labels() const { return first_labels ? n_terminals + n_multi_labels - n_multi : 0; }
 };
 
 // Keeps the memory behind a TrieArrays alive.

@@ -74,16 +74,14 @@ fn main() {
 fn locate() -> Result<Location, String> {
     let include_override = path_from_env("TREEMASK_INCLUDE_DIR");
     if let Some(dir) = path_from_env("TREEMASK_LIB_DIR") {
-        require_library(&dir, "TREEMASK_LIB_DIR")?;
         return Ok(Location {
-            lib_dir: Some(dir),
+            lib_dir: Some(require_library(&dir, "TREEMASK_LIB_DIR")?),
             extra_lib_dirs: Vec::new(),
             include_dir: include_override,
         });
     }
     if let Some(build) = path_from_env("TREEMASK_MESON_BUILD_DIR") {
-        let dir = build.join("src");
-        require_library(&dir, "TREEMASK_MESON_BUILD_DIR")?;
+        let dir = require_library(&build.join("src"), "TREEMASK_MESON_BUILD_DIR")?;
         return Ok(Location {
             lib_dir: Some(dir),
             extra_lib_dirs: Vec::new(),
@@ -113,10 +111,14 @@ fn library_file_names() -> &'static [&'static str] {
     }
 }
 
-fn require_library(dir: &Path, set_by: &str) -> Result<(), String> {
+/// `dir` made absolute (it becomes an rpath, which must not depend on the
+/// working directory of the program that uses it), if it holds the library.
+fn require_library(dir: &Path, set_by: &str) -> Result<PathBuf, String> {
     let names = library_file_names();
     if names.iter().any(|name| dir.join(name).exists()) {
-        return Ok(());
+        return dir
+            .canonicalize()
+            .map_err(|e| format!("{set_by} gives {}: {e}", dir.display()));
     }
     Err(format!(
         "{set_by} gives {}, which holds no {} (build the library first, or fix the path)",
@@ -128,7 +130,7 @@ fn require_library(dir: &Path, set_by: &str) -> Result<(), String> {
 /// The `include/` of the repository this crate sits in, when it does.
 fn source_tree_include_dir() -> Option<PathBuf> {
     let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR")?);
-    let include = manifest_dir.join("../../../include");
+    let include = manifest_dir.join("../../../include").canonicalize().ok()?;
     include
         .join("treemask/treemask.h")
         .exists()

@@ -48,7 +48,8 @@
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #![deny(unsafe_op_in_unsafe_fn)]
-#![warn(missing_docs, clippy::undocumented_unsafe_blocks)]
+#![warn(missing_docs)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub use treemask_sys as sys;
 

@@ -140,12 +140,18 @@ unsafe impl Sync for Matcher {}
 
 impl Matcher {
     /// A matcher at the root of `trie`, with default options.
+    ///
+    /// # Errors
+    /// `OutOfMemory`.
     pub fn new(trie: &Trie) -> Result<Matcher> {
         Matcher::with_options(trie, &MatcherOptions::default())
     }
 
-    /// A matcher at the root of `trie`. Errors: a `pad_token` outside
-    /// `[0, vocab_size)`.
+    /// A matcher at the root of `trie`.
+    ///
+    /// # Errors
+    /// A `pad_token` outside `[0, vocab_size)` (`OutOfRange`, or
+    /// `InvalidArgument` for a negative one); `OutOfMemory`.
     pub fn with_options(trie: &Trie, options: &MatcherOptions) -> Result<Matcher> {
         let raw_options = options.to_raw()?;
         let mut out = ptr::null_mut();
@@ -177,9 +183,11 @@ impl Matcher {
         self.raw.as_ptr()
     }
 
-    /// A copy with the same state, history and options. Fails only in the
-    /// [`FailurePolicy::StickyError`] failed state (`InvalidState`) or when
-    /// out of memory.
+    /// A copy with the same state, history and options.
+    ///
+    /// # Errors
+    /// `InvalidState` in the [`FailurePolicy::StickyError`] failed state;
+    /// `OutOfMemory`.
     pub fn try_clone(&self) -> Result<Matcher> {
         let mut out = ptr::null_mut();
         // Safety: self.raw is live; out is written only on success.
@@ -197,7 +205,8 @@ impl Matcher {
     /// Returns `need_apply`: false iff every token is allowed, so masking the
     /// logits can be skipped.
     ///
-    /// Errors: `row` shorter than [`Trie::bitmask_words`] (`BufferTooSmall`,
+    /// # Errors
+    /// `row` shorter than [`Trie::bitmask_words`] (`BufferTooSmall`,
     /// nothing written); in the `StickyError` failed state `InvalidState`,
     /// with the row written (stop tokens only).
     pub fn fill_next_token_bitmask(&mut self, row: &mut [i32]) -> Result<bool> {
@@ -223,7 +232,8 @@ impl Matcher {
     /// vocabulary included); [`last_error_message`](crate::last_error_message)
     /// then says why, and the [`FailurePolicy`] applies.
     ///
-    /// Errors: `InvalidState` in the `StickyError` failed state.
+    /// # Errors
+    /// `InvalidState` in the `StickyError` failed state.
     pub fn accept_token(&mut self, token: i32) -> Result<bool> {
         let mut accepted = false;
         // Safety: self.raw is live and exclusively borrowed.
@@ -236,7 +246,8 @@ impl Matcher {
     /// Undoes the last `n_tokens` accepts that changed the state (a
     /// terminating stop token counts, and un-terminates). 0 does nothing.
     ///
-    /// Errors, with the state unchanged: more than
+    /// # Errors
+    /// With the state unchanged: more than
     /// [`rollback_depth`](Self::rollback_depth) (`OutOfRange`); closed after a
     /// `FailClosed` rejection or failed after a `StickyError` one
     /// (`InvalidState`: use [`reset`](Self::reset)).

@@ -117,9 +117,10 @@ impl Trie {
     /// Builds a trie from token paths, path `i` carrying label id `i`.
     /// Duplicate paths merge; the empty path makes the root terminal.
     ///
-    /// Errors (with a message naming the path and position): a token or stop
-    /// token outside `[0, vocab_size)`, a stop token inside a path, no paths,
-    /// no stop tokens, `vocab_size <= 0`.
+    /// # Errors
+    /// With a message naming the path and position: a token or stop token
+    /// outside `[0, vocab_size)` (`OutOfRange`), a stop token inside a path,
+    /// no paths, no stop tokens, `vocab_size <= 0` (`InvalidArgument`).
     pub fn from_paths<P: AsRef<[i32]>>(
         options: &TrieOptions,
         paths: impl IntoIterator<Item = P>,
@@ -130,6 +131,9 @@ impl Trie {
 
     /// Builds a trie from token paths, each with its own label id (one id may
     /// sit on several paths; duplicate paths keep every label given).
+    ///
+    /// # Errors
+    /// As [`from_paths`](Self::from_paths).
     pub fn from_labeled_paths<P: AsRef<[i32]>>(
         options: &TrieOptions,
         paths: impl IntoIterator<Item = (P, i64)>,
@@ -147,6 +151,11 @@ impl Trie {
     /// one entry more than there are paths, starts at 0, never decreases and
     /// ends at `tokens.len()`. `label_ids`: `None` (path `i` carries label
     /// `i`) or one id per path.
+    ///
+    /// # Errors
+    /// `InvalidArgument` when `offsets` is empty, does not end at
+    /// `tokens.len()`, does not start at 0 or decreases, or `label_ids` has
+    /// the wrong length; otherwise as [`from_paths`](Self::from_paths).
     pub fn from_csr(
         options: &TrieOptions,
         tokens: &[i32],
@@ -253,6 +262,9 @@ impl Trie {
     }
 
     /// Node, edge, terminal and label counts, depth, fanout and memory.
+    ///
+    /// # Errors
+    /// None with this library version; the `Result` keeps the C contract.
     pub fn stats(&self) -> Result<TrieStats> {
         // Safety: every field of treemask_trie_stats is an integer, for which
         // all-zero bytes are a valid value.

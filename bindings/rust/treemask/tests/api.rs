@@ -180,13 +180,19 @@ fn rejections_are_not_errors_and_say_why() {
     );
 }
 
+/// A StickyError matcher that has just rejected a token.
+fn failed_matcher(trie: &Trie) -> Matcher {
+    let mut options = MatcherOptions::default();
+    options.failure_policy = FailurePolicy::StickyError;
+    let mut m = Matcher::with_options(trie, &options).unwrap();
+    assert_eq!(m.accept_token(5), Ok(false));
+    m
+}
+
 #[test]
 fn sticky_error_state_fails_every_call_until_reset() {
     let trie = small_trie();
-    let mut options = MatcherOptions::default();
-    options.failure_policy = FailurePolicy::StickyError;
-    let mut m = Matcher::with_options(&trie, &options).unwrap();
-    assert_eq!(m.accept_token(5), Ok(false));
+    let mut m = failed_matcher(&trie);
     let mut row = vec![-1; trie.bitmask_words()];
     assert_eq!(
         kind(m.fill_next_token_bitmask(&mut row)),
@@ -208,12 +214,7 @@ fn sticky_error_state_fails_every_call_until_reset() {
 #[test]
 #[should_panic(expected = "Matcher::clone failed: invalid state")]
 fn cloning_a_failed_matcher_panics() {
-    let trie = small_trie();
-    let mut options = MatcherOptions::default();
-    options.failure_policy = FailurePolicy::StickyError;
-    let mut m = Matcher::with_options(&trie, &options).unwrap();
-    assert_eq!(m.accept_token(5), Ok(false));
-    let _ = m.clone();
+    let _ = failed_matcher(&small_trie()).clone();
 }
 
 #[test]

@@ -1,9 +1,9 @@
 //! Finds libtreemask and tells cargo how to link it.
 //!
 //! Where it looks, first match wins:
-//! 1. `TREEMASK_LIB_DIR` (unset or empty: skipped): the directory holding libtreemask (plus
-//!    `TREEMASK_INCLUDE_DIR`, the one holding `treemask/treemask.h`, if
-//!    dependents compile C against it).
+//! 1. `TREEMASK_LIB_DIR` (unset or empty: skipped): the directory holding
+//!    libtreemask (plus `TREEMASK_INCLUDE_DIR`, the one holding
+//!    `treemask/treemask.h`, if dependents compile C against it).
 //! 2. `TREEMASK_MESON_BUILD_DIR`: a meson build directory of this repository
 //!    (`meson test` sets it); the library is in its `src/`.
 //! 3. The `pkg-config` program (or `$PKG_CONFIG`), package `treemask`, which

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -157,23 +158,30 @@ __device__ __forceinline__ void mark_token(uint32_t *keep, int64_t lo, int64_t t
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Every kernel launch goes through here; returns the launch's cudaError_t.
+// cudaLaunchKernel reports its own error, so a launch never consumes (or is
+// blamed for) an error another part of the process left in the runtime.
 // Under TREEMASK_CUDA_EMULATION the host compiler builds the kernels and a
 // CPU emulation of the CUDA runtime runs them (tests/cuda/emulation), so CI
 // executes every kernel without a GPU.
 template <class... Params, class... Args>
 int launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, void *stream, Args... args) {
-  static_assert(sizeof...(Params) == sizeof...(Args), "one argument per kernel parameter");
+  static_assert(sizeof...(Params) > 0 && sizeof...(Params) == sizeof...(Args),
+                "one argument per kernel parameter");
 #ifdef TREEMASK_CUDA_EMULATION
-  cuda_emulation::launch(grid, block, static_cast<cudaStream_t>(stream),
-                         [=] { kernel(static_cast<Params>(args)...); });
+  return static_cast<int>(cuda_emulation::launch(grid, block, static_cast<cudaStream_t>(stream),
+                                                 [=] { kernel(static_cast<Params>(args)...); }));
 #else
-  const auto cuda_stream = static_cast<cudaStream_t>(stream);
-  // clang-format 14 splits the launch brackets here.
-  // clang-format off
-  kernel<<<grid, block, 0, cuda_stream>>>(static_cast<Params>(args)...);
-  // clang-format on
+  std::tuple<Params...> values(static_cast<Params>(args)...);
+  const cudaError_t e = std::apply(
+      [&](auto &...value) {
+        void *pointers[] = {static_cast<void *>(&value)...};
+        return cudaLaunchKernel(reinterpret_cast<const void *>(kernel), grid, block, pointers, 0,
+                                static_cast<cudaStream_t>(stream));
+      },
+      values);
+  if (e != cudaSuccess) cudaGetLastError();  // ours: leave the runtime clean
+  return static_cast<int>(e);
 #endif
-  return static_cast<int>(cudaGetLastError());
 }
 
 // Launches mask_from_lists_kernel with tiles sized so that even one row

@@ -33,8 +33,9 @@ inline dim3 threadIdx, blockIdx, blockDim, gridDim;
 
 namespace cuda_emulation {
 // Runs `kernel` for every thread of grid x block, now, or records it when
-// `stream` is capturing a graph.
-void launch(dim3 grid, dim3 block, cudaStream_t stream, std::function<void()> kernel);
+// `stream` is capturing a graph. Returns the launch error, as
+// cudaLaunchKernel does.
+cudaError_t launch(dim3 grid, dim3 block, cudaStream_t stream, std::function<void()> kernel);
 void syncthreads();
 }  // namespace cuda_emulation
 

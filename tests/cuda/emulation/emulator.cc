@@ -265,14 +265,14 @@ void run_grid(dim3 grid, dim3 block, const std::function<void()> &kernel) {
 
 namespace cuda_emulation {
 
-void launch(dim3 grid, dim3 block, cudaStream_t stream, std::function<void()> kernel) {
+cudaError_t launch(dim3 grid, dim3 block, cudaStream_t stream, std::function<void()> kernel) {
   const uint64_t threads = uint64_t{block.x} * block.y * block.z;
   if (threads == 0 || threads > 1024 || grid.x == 0 || grid.y == 0 || grid.z == 0 ||
       grid.y > 65535 || grid.z > 65535) {
-    fail(cudaErrorInvalidValue);
-    return;
+    return fail(cudaErrorInvalidValue);
   }
   enqueue(stream, [grid, block, kernel = std::move(kernel)] { run_grid(grid, block, kernel); });
+  return cudaSuccess;
 }
 
 void syncthreads() {

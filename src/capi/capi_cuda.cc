@@ -11,6 +11,7 @@
 
 using treemask::Code;
 using treemask::error;
+using treemask::Result;
 using treemask::Status;
 using treemask::capi::guard;
 namespace bridge = treemask::cuda;
@@ -60,9 +61,11 @@ Status check_extent(const char *name, size_t n_rows, size_t stride, size_t row, 
 
 size_t element_bytes(int32_t dtype) { return dtype == 0 ? 4 : 2; }
 
-// The checks every masking call shares; fills *out.
-Status logits_arg(void *logits, int32_t dtype, size_t n_rows, size_t logits_row_stride,
-                  size_t logits_width, int32_t vocab_size, bridge::LogitsArg *out) {
+// The checks every masking call shares, after checking that CUDA is built.
+Result<bridge::LogitsArg> logits_arg(void *logits, int32_t dtype, size_t n_rows,
+                                     size_t logits_row_stride, size_t logits_width,
+                                     int32_t vocab_size) {
+  TM_TRY(require_built());
   TM_REQUIRE_ARG(logits);
   TM_TRY(check_dtype(dtype));
   if (logits_row_stride < logits_width) {
@@ -74,8 +77,7 @@ Status logits_arg(void *logits, int32_t dtype, size_t n_rows, size_t logits_row_
                  " is outside [1, logits_width=", logits_width, "]");
   }
   TM_TRY(check_extent("logits", n_rows, logits_row_stride, logits_width, element_bytes(dtype)));
-  *out = bridge::LogitsArg{logits, dtype, n_rows, logits_row_stride, logits_width, vocab_size};
-  return Status::Ok();
+  return bridge::LogitsArg{logits, dtype, n_rows, logits_row_stride, logits_width, vocab_size};
 }
 
 Status check_bitmask_words(size_t bitmask_row_words, int32_t vocab_size, size_t n_rows) {
@@ -92,14 +94,16 @@ bool selects_nothing(size_t n_rows, const int32_t *indices, size_t n_indices) {
   return n_rows == 0 || (indices && n_indices == 0);
 }
 
-Status step_arg(const treemask_cuda_trie *dev_trie, uint32_t *states, const int32_t *tokens,
-                size_t n_rows, int32_t failure_policy, uint8_t *accepted, bridge::StepArg *out) {
+// The checks both step variants share, after checking that CUDA is built.
+Result<bridge::StepArg> step_arg(const treemask_cuda_trie *dev_trie, uint32_t *states,
+                                 const int32_t *tokens, size_t n_rows, int32_t failure_policy,
+                                 uint8_t *accepted) {
+  TM_TRY(require_built());
   TM_REQUIRE_ARG(dev_trie);
   TM_REQUIRE_ARG(states);
   TM_TRY(check_failure_policy(failure_policy));
-  *out =
-      bridge::StepArg{to_device_trie(dev_trie), states, tokens, n_rows, failure_policy, accepted};
-  return Status::Ok();
+  return bridge::StepArg{to_device_trie(dev_trie), states,  tokens, n_rows,
+                         failure_policy,           accepted};
 }
 
 }  // namespace
@@ -120,9 +124,9 @@ treemask_status treemask_cuda_apply_token_bitmask(void *logits, int32_t dtype, s
                                                   int32_t vocab_size, const int32_t *indices,
                                                   size_t n_indices, void *stream) {
   return guard(__func__, [&]() -> Status {
-    TM_TRY(require_built());
-    bridge::LogitsArg l;
-    TM_TRY(logits_arg(logits, dtype, n_rows, logits_row_stride, logits_width, vocab_size, &l));
+    TM_ASSIGN_OR_RETURN(
+        const bridge::LogitsArg l,
+        logits_arg(logits, dtype, n_rows, logits_row_stride, logits_width, vocab_size));
     TM_REQUIRE_ARG(bitmask);
     TM_TRY(check_bitmask_words(bitmask_row_words, vocab_size, n_rows));
     if (selects_nothing(n_rows, indices, n_indices)) return Status::Ok();
@@ -137,9 +141,9 @@ treemask_status treemask_cuda_apply_token_candidates(void *logits, int32_t dtype
                                                      int32_t vocab_size, const int32_t *indices,
                                                      size_t n_indices, void *stream) {
   return guard(__func__, [&]() -> Status {
-    TM_TRY(require_built());
-    bridge::LogitsArg l;
-    TM_TRY(logits_arg(logits, dtype, n_rows, logits_row_stride, logits_width, vocab_size, &l));
+    TM_ASSIGN_OR_RETURN(
+        const bridge::LogitsArg l,
+        logits_arg(logits, dtype, n_rows, logits_row_stride, logits_width, vocab_size));
     TM_REQUIRE_ARG(row_offsets);
     if (n_candidates > 0 && !candidates) {
       return error(Code::kInvalidArgument, "candidates is NULL but n_candidates is ", n_candidates);
@@ -177,9 +181,8 @@ treemask_status treemask_cuda_trie_advance_fill_bitmask(const treemask_cuda_trie
                                                         uint8_t *accepted, int32_t *bitmask,
                                                         size_t bitmask_row_words, void *stream) {
   return guard(__func__, [&]() -> Status {
-    TM_TRY(require_built());
-    bridge::StepArg step;
-    TM_TRY(step_arg(dev_trie, states, tokens, n_rows, failure_policy, accepted, &step));
+    TM_ASSIGN_OR_RETURN(const bridge::StepArg step,
+                        step_arg(dev_trie, states, tokens, n_rows, failure_policy, accepted));
     TM_REQUIRE_ARG(bitmask);
     TM_TRY(check_bitmask_words(bitmask_row_words,
                                bridge::trie_vocab_size(*to_device_trie(dev_trie)), n_rows));
@@ -195,16 +198,16 @@ treemask_status treemask_cuda_trie_advance_mask_logits(const treemask_cuda_trie 
                                                        int32_t dtype, size_t logits_row_stride,
                                                        size_t logits_width, void *stream) {
   return guard(__func__, [&]() -> Status {
-    TM_TRY(require_built());
-    bridge::StepArg step;
-    TM_TRY(step_arg(dev_trie, states, tokens, n_rows, failure_policy, accepted, &step));
+    TM_ASSIGN_OR_RETURN(const bridge::StepArg step,
+                        step_arg(dev_trie, states, tokens, n_rows, failure_policy, accepted));
     const int32_t vocab_size = bridge::trie_vocab_size(*to_device_trie(dev_trie));
     if (logits && logits_width < static_cast<uint64_t>(vocab_size)) {
       return error(Code::kInvalidArgument, "logits_width ", logits_width,
                    " is smaller than the trie's vocab_size ", vocab_size);
     }
-    bridge::LogitsArg l;
-    TM_TRY(logits_arg(logits, dtype, n_rows, logits_row_stride, logits_width, vocab_size, &l));
+    TM_ASSIGN_OR_RETURN(
+        const bridge::LogitsArg l,
+        logits_arg(logits, dtype, n_rows, logits_row_stride, logits_width, vocab_size));
     if (n_rows == 0) return Status::Ok();
     return bridge::advance_mask_logits(step, l, stream);
   });

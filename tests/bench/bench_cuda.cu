@@ -236,6 +236,10 @@ void bench_step(cudaStream_t stream) {
     CHECK_CUDA(cudaMemset(d_logits.get(), 0x3c, rows * kVocab * 2));
     const int episodes = rows >= 512 ? 3 : 20;
 
+    auto apply_mask = [&] {
+      CHECK_TM(treemask_cuda_apply_token_bitmask(d_logits.get(), dtype, rows, kVocab, kVocab,
+                                                 d_mask.get(), words, kVocab, nullptr, 0, stream));
+    };
     auto run_fused = [&](bool to_logits) {
       const auto t0 = Clock::now();
       for (int e = 0; e < episodes; ++e) {
@@ -250,9 +254,7 @@ void bench_step(cudaStream_t stream) {
             CHECK_TM(treemask_cuda_trie_advance_fill_bitmask(dt, d_states.get(), step_tokens, rows,
                                                              TREEMASK_FAILURE_REJECT, nullptr,
                                                              d_mask.get(), words, stream));
-            CHECK_TM(treemask_cuda_apply_token_bitmask(d_logits.get(), dtype, rows, kVocab, kVocab,
-                                                       d_mask.get(), words, kVocab, nullptr, 0,
-                                                       stream));
+            apply_mask();
           }
         }
       }
@@ -283,9 +285,7 @@ void bench_step(cudaStream_t stream) {
           }
           CHECK_CUDA(cudaMemcpyAsync(d_mask.get(), pinned, rows * words * sizeof(int32_t),
                                      cudaMemcpyHostToDevice, stream));
-          CHECK_TM(treemask_cuda_apply_token_bitmask(d_logits.get(), dtype, rows, kVocab, kVocab,
-                                                     d_mask.get(), words, kVocab, nullptr, 0,
-                                                     stream));
+          apply_mask();
           // The next step's tokens come from sampling these logits.
           CHECK_CUDA(cudaStreamSynchronize(stream));
         }

@@ -55,6 +55,32 @@ Status launched(int result, const char *kernel) {
   return cuda_error(e, kernel);
 }
 
+// The device and pointer queries of a call that may be part of a stream
+// capture (an engine capturing its decode step in a CUDA graph). They are
+// pure queries, but a global-mode capture rejects every call the driver
+// deems potentially unsafe, so they run with this thread in relaxed capture
+// mode, which permits them; launches are captured as in any mode.
+class RelaxedCaptureMode {
+ public:
+  RelaxedCaptureMode() {
+    if (cudaThreadExchangeStreamCaptureMode(&saved_) != cudaSuccess) {
+      cudaGetLastError();
+      restore_ = false;
+    }
+  }
+  ~RelaxedCaptureMode() {
+    if (restore_ && cudaThreadExchangeStreamCaptureMode(&saved_) != cudaSuccess) {
+      cudaGetLastError();
+    }
+  }
+  RelaxedCaptureMode(const RelaxedCaptureMode &) = delete;
+  RelaxedCaptureMode &operator=(const RelaxedCaptureMode &) = delete;
+
+ private:
+  cudaStreamCaptureMode saved_ = cudaStreamCaptureModeRelaxed;
+  bool restore_ = true;
+};
+
 // Whether kernels can run on each device, probed once: 0 = not probed,
 // 1 = yes, 2 = no (no image for its architecture).
 constexpr int kMaxProbedDevices = 64;
@@ -218,6 +244,7 @@ bool available() { return usable_device().ok(); }
 
 Status apply_bitmask(const LogitsArg &logits, const RowsArg &rows, const int32_t *bitmask,
                      size_t bitmask_row_words, void *stream) {
+  const RelaxedCaptureMode relaxed;
   TM_ASSIGN_OR_RETURN(const int device, usable_device());
   TM_TRY(check_pointer(logits.data, "logits", device));
   TM_TRY(check_pointer(bitmask, "bitmask", device));
@@ -230,6 +257,7 @@ Status apply_bitmask(const LogitsArg &logits, const RowsArg &rows, const int32_t
 
 Status apply_candidates(const LogitsArg &logits, const RowsArg &rows, const int32_t *row_offsets,
                         const int32_t *candidates, size_t n_candidates, void *stream) {
+  const RelaxedCaptureMode relaxed;
   TM_ASSIGN_OR_RETURN(const int device, usable_device());
   TM_TRY(check_pointer(logits.data, "logits", device));
   TM_TRY(check_pointer(row_offsets, "row_offsets", device));
@@ -304,6 +332,7 @@ int32_t trie_vocab_size(const DeviceTrie &trie) { return trie.view.vocab_size; }
 
 Status advance_fill_bitmask(const StepArg &step, int32_t *bitmask, size_t bitmask_row_words,
                             void *stream) {
+  const RelaxedCaptureMode relaxed;
   TM_ASSIGN_OR_RETURN(const int device, usable_device());
   TM_TRY(check_step(step, device));
   TM_TRY(check_pointer(bitmask, "bitmask", device));
@@ -315,6 +344,7 @@ Status advance_fill_bitmask(const StepArg &step, int32_t *bitmask, size_t bitmas
 }
 
 Status advance_mask_logits(const StepArg &step, const LogitsArg &logits, void *stream) {
+  const RelaxedCaptureMode relaxed;
   TM_ASSIGN_OR_RETURN(const int device, usable_device());
   TM_TRY(check_step(step, device));
   TM_TRY(check_pointer(logits.data, "logits", device));

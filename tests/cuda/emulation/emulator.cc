@@ -58,10 +58,14 @@ bool global_capture_active() {
   return false;
 }
 
-// A call the real runtime forbids while a global-mode capture is running:
-// the capture is invalidated and the call fails.
+// This thread's capture mode: relaxed permits potentially unsafe calls.
+thread_local cudaStreamCaptureMode t_capture_mode = cudaStreamCaptureModeGlobal;
+
+// A call the real runtime forbids while a global-mode capture is running
+// (unless this thread is in relaxed mode): the capture is invalidated and
+// the call fails.
 bool forbidden_during_capture() {
-  if (!global_capture_active()) return false;
+  if (!global_capture_active() || t_capture_mode == cudaStreamCaptureModeRelaxed) return false;
   for (CUstream_st *s : g_capturing) s->invalidated = true;
   fail(cudaErrorStreamCaptureUnsupported);
   return true;
@@ -397,6 +401,11 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
     if (stream && stream->capture) stream->invalidated = true;
     return fail(cudaErrorStreamCaptureUnsupported);
   }
+  return cudaSuccess;
+}
+
+cudaError_t cudaThreadExchangeStreamCaptureMode(cudaStreamCaptureMode *mode) {
+  std::swap(*mode, t_capture_mode);
   return cudaSuccess;
 }
 

@@ -103,7 +103,16 @@ Result<int> usable_device() {
   if (device < 0 || device >= kMaxProbedDevices) return device;
   int8_t runs = g_device_runs_kernels[device].load(std::memory_order_relaxed);
   if (runs == 0) {
-    runs = launch::probe_kernel_image() == 0 ? 1 : 2;
+    const auto probed = static_cast<cudaError_t>(launch::probe_kernel_image());
+    if (probed == cudaSuccess) {
+      runs = 1;
+    } else if (probed == cudaErrorNoKernelImageForDevice ||
+               probed == cudaErrorInvalidDeviceFunction ||
+               probed == cudaErrorUnsupportedPtxVersion) {
+      runs = 2;
+    } else {
+      return cuda_error(probed, "looking up treemask's kernels");  // not cached: may pass later
+    }
     g_device_runs_kernels[device].store(runs, std::memory_order_relaxed);
   }
   if (runs == 2) {

@@ -28,6 +28,7 @@ enum cudaError {
   cudaErrorNoDevice = 100,
   cudaErrorInvalidDevice = 101,
   cudaErrorStubLibrary = 34,
+  cudaErrorInvalidDeviceFunction = 98,
   cudaErrorSystemDriverMismatch = 803,
   cudaErrorNoKernelImageForDevice = 209,
   cudaErrorUnsupportedPtxVersion = 222,

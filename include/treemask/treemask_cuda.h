@@ -160,9 +160,8 @@ TREEMASK_API void treemask_cuda_trie_free(treemask_cuda_trie *dev_trie);
  * 2. Fill: the next-token set of the new state: a node allows its children
  *    plus the stop tokens if it is terminal; TERMINATED, FAILED and invalid
  *    states allow only the stop tokens.
- * These are the rules of a matcher with the same failure policy (and
- * terminate_without_stop_token off), and of treemask's CPU state-array
- * functions.
+ * For states a matcher can reach, these are the rules of a matcher with the
+ * same failure policy (and terminate_without_stop_token off).
  *
  * All arrays are device arrays: states (n_rows), tokens (n_rows or NULL),
  * accepted (n_rows or NULL). dev_trie must have been uploaded to the current

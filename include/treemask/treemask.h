@@ -345,6 +345,65 @@ TREEMASK_API size_t treemask_matcher_rollback_depth(const treemask_matcher *m);
 
 /* <treemask:kernels> */
 
+/* Masking logits on the CPU with a bitmask (any xgrammar-layout mask: ours,
+ * xgrammar's, llguidance's) or with candidate lists. Masked logits become
+ * -inf, written as the dtype's bit pattern (f32 0xFF800000, f16 0xFC00, bf16
+ * 0xFF80); kept logits are never read or rewritten as numbers. The kernel is
+ * chosen once per process: AVX2 where the CPU has it, else a scalar loop. No
+ * threads: the caller's thread does the work. Thread-safe for disjoint
+ * logits. */
+
+typedef enum treemask_dtype {
+  TREEMASK_F32 = 0,
+  TREEMASK_F16 = 1,
+  TREEMASK_BF16 = 2
+} treemask_dtype;
+
+/* Sets logits[r][c] = -inf for every masked column of every touched row r:
+ * column c (< logits_width) is masked iff c >= vocab_size or bit c of bitmask
+ * row r is 0. Columns from logits_width up to the stride are never touched.
+ *
+ * - logits: n_rows rows of logits_width elements of dtype, row r at element
+ *   r * logits_row_stride (logits_row_stride >= logits_width).
+ * - bitmask: n_rows rows of bitmask_row_words int32 words, row r at word
+ *   r * bitmask_row_words; bitmask_row_words must cover
+ *   min(vocab_size, logits_width) columns. Bits past that are ignored.
+ * - vocab_size > 0: columns at or past it (a padded vocab) are masked.
+ * - indices: NULL (with n_indices = 0) touches every row; otherwise only
+ *   rows indices[0 .. n_indices), each in [0, n_rows), which address both
+ *   the logits row and the bitmask row (xgrammar's semantics).
+ *
+ * Cost: a fully-masked word is 32 -inf stores with no load, a fully-allowed
+ * one is skipped, a mixed one is blended; memory-bandwidth bound.
+ * Errors: an unknown dtype, vocab_size <= 0, logits_row_stride <
+ * logits_width, bitmask_row_words too small, an index out of range (named),
+ * NULL logits or bitmask when something would be touched. Everything is
+ * checked before anything is written. */
+TREEMASK_API treemask_status treemask_apply_token_bitmask_cpu(
+    void *logits, treemask_dtype dtype, size_t n_rows, size_t logits_row_stride,
+    size_t logits_width, const int32_t *bitmask, size_t bitmask_row_words, int32_t vocab_size,
+    const int32_t *indices, size_t n_indices);
+
+/* The sparse form: row r keeps only its candidates
+ * candidate_tokens[row_offsets[r] .. row_offsets[r + 1]) and every other
+ * column (< logits_width) becomes -inf. Each row is filled with -inf and its
+ * candidates restored, so it never reads a bitmask: for trie rows (few
+ * candidates) it moves the least memory. Same logits, dtype, vocab_size and
+ * indices rules as above; row_offsets has n_rows + 1 non-decreasing entries
+ * (CSR, e.g. treemask_matcher_next_tokens of each row). Candidates may repeat
+ * and come in any order; each must be in [0, vocab_size) (an error names the
+ * row and position); one >= logits_width is ignored.
+ * Errors: as above, plus NULL row_offsets, decreasing offsets, NULL
+ * candidate_tokens when there are candidates. */
+TREEMASK_API treemask_status treemask_apply_token_candidates_cpu(
+    void *logits, treemask_dtype dtype, size_t n_rows, size_t logits_row_stride,
+    size_t logits_width, const size_t *row_offsets, const int32_t *candidate_tokens,
+    int32_t vocab_size, const int32_t *indices, size_t n_indices);
+
+/* The instruction set of the kernel the apply functions use in this process:
+ * "avx2" or "scalar". Static storage; never NULL. Thread-safe. */
+TREEMASK_API const char *treemask_cpu_kernel_isa(void);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

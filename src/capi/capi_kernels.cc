@@ -1,0 +1,58 @@
+// The extern "C" entry points of treemask.h section 7 (CPU bitmask kernels):
+// conversion and a catch-all per call; the checks live with the kernels.
+//
+// Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#include "capi/shim.h"
+#include "kernels/cpu/apply.h"
+
+using treemask::Status;
+using treemask::capi::guard;
+
+extern "C" {
+
+treemask_status treemask_apply_token_bitmask_cpu(void *logits, treemask_dtype dtype, size_t n_rows,
+                                                 size_t logits_row_stride, size_t logits_width,
+                                                 const int32_t *bitmask, size_t bitmask_row_words,
+                                                 int32_t vocab_size, const int32_t *indices,
+                                                 size_t n_indices) {
+  return guard(__func__, [&]() -> Status {
+    treemask::kernels::BitmaskApply a;
+    a.logits = logits;
+    a.dtype = static_cast<int32_t>(dtype);
+    a.n_rows = n_rows;
+    a.row_stride = logits_row_stride;
+    a.width = logits_width;
+    a.bitmask = reinterpret_cast<const uint32_t *>(bitmask);
+    a.bitmask_row_words = bitmask_row_words;
+    a.vocab_size = vocab_size;
+    a.indices = indices;
+    a.n_indices = n_indices;
+    return treemask::kernels::apply_token_bitmask(a);
+  });
+}
+
+treemask_status treemask_apply_token_candidates_cpu(void *logits, treemask_dtype dtype,
+                                                    size_t n_rows, size_t logits_row_stride,
+                                                    size_t logits_width, const size_t *row_offsets,
+                                                    const int32_t *candidate_tokens,
+                                                    int32_t vocab_size, const int32_t *indices,
+                                                    size_t n_indices) {
+  return guard(__func__, [&]() -> Status {
+    treemask::kernels::CandidateApply a;
+    a.logits = logits;
+    a.dtype = static_cast<int32_t>(dtype);
+    a.n_rows = n_rows;
+    a.row_stride = logits_row_stride;
+    a.width = logits_width;
+    a.row_offsets = row_offsets;
+    a.tokens = candidate_tokens;
+    a.vocab_size = vocab_size;
+    a.indices = indices;
+    a.n_indices = n_indices;
+    return treemask::kernels::apply_token_candidates(a);
+  });
+}
+
+const char *treemask_cpu_kernel_isa(void) { return treemask::kernels::mask_row_best_name(); }
+
+}  // extern "C"

@@ -52,19 +52,18 @@ Status with_slot(size_t slot, const Status &s) {
   return Status(s.code(), cat("slot ", slot, ": ", s.message()));
 }
 
-// Runs one slot's share of a call on a pool thread and records its failure,
-// prefixed with the slot. Nothing may unwind out of a pool task, so
-// exceptions become statuses here (with messages short enough not to
-// allocate).
+// Runs one slot's share of a call on a pool thread and records its failure.
+// Nothing may unwind out of a pool task, so exceptions become statuses here
+// (with messages short enough not to allocate).
 template <class Body>
-void run_slot_task(size_t slot, LowestIndex<Status> &failure, Body &&body) noexcept {
+void run_task(size_t index, LowestIndex<Status> &failure, Body &&body) noexcept {
   try {
     Status s = body();
-    if (!s.ok()) failure.record(slot, with_slot(slot, s));
+    if (!s.ok()) failure.record(index, std::move(s));
   } catch (const std::bad_alloc &) {
-    failure.record(slot, Status(Code::kOutOfMemory, "out of memory"));
+    failure.record(index, Status(Code::kOutOfMemory, "out of memory"));
   } catch (...) {
-    failure.record(slot, Status(Code::kInternal, "internal error"));
+    failure.record(index, Status(Code::kInternal, "internal error"));
   }
 }
 
@@ -88,47 +87,62 @@ Status Batch::set_matcher(size_t slot, const Matcher *m) {
   }
   if (!m) {
     slots_[slot].reset();
+    slots_changed();
     return Status::Ok();
   }
   TM_ASSIGN_OR_RETURN(slots_[slot], m->clone());
+  slots_changed();
   return Status::Ok();
 }
 
-Status Batch::select_slots(const int32_t *slots, size_t n_slots, size_t words_per_row) {
-  selected_.clear();
+Status Batch::select_slots(const int32_t *slots, size_t n_slots, size_t words_per_row,
+                           std::span<const uint32_t> &selected) {
+  auto too_narrow = [&](uint32_t s) {
+    return error(Code::kBufferTooSmall, "words_per_row ", words_per_row, " < ",
+                 slots_[s]->trie().row_words(), ", the words slot ", s, "'s vocab_size ",
+                 slots_[s]->trie().vocab_size(), " needs");
+  };
   if (!slots) {
     if (n_slots != 0) {
       return error(Code::kInvalidArgument, "slots is NULL but n_slots is ", n_slots,
                    " (pass NULL and 0 for every slot)");
     }
-    for (size_t s = 0; s < size(); ++s) {
-      if (slots_[s]) selected_.push_back(static_cast<uint32_t>(s));
-    }
-  } else {
-    if (seen_stamp_.size() != size()) seen_stamp_.assign(size(), 0);
-    ++stamp_;
-    for (size_t i = 0; i < n_slots; ++i) {
-      const int32_t s = slots[i];
-      if (s < 0 || static_cast<size_t>(s) >= size()) {
-        return error(Code::kOutOfRange, "slots[", i, "] = ", s,
-                     " is out of range [0, n_slots=", size(), ")");
+    if (occupied_dirty_) {
+      occupied_.clear();
+      occupied_row_words_ = 0;
+      for (size_t s = 0; s < size(); ++s) {
+        if (!slots_[s]) continue;
+        occupied_.push_back(static_cast<uint32_t>(s));
+        occupied_row_words_ = std::max(occupied_row_words_, slots_[s]->trie().row_words());
       }
-      if (!slots_[s]) return error(Code::kInvalidArgument, "slots[", i, "] = ", s, " is empty");
-      if (seen_stamp_[s] == stamp_) {
-        return error(Code::kInvalidArgument, "slots[", i, "] = ", s, " is listed twice");
+      occupied_dirty_ = false;
+    }
+    if (words_per_row < occupied_row_words_) {
+      for (uint32_t s : occupied_) {
+        if (words_per_row < slots_[s]->trie().row_words()) return too_narrow(s);
       }
-      seen_stamp_[s] = stamp_;
-      selected_.push_back(static_cast<uint32_t>(s));
     }
+    selected = occupied_;
+    return Status::Ok();
   }
-  for (uint32_t s : selected_) {
-    const size_t needed = slots_[s]->trie().row_words();
-    if (words_per_row < needed) {
-      return error(Code::kBufferTooSmall, "words_per_row ", words_per_row, " < ", needed,
-                   ", the words slot ", s, "'s vocab_size ", slots_[s]->trie().vocab_size(),
-                   " needs");
+  selected_.clear();
+  if (seen_stamp_.size() != size()) seen_stamp_.assign(size(), 0);
+  ++stamp_;
+  for (size_t i = 0; i < n_slots; ++i) {
+    const int32_t s = slots[i];
+    if (s < 0 || static_cast<size_t>(s) >= size()) {
+      return error(Code::kOutOfRange, "slots[", i, "] = ", s,
+                   " is out of range [0, n_slots=", size(), ")");
     }
+    if (!slots_[s]) return error(Code::kInvalidArgument, "slots[", i, "] = ", s, " is empty");
+    if (seen_stamp_[s] == stamp_) {
+      return error(Code::kInvalidArgument, "slots[", i, "] = ", s, " is listed twice");
+    }
+    seen_stamp_[s] = stamp_;
+    if (words_per_row < slots_[s]->trie().row_words()) return too_narrow(static_cast<uint32_t>(s));
+    selected_.push_back(static_cast<uint32_t>(s));
   }
+  selected = selected_;
   return Status::Ok();
 }
 
@@ -137,16 +151,18 @@ Status Batch::fill_row(size_t slot, uint32_t *row, size_t words_per_row, bool tr
   const Matcher &m = *slots_[slot];
   const size_t cap = incremental_cap(words_per_row);
   RowRecord *record = track ? &records_[slot] : nullptr;
+  if (record && record->tokens.size() != cap) record->tokens.resize(cap);
   // In the STICKY_ERROR failed state next_tokens lists nothing while fill
   // writes the stop tokens: only fill can write that row.
   const bool listable = m.state().phase != Phase::kFailed;
   if (record && incremental && record->known && listable) {
-    const size_t n = m.next_tokens(nullptr, 0);
+    for (uint32_t i = 0; i < record->n; ++i) row[static_cast<uint32_t>(record->tokens[i]) >> 5] = 0;
+    record->known = false;
+    const size_t n = m.next_tokens(record->tokens.data(), cap);
     if (n <= cap) {
-      for (int32_t t : record->tokens) row[static_cast<uint32_t>(t) >> 5] = 0;
-      record->tokens.resize(n);
-      m.next_tokens(record->tokens.data(), n);
-      for (int32_t t : record->tokens) set_bit(row, t);
+      for (size_t i = 0; i < n; ++i) set_bit(row, record->tokens[i]);
+      record->n = static_cast<uint32_t>(n);
+      record->known = true;
       if (need_apply) need_apply[slot] = n != static_cast<size_t>(m.trie().vocab_size());
       return Status::Ok();
     }
@@ -155,38 +171,54 @@ Status Batch::fill_row(size_t slot, uint32_t *row, size_t words_per_row, bool tr
   Status s = m.fill(row, words_per_row, &need);
   if (need_apply) need_apply[slot] = need;
   if (record) {
-    record->known = false;
     // Remember a small allowed set, so the next incremental fill is O(fanout)
     // even after this full write; a large one is rewritten in full anyway.
+    // Count first: listing a large set only to find it too large costs more
+    // than the query.
     const size_t n = s.ok() && listable ? m.next_tokens(nullptr, 0) : cap + 1;
-    if (n <= cap) {
-      record->tokens.resize(n);
-      m.next_tokens(record->tokens.data(), n);
-      record->known = true;
-    }
+    record->known = n <= cap;
+    record->n = record->known ? static_cast<uint32_t>(n) : 0;
+    if (record->known) m.next_tokens(record->tokens.data(), n);
   }
   return s;
 }
 
-Status Batch::fill_selected(uint32_t *bitmask, size_t words_per_row, bool track, bool incremental,
-                            bool *need_apply) {
+template <class Body>
+Status Batch::for_each_index(size_t n, size_t grain, Body &&body) {
+  if (pool_.n_workers() == 0 || n <= grain) {
+    // On the caller's thread: an exception reaches the C shim's guard.
+    for (size_t i = 0; i < n; ++i) {
+      Status s = body(i);
+      if (!s.ok()) {
+        for (size_t j = i + 1; j < n; ++j) (void)body(j);  // later entries still run
+        return s;
+      }
+    }
+    return Status::Ok();
+  }
   LowestIndex<Status> failure;
-  auto task = [&](size_t i) {
-    const size_t slot = selected_[i];
-    run_slot_task(slot, failure, [&] {
-      return fill_row(slot, bitmask + slot * words_per_row, words_per_row, track, incremental,
-                      need_apply);
-    });
-  };
-  const size_t row_cost = incremental ? kIncrementalRowWords : words_per_row;
-  pool_.run(selected_.size(), std::max<size_t>(1, kChunkWords / row_cost), task);
+  auto task = [&](size_t i) { run_task(i, failure, [&] { return body(i); }); };
+  pool_.run(n, grain, task);
   return failure.empty() ? Status::Ok() : failure.take();
+}
+
+Status Batch::fill_selected(std::span<const uint32_t> selected, uint32_t *bitmask,
+                            size_t words_per_row, bool track, bool incremental, bool *need_apply) {
+  const size_t row_cost = incremental ? kIncrementalRowWords : words_per_row;
+  return for_each_index(selected.size(), std::max<size_t>(1, kChunkWords / row_cost),
+                        [&](size_t i) {
+                          const uint32_t slot = selected[i];
+                          Status s = fill_row(slot, bitmask + slot * words_per_row, words_per_row,
+                                              track, incremental, need_apply);
+                          return s.ok() ? s : with_slot(slot, s);
+                        });
 }
 
 Status Batch::fill(uint32_t *bitmask, size_t words_per_row, const int32_t *slots, size_t n_slots,
                    bool *need_apply) {
   if (!bitmask) return error(Code::kInvalidArgument, "bitmask is NULL");
-  TM_TRY(select_slots(slots, n_slots, words_per_row));
+  std::span<const uint32_t> selected;
+  TM_TRY(select_slots(slots, n_slots, words_per_row, selected));
   // Writing the bound buffer here is a full fill of it: keep its records
   // true.
   const bool bound = bitmask == bound_ && words_per_row == bound_words_;
@@ -199,7 +231,7 @@ Status Batch::fill(uint32_t *bitmask, size_t words_per_row, const int32_t *slots
                    "treemask_batch_fill_bound or bind the buffer again");
     }
   }
-  return fill_selected(bitmask, words_per_row, bound, false, need_apply);
+  return fill_selected(selected, bitmask, words_per_row, bound, false, need_apply);
 }
 
 Status Batch::bind(uint32_t *bitmask, size_t words_per_row) {
@@ -225,8 +257,9 @@ Status Batch::fill_bound(const int32_t *slots, size_t n_slots, bool incremental,
   if (!bound_) {
     return error(Code::kInvalidState, "no bitmask is bound; call treemask_batch_bind_bitmask");
   }
-  TM_TRY(select_slots(slots, n_slots, bound_words_));
-  return fill_selected(bound_, bound_words_, true, incremental, need_apply);
+  std::span<const uint32_t> selected;
+  TM_TRY(select_slots(slots, n_slots, bound_words_, selected));
+  return fill_selected(selected, bound_, bound_words_, true, incremental, need_apply);
 }
 
 Status Batch::invalidate(const int32_t *rows, size_t n_rows) {
@@ -262,24 +295,21 @@ Status Batch::accept(const int32_t *tokens, size_t n_tokens, bool *accepted,
                    " is empty (pass -1 for no token)");
     }
   }
-  LowestIndex<Status> failure;
   LowestIndex<std::string> rejection;
-  auto task = [&](size_t slot) {
+  TM_TRY(for_each_index(size(), kAcceptGrain, [&](size_t slot) {
     bool ok = true;
+    Status s;
     if (tokens[slot] >= 0) {
-      ok = false;
-      run_slot_task(slot, failure, [&] {
-        std::string why;
-        TM_TRY(slots_[slot]->accept(tokens[slot], &ok, &why));
-        if (!ok) rejection.record(slot, cat("slot ", slot, ": ", why));
-        return Status::Ok();
-      });
+      std::string why;
+      s = slots_[slot]->accept(tokens[slot], &ok, &why);
+      if (!s.ok()) s = with_slot(slot, s);
+      if (s.ok() && !ok) rejection.record(slot, cat("slot ", slot, ": ", why));
     }
-    if (accepted) accepted[slot] = ok;
-  };
-  pool_.run(size(), kAcceptGrain, task);
+    if (accepted) accepted[slot] = ok && s.ok();
+    return s;
+  }));
   if (!rejection.empty() && first_rejection) *first_rejection = rejection.take();
-  return failure.empty() ? Status::Ok() : failure.take();
+  return Status::Ok();
 }
 
 Status Batch::reorder(const int32_t *src, size_t n) {
@@ -312,6 +342,7 @@ Status Batch::reorder(const int32_t *src, size_t n) {
     if (src[i] >= 0 && first_taker[src[i]] == i) next[i] = std::move(slots_[src[i]]);
   }
   slots_ = std::move(next);
+  slots_changed();
   return Status::Ok();
 }
 

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -65,28 +66,43 @@ class Batch {
 
  private:
   // What the batch knows about one row of the bound buffer: when `known`, the
-  // row is zero except for the bits of `tokens` (the last allowed set).
+  // row is zero except for the bits of tokens[0 .. n) (the last allowed set).
+  // tokens holds incremental_cap entries once the row was filled.
   struct RowRecord {
     bool known = false;
+    uint32_t n = 0;
     std::vector<int32_t> tokens;
   };
 
   explicit Batch(const BatchOptions &opts) : pool_(opts.n_threads), slots_(opts.n_slots) {}
 
-  // Checks a slot list (range, empty slots, repeats, row width) and expands
-  // slots == nullptr into the non-empty slots.
-  Status select_slots(const int32_t *slots, size_t n_slots, size_t words_per_row);
-  Status fill_selected(uint32_t *bitmask, size_t words_per_row, bool track, bool incremental,
-                       bool *need_apply);
+  // Checks a slot list (range, empty slots, repeats, row width) and sets
+  // `selected` to the slots to fill (slots == nullptr: the non-empty slots).
+  Status select_slots(const int32_t *slots, size_t n_slots, size_t words_per_row,
+                      std::span<const uint32_t> &selected);
+  Status fill_selected(std::span<const uint32_t> selected, uint32_t *bitmask, size_t words_per_row,
+                       bool track, bool incremental, bool *need_apply);
   Status fill_row(size_t slot, uint32_t *row, size_t words_per_row, bool track, bool incremental,
                   bool *need_apply);
+  void slots_changed() { occupied_dirty_ = true; }
+  // Runs body(i) -> Status for every i in [0, n), on the pool when n is more
+  // than one chunk of `grain`; every i runs even after a failure, and the
+  // failure of the lowest i is returned.
+  template <class Body>
+  Status for_each_index(size_t n, size_t grain, Body &&body);
 
   WorkerPool pool_;
   std::vector<std::unique_ptr<Matcher>> slots_;
   uint32_t *bound_ = nullptr;
   size_t bound_words_ = 0;
   std::vector<RowRecord> records_;
-  // Scratch of select_slots, kept to avoid an allocation per call.
+  // The non-empty slots and the most words any of their rows needs, kept
+  // between calls (a fill of every slot is the common case).
+  std::vector<uint32_t> occupied_;
+  size_t occupied_row_words_ = 0;
+  bool occupied_dirty_ = true;
+  // Scratch of select_slots for explicit lists, kept to avoid an allocation
+  // per call.
   std::vector<uint32_t> selected_;
   std::vector<uint64_t> seen_stamp_;
   uint64_t stamp_ = 0;

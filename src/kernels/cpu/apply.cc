@@ -6,6 +6,8 @@
 #include <limits>
 #include <vector>
 
+#include <unistd.h>
+
 #include "core/bits.h"
 
 namespace treemask::kernels {
@@ -77,6 +79,8 @@ void for_each_row(size_t n_rows, const int32_t *indices, size_t n_indices, Body 
 template <class T>
 void mask_candidate_rows(const CandidateApply &a, size_t max_k, MaskRowFn row_fn) {
   const auto dtype = static_cast<DType>(a.dtype);
+  const size_t touched = a.indices ? a.n_indices : a.n_rows;
+  const bool stream = touched * a.width * sizeof(T) >= stream_threshold_bytes();
   std::vector<T> saved(max_k);
   for_each_row(a.n_rows, a.indices, a.n_indices, [&](size_t r) {
     T *row = static_cast<T *>(a.logits) + r * a.row_stride;
@@ -86,7 +90,7 @@ void mask_candidate_rows(const CandidateApply &a, size_t max_k, MaskRowFn row_fn
       const auto t = static_cast<size_t>(tokens[j]);
       if (t < a.width) saved[j] = row[t];
     }
-    row_fn(row, dtype, nullptr, 0, a.width);
+    row_fn(row, dtype, nullptr, 0, a.width, stream);
     for (size_t j = 0; j < k; ++j) {
       const auto t = static_cast<size_t>(tokens[j]);
       if (t < a.width) row[t] = saved[j];
@@ -96,7 +100,8 @@ void mask_candidate_rows(const CandidateApply &a, size_t max_k, MaskRowFn row_fn
 
 }  // namespace
 
-void mask_row_scalar(void *logits, DType dtype, const uint32_t *mask, size_t valid, size_t width) {
+void mask_row_scalar(void *logits, DType dtype, const uint32_t *mask, size_t valid, size_t width,
+                     bool /*stream*/) {
   switch (dtype) {
     case DType::kF32:
       mask_row_ref(static_cast<uint32_t *>(logits), kNegInfF32, mask, valid, width);
@@ -117,6 +122,17 @@ MaskRowFn mask_row_best() {
 
 const char *mask_row_best_name() { return mask_row_best() == mask_row_scalar ? "scalar" : "avx2"; }
 
+size_t stream_threshold_bytes() {
+  // Half the last-level cache, within [8, 32] MiB: virtual machines often
+  // report the host's whole L3, so the value is capped.
+  static const size_t threshold = [] {
+    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    const size_t half = l3 > 0 ? static_cast<size_t>(l3) / 2 : size_t{16} << 20;
+    return std::clamp(half, size_t{8} << 20, size_t{32} << 20);
+  }();
+  return threshold;
+}
+
 Status apply_token_bitmask(const BitmaskApply &a, MaskRowFn row_fn) {
   TM_TRY(check_rows(a.logits, a.dtype, a.n_rows, a.row_stride, a.width, a.vocab_size, a.indices,
                     a.n_indices));
@@ -134,9 +150,11 @@ Status apply_token_bitmask(const BitmaskApply &a, MaskRowFn row_fn) {
   if (a.width == 0) return Status::Ok();
   const auto dtype = static_cast<DType>(a.dtype);
   const size_t row_bytes = a.row_stride * dtype_bytes(dtype);
+  const bool stream = touched * a.width * dtype_bytes(dtype) >= stream_threshold_bytes();
   auto *base = static_cast<char *>(a.logits);
   for_each_row(a.n_rows, a.indices, a.n_indices, [&](size_t r) {
-    row_fn(base + r * row_bytes, dtype, a.bitmask + r * a.bitmask_row_words, valid, a.width);
+    row_fn(base + r * row_bytes, dtype, a.bitmask + r * a.bitmask_row_words, valid, a.width,
+           stream);
   });
   return Status::Ok();
 }

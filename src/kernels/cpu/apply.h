@@ -26,24 +26,33 @@ inline size_t dtype_bytes(DType d) { return d == DType::kF32 ? 4 : 2; }
 // Masks one logits row: columns [0, width) are written, column c keeps its
 // value iff c < valid and bit c of mask is set. mask holds at least
 // ceil(valid / 32) words and is not read when valid == 0 (so valid = 0 fills
-// the whole row with -inf). valid <= width.
+// the whole row with -inf). valid <= width. stream: the call writes more than
+// the caches hold, so fully-masked stretches may bypass them (non-temporal
+// stores; a hint a variant may ignore).
 using MaskRowFn = void (*)(void *logits, DType dtype, const uint32_t *mask, size_t valid,
-                           size_t width);
+                           size_t width, bool stream);
 
 // The obvious per-column loop: the reference every SIMD variant must equal.
-void mask_row_scalar(void *logits, DType dtype, const uint32_t *mask, size_t valid, size_t width);
+void mask_row_scalar(void *logits, DType dtype, const uint32_t *mask, size_t valid, size_t width,
+                     bool stream);
 
 #if defined(__x86_64__) || defined(__i386__)
 #define TREEMASK_KERNELS_X86 1
 // All-ones words are skipped, all-zero words stored without a load, mixed
 // words blended. Call only when the CPU has AVX2.
-void mask_row_avx2(void *logits, DType dtype, const uint32_t *mask, size_t valid, size_t width);
+void mask_row_avx2(void *logits, DType dtype, const uint32_t *mask, size_t valid, size_t width,
+                   bool stream);
 #endif
 
 // The fastest variant this CPU supports, chosen on first use and then fixed.
 MaskRowFn mask_row_best();
 // Its name ("avx2" or "scalar"), for benchmarks and logs.
 const char *mask_row_best_name();
+
+// Calls writing at least this many bytes of logits stream them (about half
+// the last-level cache: a buffer that fits stays cached for the sampler that
+// reads it next; a bigger one would only evict everything else).
+size_t stream_threshold_bytes();
 
 // One call of treemask_apply_token_bitmask_cpu. Field meanings are the C
 // header's.

@@ -8,6 +8,17 @@
 using treemask::Status;
 using treemask::capi::guard;
 
+namespace {
+
+treemask::kernels::LogitsRows logits_rows(void *logits, treemask_dtype dtype, size_t n_rows,
+                                          size_t row_stride, size_t width, int32_t vocab_size,
+                                          const int32_t *indices, size_t n_indices) {
+  return {logits,   static_cast<int32_t>(dtype), n_rows, row_stride, width, vocab_size, indices,
+          n_indices};
+}
+
+}  // namespace
+
 extern "C" {
 
 treemask_status treemask_apply_token_bitmask_cpu(void *logits, treemask_dtype dtype, size_t n_rows,
@@ -16,17 +27,10 @@ treemask_status treemask_apply_token_bitmask_cpu(void *logits, treemask_dtype dt
                                                  int32_t vocab_size, const int32_t *indices,
                                                  size_t n_indices) {
   return guard(__func__, [&]() -> Status {
-    treemask::kernels::BitmaskApply a;
-    a.logits = logits;
-    a.dtype = static_cast<int32_t>(dtype);
-    a.n_rows = n_rows;
-    a.row_stride = logits_row_stride;
-    a.width = logits_width;
-    a.bitmask = reinterpret_cast<const uint32_t *>(bitmask);
-    a.bitmask_row_words = bitmask_row_words;
-    a.vocab_size = vocab_size;
-    a.indices = indices;
-    a.n_indices = n_indices;
+    const treemask::kernels::BitmaskApply a{
+        logits_rows(logits, dtype, n_rows, logits_row_stride, logits_width, vocab_size, indices,
+                    n_indices),
+        reinterpret_cast<const uint32_t *>(bitmask), bitmask_row_words};
     return treemask::kernels::apply_token_bitmask(a);
   });
 }
@@ -38,17 +42,10 @@ treemask_status treemask_apply_token_candidates_cpu(void *logits, treemask_dtype
                                                     int32_t vocab_size, const int32_t *indices,
                                                     size_t n_indices) {
   return guard(__func__, [&]() -> Status {
-    treemask::kernels::CandidateApply a;
-    a.logits = logits;
-    a.dtype = static_cast<int32_t>(dtype);
-    a.n_rows = n_rows;
-    a.row_stride = logits_row_stride;
-    a.width = logits_width;
-    a.row_offsets = row_offsets;
-    a.tokens = candidate_tokens;
-    a.vocab_size = vocab_size;
-    a.indices = indices;
-    a.n_indices = n_indices;
+    const treemask::kernels::CandidateApply a{
+        logits_rows(logits, dtype, n_rows, logits_row_stride, logits_width, vocab_size, indices,
+                    n_indices),
+        row_offsets, candidate_tokens};
     return treemask::kernels::apply_token_candidates(a);
   });
 }

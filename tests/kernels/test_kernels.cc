@@ -60,6 +60,17 @@ struct Logits {
         bytes(rows * stride_ * dtype_bytes(d)) {
     for (auto &b : bytes) b = static_cast<uint8_t>(rng());
   }
+  // This buffer as the logits side of an apply call.
+  LogitsRows rows(int32_t vocab, const std::vector<int32_t> *indices) {
+    return {bytes.data(),
+            static_cast<int32_t>(dtype),
+            n_rows,
+            stride,
+            width,
+            vocab,
+            indices ? indices->data() : nullptr,
+            indices ? indices->size() : 0};
+  }
   uint32_t get(size_t r, size_t c) const {
     if (dtype == DType::kF32) {
       uint32_t v;
@@ -160,17 +171,8 @@ TEST(ApplyBitmask, EveryVariantMatchesTheModelOnAwkwardShapes) {
                          std::to_string(width) + " stride " + std::to_string(stride) + " dtype " +
                          std::to_string(int(dtype)));
             Logits got = in;
-            BitmaskApply a;
-            a.logits = got.bytes.data();
-            a.dtype = static_cast<int32_t>(dtype);
-            a.n_rows = rows;
-            a.row_stride = stride;
-            a.width = width;
-            a.bitmask = mask.data();
-            a.bitmask_row_words = words;
-            a.vocab_size = vocab;
-            a.indices = use_indices ? indices.data() : nullptr;
-            a.n_indices = use_indices ? indices.size() : 0;
+            const BitmaskApply a{got.rows(vocab, use_indices ? &indices : nullptr), mask.data(),
+                                 words};
             ASSERT_TRUE(apply_token_bitmask(a, v.fn).ok());
             ASSERT_TRUE(got.bytes == want.bytes) << where(got, want);
           }
@@ -274,17 +276,8 @@ TEST(ApplyCandidates, EqualsTheBitmaskFormOfTheSameSets) {
       for (const Variant &v : all) {
         SCOPED_TRACE(std::string(v.name) + " vocab " + std::to_string(vocab));
         Logits got = in;
-        CandidateApply a;
-        a.logits = got.bytes.data();
-        a.dtype = static_cast<int32_t>(dtype);
-        a.n_rows = rows;
-        a.row_stride = stride;
-        a.width = width;
-        a.row_offsets = offsets.data();
-        a.tokens = tokens.data();
-        a.vocab_size = vocab;
-        a.indices = use_indices ? indices.data() : nullptr;
-        a.n_indices = use_indices ? indices.size() : 0;
+        const CandidateApply a{got.rows(vocab, use_indices ? &indices : nullptr), offsets.data(),
+                               tokens.data()};
         ASSERT_TRUE(apply_token_candidates(a, v.fn).ok());
         ASSERT_TRUE(got.bytes == want.bytes) << where(got, want);
       }

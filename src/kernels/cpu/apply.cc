@@ -29,48 +29,52 @@ MaskRowFn select_mask_row() {
 }
 
 // The checks both apply forms share.
-Status check_rows(void *logits, int32_t dtype, size_t n_rows, size_t row_stride, size_t width,
-                  int32_t vocab_size, const int32_t *indices, size_t n_indices) {
-  if (dtype < 0 || dtype > 2) {
-    return error(Code::kInvalidArgument, "unknown dtype ", dtype,
+Status check_rows(const LogitsRows &a) {
+  if (a.dtype < 0 || a.dtype > 2) {
+    return error(Code::kInvalidArgument, "unknown dtype ", a.dtype,
                  " (expected 0 = TREEMASK_F32, 1 = TREEMASK_F16, 2 = TREEMASK_BF16)");
   }
-  if (vocab_size <= 0) {
-    return error(Code::kInvalidArgument, "vocab_size must be positive, got ", vocab_size);
+  if (a.vocab_size <= 0) {
+    return error(Code::kInvalidArgument, "vocab_size must be positive, got ", a.vocab_size);
   }
-  if (row_stride < width) {
-    return error(Code::kInvalidArgument, "logits_row_stride ", row_stride,
-                 " is smaller than logits_width ", width);
+  if (a.row_stride < a.width) {
+    return error(Code::kInvalidArgument, "logits_row_stride ", a.row_stride,
+                 " is smaller than logits_width ", a.width);
   }
-  if (!indices && n_indices != 0) {
-    return error(Code::kInvalidArgument, "indices is NULL but n_indices is ", n_indices,
+  if (!a.indices && a.n_indices != 0) {
+    return error(Code::kInvalidArgument, "indices is NULL but n_indices is ", a.n_indices,
                  " (pass NULL and 0 to mask every row)");
   }
-  const size_t touched = indices ? n_indices : n_rows;
-  if (touched > 0 && width > 0 && !logits) return error(Code::kInvalidArgument, "logits is NULL");
-  const size_t elem = dtype_bytes(static_cast<DType>(dtype));
-  const size_t max_elems = std::numeric_limits<size_t>::max() / elem;
-  if (n_rows > 1 && row_stride > 0 &&
-      (width > max_elems || (n_rows - 1) > (max_elems - width) / row_stride)) {
-    return error(Code::kOutOfRange, "n_rows ", n_rows, " x logits_row_stride ", row_stride,
+  if (a.touched_rows() > 0 && a.width > 0 && !a.logits) {
+    return error(Code::kInvalidArgument, "logits is NULL");
+  }
+  const size_t max_elems = std::numeric_limits<size_t>::max() / dtype_bytes(DType(a.dtype));
+  if (a.n_rows > 1 && a.row_stride > 0 &&
+      (a.width > max_elems || (a.n_rows - 1) > (max_elems - a.width) / a.row_stride)) {
+    return error(Code::kOutOfRange, "n_rows ", a.n_rows, " x logits_row_stride ", a.row_stride,
                  " overflows the address space");
   }
-  for (size_t i = 0; i < n_indices; ++i) {
-    if (indices[i] < 0 || static_cast<size_t>(indices[i]) >= n_rows) {
-      return error(Code::kOutOfRange, "indices[", i, "] = ", indices[i],
-                   " is out of range [0, n_rows=", n_rows, ")");
+  for (size_t i = 0; i < a.n_indices; ++i) {
+    if (a.indices[i] < 0 || static_cast<size_t>(a.indices[i]) >= a.n_rows) {
+      return error(Code::kOutOfRange, "indices[", i, "] = ", a.indices[i],
+                   " is out of range [0, n_rows=", a.n_rows, ")");
     }
   }
   return Status::Ok();
 }
 
+// Whether the call writes enough to stream its stores past the caches.
+bool streams(const LogitsRows &a) {
+  return a.touched_rows() * a.width * dtype_bytes(DType(a.dtype)) >= stream_threshold_bytes();
+}
+
 // Calls body(row) for every row the call touches, in order.
 template <class Body>
-void for_each_row(size_t n_rows, const int32_t *indices, size_t n_indices, Body &&body) {
-  if (indices) {
-    for (size_t i = 0; i < n_indices; ++i) body(static_cast<size_t>(indices[i]));
+void for_each_row(const LogitsRows &a, Body &&body) {
+  if (a.indices) {
+    for (size_t i = 0; i < a.n_indices; ++i) body(static_cast<size_t>(a.indices[i]));
   } else {
-    for (size_t r = 0; r < n_rows; ++r) body(r);
+    for (size_t r = 0; r < a.n_rows; ++r) body(r);
   }
 }
 
@@ -79,10 +83,9 @@ void for_each_row(size_t n_rows, const int32_t *indices, size_t n_indices, Body 
 template <class T>
 void mask_candidate_rows(const CandidateApply &a, size_t max_k, MaskRowFn row_fn) {
   const auto dtype = static_cast<DType>(a.dtype);
-  const size_t touched = a.indices ? a.n_indices : a.n_rows;
-  const bool stream = touched * a.width * sizeof(T) >= stream_threshold_bytes();
+  const bool stream = streams(a);
   std::vector<T> saved(max_k);
-  for_each_row(a.n_rows, a.indices, a.n_indices, [&](size_t r) {
+  for_each_row(a, [&](size_t r) {
     T *row = static_cast<T *>(a.logits) + r * a.row_stride;
     const int32_t *tokens = a.tokens + a.row_offsets[r];
     const size_t k = a.row_offsets[r + 1] - a.row_offsets[r];
@@ -134,8 +137,7 @@ size_t stream_threshold_bytes() {
 }
 
 Status apply_token_bitmask(const BitmaskApply &a, MaskRowFn row_fn) {
-  TM_TRY(check_rows(a.logits, a.dtype, a.n_rows, a.row_stride, a.width, a.vocab_size, a.indices,
-                    a.n_indices));
+  TM_TRY(check_rows(a));
   const size_t valid = std::min(a.width, static_cast<size_t>(a.vocab_size));
   const size_t needed = words_for_vocab(static_cast<int32_t>(valid));
   if (a.bitmask_row_words < needed) {
@@ -143,16 +145,15 @@ Status apply_token_bitmask(const BitmaskApply &a, MaskRowFn row_fn) {
                  ", the words covering min(vocab_size=", a.vocab_size, ", logits_width=", a.width,
                  ") columns");
   }
-  const size_t touched = a.indices ? a.n_indices : a.n_rows;
-  if (touched > 0 && needed > 0 && !a.bitmask) {
+  if (a.touched_rows() > 0 && needed > 0 && !a.bitmask) {
     return error(Code::kInvalidArgument, "bitmask is NULL");
   }
   if (a.width == 0) return Status::Ok();
   const auto dtype = static_cast<DType>(a.dtype);
   const size_t row_bytes = a.row_stride * dtype_bytes(dtype);
-  const bool stream = touched * a.width * dtype_bytes(dtype) >= stream_threshold_bytes();
+  const bool stream = streams(a);
   auto *base = static_cast<char *>(a.logits);
-  for_each_row(a.n_rows, a.indices, a.n_indices, [&](size_t r) {
+  for_each_row(a, [&](size_t r) {
     row_fn(base + r * row_bytes, dtype, a.bitmask + r * a.bitmask_row_words, valid, a.width,
            stream);
   });
@@ -160,8 +161,7 @@ Status apply_token_bitmask(const BitmaskApply &a, MaskRowFn row_fn) {
 }
 
 Status apply_token_candidates(const CandidateApply &a, MaskRowFn row_fn) {
-  TM_TRY(check_rows(a.logits, a.dtype, a.n_rows, a.row_stride, a.width, a.vocab_size, a.indices,
-                    a.n_indices));
+  TM_TRY(check_rows(a));
   if (!a.row_offsets) return error(Code::kInvalidArgument, "row_offsets is NULL");
   for (size_t r = 0; r < a.n_rows; ++r) {
     if (a.row_offsets[r + 1] < a.row_offsets[r]) {

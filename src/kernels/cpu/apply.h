@@ -54,19 +54,24 @@ const char *mask_row_best_name();
 // reads it next; a bigger one would only evict everything else).
 size_t stream_threshold_bytes();
 
-// One call of treemask_apply_token_bitmask_cpu. Field meanings are the C
-// header's.
-struct BitmaskApply {
+// The logits side of an apply call; field meanings are the C header's.
+struct LogitsRows {
   void *logits = nullptr;
   int32_t dtype = 0;
   size_t n_rows = 0;
   size_t row_stride = 0;  // elements
   size_t width = 0;       // elements
-  const uint32_t *bitmask = nullptr;
-  size_t bitmask_row_words = 0;
   int32_t vocab_size = 0;
   const int32_t *indices = nullptr;  // nullptr: rows 0 .. n_rows - 1
   size_t n_indices = 0;
+
+  size_t touched_rows() const { return indices ? n_indices : n_rows; }
+};
+
+// One call of treemask_apply_token_bitmask_cpu.
+struct BitmaskApply : LogitsRows {
+  const uint32_t *bitmask = nullptr;
+  size_t bitmask_row_words = 0;
 };
 
 // Validates every argument before touching memory (the message names the
@@ -75,17 +80,9 @@ Status apply_token_bitmask(const BitmaskApply &args, MaskRowFn row_fn = mask_row
 
 // One call of treemask_apply_token_candidates_cpu: candidate lists in CSR
 // form replace the bitmask.
-struct CandidateApply {
-  void *logits = nullptr;
-  int32_t dtype = 0;
-  size_t n_rows = 0;
-  size_t row_stride = 0;
-  size_t width = 0;
+struct CandidateApply : LogitsRows {
   const size_t *row_offsets = nullptr;  // n_rows + 1
   const int32_t *tokens = nullptr;      // row_offsets[n_rows]
-  int32_t vocab_size = 0;
-  const int32_t *indices = nullptr;
-  size_t n_indices = 0;
 };
 
 Status apply_token_candidates(const CandidateApply &args, MaskRowFn row_fn = mask_row_best());

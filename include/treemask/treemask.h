@@ -416,8 +416,8 @@ TREEMASK_API treemask_matcher *treemask_batch_get_matcher(treemask_batch *batch,
  * Errors: NULL batch or bitmask, a bad slot list or words_per_row (found
  * before anything is written; the message names the entry). A slot in the
  * STICKY_ERROR failed state gets its row (stop tokens only) and the call
- * returns TREEMASK_ERR_INVALID_STATE naming the lowest such slot, after every
- * listed row is written. Writing into the bound buffer with its own
+ * returns TREEMASK_ERR_INVALID_STATE naming the first such slot of the list
+ * (the lowest for slots = NULL), after every listed row is written. Writing into the bound buffer with its own
  * words_per_row counts as a full fill of it; overlapping it with another
  * layout is an error. */
 TREEMASK_API treemask_status treemask_batch_fill_next_token_bitmask(

@@ -10,11 +10,20 @@ using treemask::capi::guard;
 
 namespace {
 
-treemask::kernels::LogitsRows logits_rows(void *logits, treemask_dtype dtype, size_t n_rows,
+// A C caller may pass any int as a treemask_dtype, and in C++ loading an enum
+// outside its enumerators' range is undefined: read the bytes instead, so the
+// kernel's check can name the bad value.
+int32_t dtype_value(const treemask_dtype &dtype) {
+  static_assert(sizeof(treemask_dtype) == sizeof(int32_t));
+  int32_t value;
+  std::memcpy(&value, &dtype, sizeof(value));
+  return value;
+}
+
+treemask::kernels::LogitsRows logits_rows(void *logits, const treemask_dtype &dtype, size_t n_rows,
                                           size_t row_stride, size_t width, int32_t vocab_size,
                                           const int32_t *indices, size_t n_indices) {
-  return {logits,   static_cast<int32_t>(dtype), n_rows, row_stride, width, vocab_size, indices,
-          n_indices};
+  return {logits, dtype_value(dtype), n_rows, row_stride, width, vocab_size, indices, n_indices};
 }
 
 }  // namespace

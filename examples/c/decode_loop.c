@@ -3,7 +3,6 @@
  * token and accept it. Logits come from a seeded generator instead of a model.
  *
  * Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0 */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -52,8 +51,10 @@ int main(void) {
     for (t = 0; t < VOCAB; ++t) logits[t] = next_logit(); /* model forward */
     if (treemask_matcher_fill_next_token_bitmask(m, mask, words, &need_apply) != TREEMASK_OK)
       return fail("fill");
-    for (t = 0; need_apply && t < VOCAB; ++t) /* mask */
-      if (!(((uint32_t)mask[t / 32] >> (t % 32)) & 1u)) logits[t] = -INFINITY;
+    /* mask: disallowed logits become -inf */
+    if (need_apply && treemask_apply_token_bitmask_cpu(logits, TREEMASK_F32, 1, VOCAB, VOCAB, mask,
+                                                       words, VOCAB, NULL, 0) != TREEMASK_OK)
+      return fail("mask");
     for (best = 0, t = 1; t < VOCAB; ++t) /* greedy */
       if (logits[t] > logits[best]) best = t;
     if (treemask_matcher_accept_token(m, best, &accepted) != TREEMASK_OK || !accepted)

@@ -339,11 +339,283 @@ TREEMASK_API size_t treemask_matcher_rollback_depth(const treemask_matcher *m);
 
 /* <treemask:batch> */
 
+/* Two ways to drive many sequences at once:
+ *
+ * - A *batch* holds matchers in slots and fills and advances them together on
+ *   its own threads. Every matcher feature (rollback, failure policies, the
+ *   modes of section 5) works in a batch. Slot i always writes row i of a
+ *   bitmask buffer of n_slots rows.
+ * - *State arrays*: with a plain trie (no modes, no rollback) the whole state
+ *   of a sequence is one uint32, so an engine can keep the states itself, fill
+ *   rows from them and advance them; beam reordering is then a gather. The
+ *   CUDA entry points implement exactly the same rules on device arrays. */
+
+/* A fixed number of slots, each empty or holding a matcher, plus the worker
+ * threads and the optional bound bitmask buffer of the batch. One thread at a
+ * time (the batch's own workers are used only inside its calls). */
+typedef struct treemask_batch treemask_batch;
+
+typedef struct treemask_batch_options {
+  size_t struct_size;
+  /* Slots, fixed for the life of the batch: 1 .. 2^31 - 1. Required; init
+   * sets 0. */
+  size_t n_slots;
+  /* Worker threads the batch starts at creation and keeps until it is freed.
+   * They work together with the calling thread, so a call uses up to
+   * n_threads + 1 threads; small calls stay on the caller's thread. 0 (init):
+   * the caller's thread only. At most 256. No other treemask function starts
+   * a thread. */
+  size_t n_threads;
+} treemask_batch_options;
+
+/* Sets struct_size and every field to its default. */
+TREEMASK_API void treemask_batch_options_init(treemask_batch_options *opts);
+
+/* Creates a batch with every slot empty and starts its threads.
+ * Errors: NULL opts or out, n_slots outside [1, 2^31 - 1], n_threads > 256;
+ * TREEMASK_ERR_INTERNAL when a thread cannot be started. Thread-safe. */
+TREEMASK_API treemask_status treemask_batch_create(const treemask_batch_options *opts,
+                                                   treemask_batch **out);
+
+/* Stops the threads and destroys the batch with the matchers in its slots
+ * (releasing their tries). The bound buffer stays the caller's. NULL is a
+ * no-op. */
+TREEMASK_API void treemask_batch_free(treemask_batch *batch);
+
+/* The batch's n_slots; 0 for NULL. */
+TREEMASK_API size_t treemask_batch_n_slots(const treemask_batch *batch);
+
+/* Puts a clone of m (same state, history and options; cheap, the history is
+ * shared copy-on-write) in slot, replacing what was there; the caller keeps
+ * m. m NULL empties the slot. Matchers of different tries and vocab sizes
+ * may share a batch.
+ * Errors: NULL batch, slot >= n_slots, m in the STICKY_ERROR failed state
+ * (TREEMASK_ERR_INVALID_STATE); the slot is then unchanged. */
+TREEMASK_API treemask_status treemask_batch_set_matcher(treemask_batch *batch, size_t slot,
+                                                        const treemask_matcher *m);
+
+/* The matcher in slot, borrowed: NULL when the slot is empty, slot >= n_slots
+ * or batch is NULL. Every matcher function may be called on it (rollback,
+ * reset, queries, even accept_token) between batch calls, never during one.
+ * Valid until the slot changes (set_matcher, reorder) or the batch is freed;
+ * never free it. */
+TREEMASK_API treemask_matcher *treemask_batch_get_matcher(treemask_batch *batch, size_t slot);
+
+/* Writes the next-token bitmask of the listed slots into bitmask, row = slot
+ * index (row s starts at bitmask + s * words_per_row), exactly as
+ * treemask_matcher_fill_next_token_bitmask does for each: every word of each
+ * listed row. Other rows are not touched.
+ *
+ * - bitmask: n_slots rows of words_per_row words; words_per_row must be
+ *   >= treemask_bitmask_words(vocab_size) of every listed slot's trie.
+ * - slots: the slots to fill (each non-empty, none twice), or NULL with
+ *   n_slots = 0 for every non-empty slot.
+ * - need_apply: optional, n_slots entries (indexed by slot); written for the
+ *   filled slots (false iff the row allows every token).
+ *
+ * Errors: NULL batch or bitmask, a bad slot list or words_per_row (found
+ * before anything is written; the message names the entry). A slot in the
+ * STICKY_ERROR failed state gets its row (stop tokens only) and the call
+ * returns TREEMASK_ERR_INVALID_STATE naming the first such slot of the list
+ * (the lowest for slots = NULL), after every listed row is written. Writing into the bound buffer with its own
+ * words_per_row counts as a full fill of it; overlapping it with another
+ * layout is an error. */
+TREEMASK_API treemask_status treemask_batch_fill_next_token_bitmask(
+    treemask_batch *batch, int32_t *bitmask, size_t words_per_row, const int32_t *slots,
+    size_t n_slots, bool *need_apply);
+
+/* Binds a caller-owned buffer of n_slots rows of words_per_row words for
+ * treemask_batch_fill_bound (NULL unbinds; words_per_row is then ignored).
+ * The batch forgets every row of the previous binding, so binding the same
+ * buffer again also works as invalidating every row. The buffer must
+ * outlive its binding.
+ * Errors: NULL batch, words_per_row 0 (with a buffer). */
+TREEMASK_API treemask_status treemask_batch_bind_bitmask(treemask_batch *batch, int32_t *bitmask,
+                                                         size_t words_per_row);
+
+/* treemask_batch_fill_bound modes. */
+#define TREEMASK_FILL_FULL 0        /* write every word of each row */
+#define TREEMASK_FILL_INCREMENTAL 1 /* O(fanout) per row where possible */
+
+/* Fills the listed slots' rows of the bound buffer; slots, need_apply and
+ * the errors are those of treemask_batch_fill_next_token_bitmask. The rows
+ * written are always exactly what a full fill writes.
+ *
+ * The batch remembers, per row, which tokens it set. With
+ * TREEMASK_FILL_INCREMENTAL a row it knows is updated by clearing the words of
+ * those tokens and setting the new ones: O(fanout), independent of the vocab
+ * size. A row it does not know, or whose allowed set is large (more than
+ * max(32, words_per_row / 32) tokens: a high-fanout node, an unconstrained
+ * mode), is written in full. TREEMASK_FILL_FULL writes every row in full and
+ * then knows it.
+ *
+ * The caller's promise: between two fills of a bound row, nothing but the
+ * batch writes it. If anything else did (a sampler that reused the buffer,
+ * a matcher's own fill, a memset), call treemask_batch_invalidate for those
+ * rows (or bind again) first; otherwise an incremental fill leaves stale
+ * bits. What the batch remembers belongs to the row, not to the matcher:
+ * set_matcher, reorder, accept and matcher calls on borrowed matchers
+ * keep it valid.
+ *
+ * Errors: as above, plus TREEMASK_ERR_INVALID_STATE when no buffer is bound
+ * and an unknown mode. */
+TREEMASK_API treemask_status treemask_batch_fill_bound(treemask_batch *batch, const int32_t *slots,
+                                                       size_t n_slots, int32_t mode,
+                                                       bool *need_apply);
+
+/* Forgets what the listed rows (NULL with n_rows = 0: every row) of the bound
+ * buffer hold, so their next fill writes them in full. Call it after anything
+ * but the batch wrote them. Without a bound buffer it only checks the rows.
+ * Errors: NULL batch, a row outside [0, n_slots) (nothing forgotten). */
+TREEMASK_API treemask_status treemask_batch_invalidate(treemask_batch *batch, const int32_t *rows,
+                                                       size_t n_rows);
+
+/* Feeds tokens[s] to the matcher in slot s, for every slot, exactly like
+ * treemask_matcher_accept_token; tokens[s] < 0 means no token for slot s
+ * this step (required for empty slots).
+ * - tokens: n_tokens = n_slots entries.
+ * - accepted: optional, n_slots entries; false only for a slot that rejected
+ *   its token (true for slots given no token). treemask_last_error() then
+ *   holds the rejection message of the lowest such slot.
+ * Errors: NULL batch or tokens, n_tokens != n_slots, a token for an empty
+ * slot (nothing is accepted then). A slot in the STICKY_ERROR failed state
+ * gives TREEMASK_ERR_INVALID_STATE naming the lowest such slot, after every
+ * other slot took its token. */
+TREEMASK_API treemask_status treemask_batch_accept_tokens(treemask_batch *batch,
+                                                          const int32_t *tokens, size_t n_tokens,
+                                                          bool *accepted);
+
+/* Beam reordering: slot i takes the matcher state of slot src[i] (src[i] =
+ * -1 empties slot i), all at once. A source taken once moves; one taken
+ * several times is cloned (its history shared copy-on-write), never deep
+ * copied. What the batch remembers about bound rows stays valid.
+ * Borrowed matchers of the batch are invalid afterwards.
+ * Errors: NULL batch or src, n != n_slots, src[i] outside [-1, n_slots), a
+ * STICKY_ERROR failed matcher taken twice; the batch is then unchanged. */
+TREEMASK_API treemask_status treemask_batch_reorder(treemask_batch *batch, const int32_t *src,
+                                                    size_t n);
+
+/* ---- State arrays ----
+ *
+ * A state is a node id of the trie (root = TREEMASK_STATE_ROOT = 0) or one
+ * of the two reserved values below. The rules, which the CUDA kernels
+ * implement identically:
+ *
+ *   fill, state s:
+ *     s a node          children of s, plus the stop tokens if s is terminal
+ *     TERMINATED/FAILED the stop tokens only
+ *   advance, state s, token t (failure policy P):
+ *     t < 0             no token this step: s unchanged, accepted
+ *     s a node:  t a child of s            -> that child
+ *                t a stop token, s terminal -> TERMINATED
+ *                anything else (also t >= vocab_size): rejected;
+ *                  P = REJECT: s unchanged; FAIL_CLOSED, STICKY_ERROR: FAILED
+ *     TERMINATED: t a stop token -> accepted, TERMINATED; else rejected,
+ *                 TERMINATED (no policy applies after termination)
+ *     FAILED:    t a stop token and P != STICKY_ERROR -> TERMINATED;
+ *                else rejected, FAILED
+ *
+ * This is the matcher of section 5 with terminate_without_stop_token = false
+ * and no pad token. Any other value is an error naming its index. */
+#define TREEMASK_STATE_ROOT 0u
+#define TREEMASK_STATE_TERMINATED 0xFFFFFFFEu
+#define TREEMASK_STATE_FAILED 0xFFFFFFFFu
+
+/* Writes row i (at bitmask + i * words_per_row, every word; bits and words
+ * past vocab_size are 0) from states[i], for i < n_states.
+ * Errors: NULL trie, NULL states or bitmask with n_states > 0, words_per_row
+ * < treemask_bitmask_words(vocab_size), a state that is neither < n_nodes
+ * nor reserved (TREEMASK_ERR_OUT_OF_RANGE naming its index). Every state is
+ * checked before any row is written. Single-threaded; thread-safe (the trie
+ * is shared read-only). */
+TREEMASK_API treemask_status treemask_trie_fill_states(const treemask_trie *trie,
+                                                       const uint32_t *states, size_t n_states,
+                                                       int32_t *bitmask, size_t words_per_row);
+
+/* Advances states[i] by tokens[i] for i < n_states, in place, by the rules
+ * above; failure_policy is a TREEMASK_FAILURE_* value. accepted (optional,
+ * n_states entries) is false only where a token was rejected.
+ * Errors: NULL trie, NULL states or tokens with n_states > 0, an unknown
+ * failure_policy, a state out of range (nothing changed; the message names
+ * its index). Thread-safe for distinct state arrays. */
+TREEMASK_API treemask_status treemask_trie_advance_states(const treemask_trie *trie,
+                                                          uint32_t *states, const int32_t *tokens,
+                                                          size_t n_states, int32_t failure_policy,
+                                                          bool *accepted);
+
+/* The state-array form of m's current state: its node while active,
+ * TREEMASK_STATE_TERMINATED once terminated, TREEMASK_STATE_FAILED when
+ * closed (FAIL_CLOSED) or failed (STICKY_ERROR). O(1). Only a matcher
+ * without modes continues identically as a state (history, pad token and
+ * terminate_without_stop_token stay with the matcher).
+ * Errors: NULL m or state; TREEMASK_ERR_INVALID_STATE for a state the form
+ * cannot express. */
+TREEMASK_API treemask_status treemask_matcher_get_state(const treemask_matcher *m, uint32_t *state);
+
 /* ======================================================================== */
 /* Section 7: bitmask kernels                                                */
 /* ======================================================================== */
 
 /* <treemask:kernels> */
+
+/* Masking logits on the CPU with a bitmask (any xgrammar-layout mask: ours,
+ * xgrammar's, llguidance's) or with candidate lists. Masked logits become
+ * -inf, written as the dtype's bit pattern (f32 0xFF800000, f16 0xFC00, bf16
+ * 0xFF80); kept logits are never read or rewritten as numbers. The kernel is
+ * chosen once per process: AVX2 where the CPU has it, else a scalar loop. No
+ * threads: the caller's thread does the work. Thread-safe for disjoint
+ * logits. */
+
+typedef enum treemask_dtype {
+  TREEMASK_F32 = 0,
+  TREEMASK_F16 = 1,
+  TREEMASK_BF16 = 2
+} treemask_dtype;
+
+/* Sets logits[r][c] = -inf for every masked column of every touched row r:
+ * column c (< logits_width) is masked iff c >= vocab_size or bit c of bitmask
+ * row r is 0. Columns from logits_width up to the stride are never touched.
+ *
+ * - logits: n_rows rows of logits_width elements of dtype, row r at element
+ *   r * logits_row_stride (logits_row_stride >= logits_width).
+ * - bitmask: n_rows rows of bitmask_row_words int32 words, row r at word
+ *   r * bitmask_row_words; bitmask_row_words must cover
+ *   min(vocab_size, logits_width) columns. Bits past that are ignored.
+ * - vocab_size > 0: columns at or past it (a padded vocab) are masked.
+ * - indices: NULL (with n_indices = 0) touches every row; otherwise only
+ *   rows indices[0 .. n_indices), each in [0, n_rows), which address both
+ *   the logits row and the bitmask row (xgrammar's semantics).
+ *
+ * Cost: a fully-masked word is 32 -inf stores with no load, a fully-allowed
+ * one is skipped, a mixed one is blended; memory-bandwidth bound.
+ * Errors: an unknown dtype, vocab_size <= 0, logits_row_stride <
+ * logits_width, bitmask_row_words too small, an index out of range (named),
+ * NULL logits or bitmask when something would be touched. Everything is
+ * checked before anything is written. */
+TREEMASK_API treemask_status treemask_apply_token_bitmask_cpu(
+    void *logits, treemask_dtype dtype, size_t n_rows, size_t logits_row_stride,
+    size_t logits_width, const int32_t *bitmask, size_t bitmask_row_words, int32_t vocab_size,
+    const int32_t *indices, size_t n_indices);
+
+/* The sparse form: row r keeps only its candidates
+ * candidate_tokens[row_offsets[r] .. row_offsets[r + 1]) and every other
+ * column (< logits_width) becomes -inf. Each row is filled with -inf and its
+ * candidates restored, so it never reads a bitmask: for trie rows (few
+ * candidates) it moves the least memory. Same logits, dtype, vocab_size and
+ * indices rules as above; row_offsets has n_rows + 1 non-decreasing entries
+ * (CSR, e.g. treemask_matcher_next_tokens of each row). Candidates may repeat
+ * and come in any order; each must be in [0, vocab_size) (an error names the
+ * row and position); one >= logits_width is ignored.
+ * Errors: as above, plus NULL row_offsets, decreasing offsets, NULL
+ * candidate_tokens when there are candidates. */
+TREEMASK_API treemask_status treemask_apply_token_candidates_cpu(
+    void *logits, treemask_dtype dtype, size_t n_rows, size_t logits_row_stride,
+    size_t logits_width, const size_t *row_offsets, const int32_t *candidate_tokens,
+    int32_t vocab_size, const int32_t *indices, size_t n_indices);
+
+/* The instruction set of the kernel the apply functions use in this process:
+ * "avx2" or "scalar". Static storage; never NULL. Thread-safe. */
+TREEMASK_API const char *treemask_cpu_kernel_isa(void);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -1,0 +1,64 @@
+// The extern "C" entry points of treemask.h section 7 (CPU bitmask kernels):
+// conversion and a catch-all per call; the checks live with the kernels.
+//
+// Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#include "capi/shim.h"
+#include "kernels/cpu/apply.h"
+
+using treemask::Status;
+using treemask::capi::guard;
+
+namespace {
+
+// A C caller may pass any int as a treemask_dtype, and in C++ loading an enum
+// outside its enumerators' range is undefined: read the bytes instead, so the
+// kernel's check can name the bad value.
+int32_t dtype_value(const treemask_dtype &dtype) {
+  static_assert(sizeof(treemask_dtype) == sizeof(int32_t));
+  int32_t value;
+  std::memcpy(&value, &dtype, sizeof(value));
+  return value;
+}
+
+treemask::kernels::LogitsRows logits_rows(void *logits, const treemask_dtype &dtype, size_t n_rows,
+                                          size_t row_stride, size_t width, int32_t vocab_size,
+                                          const int32_t *indices, size_t n_indices) {
+  return {logits, dtype_value(dtype), n_rows, row_stride, width, vocab_size, indices, n_indices};
+}
+
+}  // namespace
+
+extern "C" {
+
+treemask_status treemask_apply_token_bitmask_cpu(void *logits, treemask_dtype dtype, size_t n_rows,
+                                                 size_t logits_row_stride, size_t logits_width,
+                                                 const int32_t *bitmask, size_t bitmask_row_words,
+                                                 int32_t vocab_size, const int32_t *indices,
+                                                 size_t n_indices) {
+  return guard(__func__, [&]() -> Status {
+    const treemask::kernels::BitmaskApply a{
+        logits_rows(logits, dtype, n_rows, logits_row_stride, logits_width, vocab_size, indices,
+                    n_indices),
+        reinterpret_cast<const uint32_t *>(bitmask), bitmask_row_words};
+    return treemask::kernels::apply_token_bitmask(a);
+  });
+}
+
+treemask_status treemask_apply_token_candidates_cpu(void *logits, treemask_dtype dtype,
+                                                    size_t n_rows, size_t logits_row_stride,
+                                                    size_t logits_width, const size_t *row_offsets,
+                                                    const int32_t *candidate_tokens,
+                                                    int32_t vocab_size, const int32_t *indices,
+                                                    size_t n_indices) {
+  return guard(__func__, [&]() -> Status {
+    const treemask::kernels::CandidateApply a{
+        logits_rows(logits, dtype, n_rows, logits_row_stride, logits_width, vocab_size, indices,
+                    n_indices),
+        row_offsets, candidate_tokens};
+    return treemask::kernels::apply_token_candidates(a);
+  });
+}
+
+const char *treemask_cpu_kernel_isa(void) { return treemask::kernels::mask_row_best_name(); }
+
+}  // extern "C"

@@ -1,0 +1,90 @@
+// CPU logits masking: pure functions over raw rows, a scalar reference beside
+// every SIMD variant, and the argument checks of the public entry points.
+//
+// A row is masked by writing the dtype's -inf bit pattern; values are never
+// read as floats, so NaNs and signed zeros pass through untouched.
+//
+// Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/status.h"
+
+namespace treemask::kernels {
+
+// Values are the pinned TREEMASK_F32 / F16 / BF16 of the C header.
+enum class DType : int32_t { kF32 = 0, kF16 = 1, kBF16 = 2 };
+
+inline constexpr uint32_t kNegInfF32 = 0xFF800000u;
+inline constexpr uint16_t kNegInfF16 = 0xFC00u;
+inline constexpr uint16_t kNegInfBF16 = 0xFF80u;
+
+inline size_t dtype_bytes(DType d) { return d == DType::kF32 ? 4 : 2; }
+
+// Masks one logits row: columns [0, width) are written, column c keeps its
+// value iff c < valid and bit c of mask is set. mask holds at least
+// ceil(valid / 32) words and is not read when valid == 0 (so valid = 0 fills
+// the whole row with -inf). valid <= width. stream: the call writes more than
+// the caches hold, so fully-masked stretches may bypass them (non-temporal
+// stores; a hint a variant may ignore).
+using MaskRowFn = void (*)(void *logits, DType dtype, const uint32_t *mask, size_t valid,
+                           size_t width, bool stream);
+
+// The obvious per-column loop: the reference every SIMD variant must equal.
+void mask_row_scalar(void *logits, DType dtype, const uint32_t *mask, size_t valid, size_t width,
+                     bool stream);
+
+#if defined(__x86_64__) || defined(__i386__)
+#define TREEMASK_KERNELS_X86 1
+// All-ones words are skipped, all-zero words stored without a load, mixed
+// words blended. Call only when the CPU has AVX2.
+void mask_row_avx2(void *logits, DType dtype, const uint32_t *mask, size_t valid, size_t width,
+                   bool stream);
+#endif
+
+// The fastest variant this CPU supports, chosen on first use and then fixed.
+MaskRowFn mask_row_best();
+// Its name ("avx2" or "scalar"), for benchmarks and logs.
+const char *mask_row_best_name();
+
+// Calls writing at least this many bytes of logits stream them (about half
+// the last-level cache: a buffer that fits stays cached for the sampler that
+// reads it next; a bigger one would only evict everything else).
+size_t stream_threshold_bytes();
+
+// The logits side of an apply call; field meanings are the C header's.
+struct LogitsRows {
+  void *logits = nullptr;
+  int32_t dtype = 0;
+  size_t n_rows = 0;
+  size_t row_stride = 0;  // elements
+  size_t width = 0;       // elements
+  int32_t vocab_size = 0;
+  const int32_t *indices = nullptr;  // nullptr: rows 0 .. n_rows - 1
+  size_t n_indices = 0;
+
+  size_t touched_rows() const { return indices ? n_indices : n_rows; }
+};
+
+// One call of treemask_apply_token_bitmask_cpu.
+struct BitmaskApply : LogitsRows {
+  const uint32_t *bitmask = nullptr;
+  size_t bitmask_row_words = 0;
+};
+
+// Validates every argument before touching memory (the message names the
+// offending argument, index or row), then masks the rows with `row_fn`.
+Status apply_token_bitmask(const BitmaskApply &args, MaskRowFn row_fn = mask_row_best());
+
+// One call of treemask_apply_token_candidates_cpu: candidate lists in CSR
+// form replace the bitmask.
+struct CandidateApply : LogitsRows {
+  const size_t *row_offsets = nullptr;  // n_rows + 1
+  const int32_t *tokens = nullptr;      // row_offsets[n_rows]
+};
+
+Status apply_token_candidates(const CandidateApply &args, MaskRowFn row_fn = mask_row_best());
+
+}  // namespace treemask::kernels

@@ -1,0 +1,124 @@
+// Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#include "matcher/state_array.h"
+
+#include <cstring>
+
+#include "core/bits.h"
+
+namespace treemask {
+
+namespace {
+
+bool is_reserved(uint32_t state) { return state == kStateTerminated || state == kStateFailed; }
+
+Status check_states(const Trie &trie, std::span<const uint32_t> states) {
+  for (size_t i = 0; i < states.size(); ++i) {
+    if (states[i] >= trie.n_nodes() && !is_reserved(states[i])) {
+      return error(Code::kOutOfRange, "states[", i, "] = ", states[i],
+                   " is neither a node id (< n_nodes = ", trie.n_nodes(),
+                   ") nor TREEMASK_STATE_TERMINATED / TREEMASK_STATE_FAILED");
+    }
+  }
+  return Status::Ok();
+}
+
+Status corrupt_at(size_t i, uint32_t node) {
+  return error(Code::kCorruptFile, "states[", i, "]: trie arrays are inconsistent at node ", node,
+               " (corrupted .tmtrie file?)");
+}
+
+// Advances an active node by token. False when the token is rejected (state
+// unchanged) or the node is corrupt (`corrupt` set).
+bool step_node(const Trie &trie, uint32_t &state, int32_t token, bool &corrupt) {
+  Children c;
+  if (!trie.children(state, c)) {
+    corrupt = true;
+    return false;
+  }
+  if (token < trie.vocab_size()) {
+    const int64_t index = Trie::find_child(c, token);
+    if (index >= 0) {
+      state = c.first_child + static_cast<uint32_t>(index);
+      return true;
+    }
+  }
+  if (trie.is_terminal(state) && trie.is_stop_token(token)) {
+    state = kStateTerminated;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Status fill_states(const Trie &trie, std::span<const uint32_t> states, uint32_t *bitmask,
+                   size_t words_per_row) {
+  const size_t words = trie.row_words();
+  if (words_per_row < words) {
+    return error(Code::kBufferTooSmall, "words_per_row ", words_per_row, " < ", words,
+                 ", the words vocab_size ", trie.vocab_size(), " needs");
+  }
+  if (!states.empty() && !bitmask) return error(Code::kInvalidArgument, "bitmask is NULL");
+  TM_TRY(check_states(trie, states));
+  for (size_t i = 0; i < states.size(); ++i) {
+    uint32_t *row = bitmask + i * words_per_row;
+    const uint32_t state = states[i];
+    const bool active = !is_reserved(state);
+    if (active && !trie.write_children_row(state, row)) {
+      std::memset(row, 0, words_per_row * sizeof(uint32_t));
+      return corrupt_at(i, state);
+    }
+    if (!active) std::memset(row, 0, words * sizeof(uint32_t));
+    if (!active || trie.is_terminal(state)) {
+      for (int32_t s : trie.stop_tokens()) set_bit(row, s);
+    }
+    std::memset(row + words, 0, (words_per_row - words) * sizeof(uint32_t));
+  }
+  return Status::Ok();
+}
+
+Status advance_states(const Trie &trie, std::span<uint32_t> states, const int32_t *tokens,
+                      FailurePolicy policy, bool *accepted) {
+  const auto p = static_cast<int32_t>(policy);
+  if (p < 0 || p > 2) {
+    return error(Code::kInvalidArgument, "unknown failure_policy ", p,
+                 " (expected 0 = REJECT, 1 = FAIL_CLOSED, 2 = STICKY_ERROR)");
+  }
+  if (!states.empty() && !tokens) return error(Code::kInvalidArgument, "tokens is NULL");
+  TM_TRY(check_states(trie, states));
+  for (size_t i = 0; i < states.size(); ++i) {
+    const int32_t token = tokens[i];
+    uint32_t &state = states[i];
+    bool ok = true;
+    if (token >= 0) {
+      if (state == kStateTerminated) {
+        ok = trie.is_stop_token(token);
+      } else if (state == kStateFailed) {
+        ok = policy != FailurePolicy::kStickyError && trie.is_stop_token(token);
+        if (ok) state = kStateTerminated;
+      } else {
+        bool corrupt = false;
+        ok = step_node(trie, state, token, corrupt);
+        if (corrupt) return corrupt_at(i, state);
+        if (!ok && policy != FailurePolicy::kReject) state = kStateFailed;
+      }
+    }
+    if (accepted) accepted[i] = ok;
+  }
+  return Status::Ok();
+}
+
+Result<uint32_t> matcher_state_id(const Matcher &m) {
+  const MatcherState &s = m.state();
+  switch (s.phase) {
+    case Phase::kActive: return s.node;
+    case Phase::kTerminated: return kStateTerminated;
+    // FAILED behaves like both: stop tokens only, and under FAIL_CLOSED a
+    // stop token terminates, under STICKY_ERROR nothing is accepted.
+    case Phase::kClosed:
+    case Phase::kFailed: return kStateFailed;
+  }
+  return error(Code::kInvalidState, "the matcher's state has no state-array form");
+}
+
+}  // namespace treemask

@@ -1,0 +1,33 @@
+// The state-array form: an engine keeps one uint32 state per sequence (a node
+// id, or kStateTerminated / kStateFailed) and treemask fills rows from, and
+// advances, arrays of them. Works on the trie alone: no history, no modes.
+// treemask.h, section 6, states the rules; the CUDA kernels mirror them.
+//
+// Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "core/status.h"
+#include "matcher/matcher.h"
+#include "trie/trie.h"
+
+namespace treemask {
+
+// Row i of bitmask (words_per_row words) gets the allowed set of states[i].
+// Every state is checked before any row is written.
+Status fill_states(const Trie &trie, std::span<const uint32_t> states, uint32_t *bitmask,
+                   size_t words_per_row);
+
+// states[i] takes tokens[i] (< 0: no token); accepted[i] (optional) is false
+// only where a token was rejected. Every state is checked before any changes.
+Status advance_states(const Trie &trie, std::span<uint32_t> states, const int32_t *tokens,
+                      FailurePolicy policy, bool *accepted);
+
+// The state-array form of a matcher's state, for engines that move from
+// matchers to state arrays. Fails for a state the form cannot express.
+Result<uint32_t> matcher_state_id(const Matcher &m);
+
+}  // namespace treemask

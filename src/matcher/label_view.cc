@@ -110,14 +110,15 @@ std::shared_ptr<const LabelFilter> LabelFilter::blocking(const Trie &trie, const
   std::erase_if(ends, [&](uint32_t node) { return below(node).dist != 0; });
   sort_unique(ends);
   auto out = std::make_shared<LabelFilter>();
-  out->base_ = std::move(base);
-  if (ends.empty()) return out;
-  out->region_ = build_region(
-      trie, ends,
-      [&](uint32_t node) {
-        return below(node).dist == 0 && !std::binary_search(ends.begin(), ends.end(), node);
-      },
-      below);
+  if (!ends.empty()) {
+    out->region_ = build_region(
+        trie, ends,
+        [&](uint32_t node) {
+          return below(node).dist == 0 && !std::binary_search(ends.begin(), ends.end(), node);
+        },
+        below);
+  }
+  out->base_ = std::move(base);  // `below` reads base until here
   return out;
 }
 

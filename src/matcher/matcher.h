@@ -146,7 +146,7 @@ class Matcher {
     Children children;
     bool all_children = true;  // no child is filtered out
     std::optional<LabelView> view;
-    uint32_t child_dist_limit = kNoDistance;  // a child needs dist <= this
+    int64_t child_dist_limit = INT64_MAX;  // a child needs dist <= this
     bool stop = false;
     bool separator = false;
     bool think_begin = false;
@@ -154,7 +154,7 @@ class Matcher {
     bool child_allowed(uint32_t index) const {
       if (all_children) return true;
       const NodeInfo info = view->info(children.first_child + index);
-      return info.ends > 0 && info.dist <= child_dist_limit;
+      return info.ends > 0 && int64_t{info.dist} <= child_dist_limit;
     }
   };
 

@@ -383,8 +383,10 @@ std::optional<int32_t> Matcher::sole_forced_token() const {
   }
   LabelStep s;
   if (!label_step(remaining, s).ok()) return std::nullopt;
-  int options = (s.separator ? 1 : 0) + (s.think_begin ? 1 : 0);
-  int32_t token = s.separator ? modes_->separator[0] : modes_->think_begin;
+  int options = 0;
+  int32_t token = -1;
+  if (s.separator) ++options, token = modes_->separator[0];
+  if (s.think_begin) ++options, token = modes_->think_begin;
   for (uint32_t i = 0; i < s.children.count && options <= 1; ++i) {
     if (!s.child_allowed(i)) continue;
     ++options;

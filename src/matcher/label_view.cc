@@ -30,10 +30,11 @@ uint32_t one_more(uint32_t dist) { return dist == kNoDistance ? kNoDistance : di
 // is_end(node) says whether a region node is itself an available end;
 // outside(node) gives the info of a child outside the region.
 template <class IsEnd, class Outside>
-std::vector<LabelFilter::Entry> build_region(const Trie &trie, const std::vector<uint32_t> &seeds,
-                                             IsEnd is_end, Outside outside) {
+std::vector<std::pair<uint32_t, NodeInfo>> build_region(const Trie &trie,
+                                                        const std::vector<uint32_t> &seeds,
+                                                        IsEnd is_end, Outside outside) {
   const std::vector<uint32_t> nodes = ancestor_closure(trie, seeds);
-  std::vector<LabelFilter::Entry> region(nodes.size());
+  std::vector<std::pair<uint32_t, NodeInfo>> region(nodes.size());
   for (size_t i = nodes.size(); i-- > 0;) {
     const uint32_t node = nodes[i];
     NodeInfo info;
@@ -47,7 +48,7 @@ std::vector<LabelFilter::Entry> build_region(const Trie &trie, const std::vector
         const uint32_t child = c.first_child + k;
         NodeInfo ci;
         if (next != nodes.end() && *next == child) {
-          ci = region[static_cast<size_t>(next - nodes.begin())].info;
+          ci = region[static_cast<size_t>(next - nodes.begin())].second;
           ++next;
         } else {
           ci = outside(child);
@@ -77,9 +78,10 @@ uint32_t dist_from_children(const LabelView &view, uint32_t node) {
   Children c;
   uint32_t dist = kNoDistance;
   if (!view.trie().children(node, c)) return dist;
-  for (uint32_t k = 0; k < c.count && dist > 1; ++k) {
-    dist = std::min(dist, one_more(view.info(c.first_child + k).dist));
-  }
+  view.for_each_child(c, [&](uint32_t, NodeInfo info) {
+    dist = std::min(dist, one_more(info.dist));
+    return dist > 1;  // 1 is the best a child can give
+  });
   return dist;
 }
 
@@ -95,12 +97,6 @@ void for_each_end_sharing_a_key(const Trie &trie, uint32_t terminal, F &&f) {
 
 }  // namespace
 
-const LabelFilter::Entry *LabelFilter::find(uint32_t node) const {
-  auto it = std::lower_bound(region_.begin(), region_.end(), node,
-                             [](const Entry &e, uint32_t n) { return e.node < n; });
-  return it != region_.end() && it->node == node ? &*it : nullptr;
-}
-
 std::shared_ptr<const LabelFilter> LabelFilter::blocking(const Trie &trie, const NodeStats &stats,
                                                          std::shared_ptr<const LabelFilter> base,
                                                          std::vector<uint32_t> ends) {
@@ -111,12 +107,12 @@ std::shared_ptr<const LabelFilter> LabelFilter::blocking(const Trie &trie, const
   sort_unique(ends);
   auto out = std::make_shared<LabelFilter>();
   if (!ends.empty()) {
-    out->region_ = build_region(
+    out->region_.build_sorted(build_region(
         trie, ends,
         [&](uint32_t node) {
           return below(node).dist == 0 && !std::binary_search(ends.begin(), ends.end(), node);
         },
-        below);
+        below));
   }
   out->base_ = std::move(base);  // `below` reads base until here
   return out;
@@ -127,9 +123,9 @@ std::shared_ptr<const LabelFilter> LabelFilter::allowing(const Trie &trie,
   sort_unique(ends);
   auto out = std::make_shared<LabelFilter>();
   out->positive_ = true;
-  out->region_ = build_region(
+  out->region_.build_sorted(build_region(
       trie, ends, [&](uint32_t node) { return std::binary_search(ends.begin(), ends.end(), node); },
-      [](uint32_t) { return NodeInfo{}; });
+      [](uint32_t) { return NodeInfo{}; }));
   return out;
 }
 
@@ -141,13 +137,14 @@ void block_keys_of(const LabelView &below, Delta &delta, uint32_t terminal, bool
     if (below.info(end).dist != 0) return;  // never available: nothing to count
     const std::vector<uint32_t> path = path_up(trie, end);
     for (uint32_t node : path) {
-      auto [it, fresh] = delta.nodes.try_emplace(node);
-      if (fresh) it->second.dist = below.info(node).dist;
-      ++it->second.blocked;
+      bool fresh = false;
+      Delta::Node &entry = delta.nodes.get(node, &fresh);
+      if (fresh) entry.dist = below.info(node).dist;
+      ++entry.blocked;
     }
     if (!track_dist) return;
     for (uint32_t node : path) {
-      Delta::Node &entry = delta.nodes[node];
+      Delta::Node &entry = *delta.nodes.find(node);
       const bool is_end = node != end && below.info(node).dist == 0 && !delta.refs.count(node);
       const uint32_t dist = is_end ? 0 : dist_from_children(with, node);
       if (dist == entry.dist && node != end) break;  // ancestors are unchanged too
@@ -166,18 +163,14 @@ void unblock_keys_of(const LabelView &below, Delta &delta, uint32_t terminal) {
     if (below.info(end).dist != 0) return;
     const std::vector<uint32_t> path = path_up(trie, end);
     for (uint32_t node : path) {
-      auto it = delta.nodes.find(node);
-      if (--it->second.blocked == 0) delta.nodes.erase(it);
+      if (--delta.nodes.find(node)->blocked == 0) delta.nodes.erase(node);
     }
     // Distances only shrink: each ancestor may now be closer through the
     // child on this path.
     uint32_t child_dist = 0;  // the end itself is available again
     for (uint32_t node : path) {
-      auto it = delta.nodes.find(node);
-      if (node == end) {
-        if (it != delta.nodes.end()) it->second.dist = 0;
-      } else if (it != delta.nodes.end()) {
-        it->second.dist = std::min(it->second.dist, one_more(child_dist));
+      if (Delta::Node *entry = delta.nodes.find(node)) {
+        entry->dist = node == end ? 0 : std::min(entry->dist, one_more(child_dist));
       }
       child_dist = with.info(node).dist;
     }

@@ -10,6 +10,7 @@
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -145,16 +146,41 @@ class Matcher {
   struct LabelStep {
     Children children;
     bool all_children = true;  // no child is filtered out
+    // Children are filtered out only for having no available end (no budget
+    // binds, no allow-subset): the dead ones can be listed without a scan.
+    bool dead_children_only = false;
     std::optional<LabelView> view;
     int64_t child_dist_limit = INT64_MAX;  // a child needs dist <= this
     bool stop = false;
     bool separator = false;
     bool think_begin = false;
 
+    bool allows(NodeInfo child) const {
+      return child.ends > 0 && int64_t{child.dist} <= child_dist_limit;
+    }
     bool child_allowed(uint32_t index) const {
-      if (all_children) return true;
-      const NodeInfo info = view->info(children.first_child + index);
-      return info.ends > 0 && int64_t{info.dist} <= child_dist_limit;
+      return all_children || allows(view->info(children.first_child + index));
+    }
+    // Indices of the children that are not allowed, ascending; only when
+    // dead_children_only.
+    std::vector<uint32_t> dead_children() const {
+      std::vector<uint32_t> dead;
+      view->for_each_dead_child(children, [&](uint32_t k) { dead.push_back(k); });
+      std::sort(dead.begin(), dead.end());
+      dead.erase(std::unique(dead.begin(), dead.end()), dead.end());
+      return dead;
+    }
+    // Calls f(index) for each allowed child in order while f returns true.
+    template <class F>
+    void for_each_allowed_child(F &&f) const {
+      if (all_children) {
+        for (uint32_t i = 0; i < children.count; ++i) {
+          if (!f(i)) return;
+        }
+        return;
+      }
+      view->for_each_child(children,
+                           [&](uint32_t i, NodeInfo info) { return !allows(info) || f(i); });
     }
   };
 

@@ -78,8 +78,10 @@ Status Matcher::label_step(std::optional<int64_t> remaining, LabelStep &out) con
       effective = self.dist == kNoDistance ? *remaining : std::max<int64_t>(*remaining, self.dist);
       out.child_dist_limit = effective - 1;
     }
-    out.all_children =
-        !out.view->touches(node) && (!remaining || effective >= int64_t{t.arrays().max_depth});
+    // Every child is at most max_depth - 1 tokens from an end.
+    const bool budget_binds = remaining && effective < int64_t{t.arrays().max_depth};
+    out.all_children = !budget_binds && !out.view->touches(node);
+    out.dead_children_only = !out.all_children && !budget_binds && !out.view->any_positive_filter();
     root_dist = out.view->info(0).dist;
   }
   const ModeConfig *m = modes_.get();
@@ -146,19 +148,28 @@ Status Matcher::fill_modes(uint32_t *row, size_t n_words, bool *need_apply,
         std::memset(row, 0, n_words * sizeof(uint32_t));
         return status;
       }
-      if (s.all_children) {
+      if (s.all_children || s.dead_children_only) {
+        // The (possibly cached) dense row, then clear the few dead children.
         if (!t.write_children_row(state_.node, row)) {
           std::memset(row, 0, n_words * sizeof(uint32_t));
           return corrupt_node_error();
         }
         allowed = s.children.count;
+        if (s.dead_children_only) {
+          s.view->for_each_dead_child(s.children, [&](uint32_t k) {
+            const int32_t token = s.children.tokens[k];
+            if (!test_bit(row, token)) return;  // defensive: never listed twice today
+            row[token >> 5] &= ~(uint32_t{1} << (token & 31));
+            --allowed;
+          });
+        }
       } else {
         std::memset(row, 0, words * sizeof(uint32_t));
-        for (uint32_t i = 0; i < s.children.count; ++i) {
-          if (!s.child_allowed(i)) continue;
+        s.for_each_allowed_child([&](uint32_t i) {
           set_bit(row, s.children.tokens[i]);
           ++allowed;
-        }
+          return true;
+        });
       }
       if (s.stop) {
         for (int32_t stop : stop_tokens()) set_bit(row, stop);
@@ -281,9 +292,9 @@ Status Matcher::after_accept() {
   LabelStep s;
   TM_TRY(label_step(budget({}), s));
   if (!s.stop || s.separator || s.think_begin) return Status::Ok();
-  for (uint32_t i = 0; i < s.children.count; ++i) {
-    if (s.child_allowed(i)) return Status::Ok();
-  }
+  bool any_child = false;
+  s.for_each_allowed_child([&](uint32_t) { return !(any_child = true); });
+  if (any_child) return Status::Ok();
   // Only stop tokens could follow: end here, in the same accept.
   TM_TRY(produce_label(state_.node));
   state_.phase = Phase::kTerminated;
@@ -361,11 +372,25 @@ size_t Matcher::next_tokens_modes(int32_t *out, size_t cap) const {
   if (s.think_begin) extra.push_back(modes_->think_begin);
   std::sort(extra.begin(), extra.end());
   size_t j = 0;
-  for (uint32_t i = 0; i < s.children.count; ++i) {
-    if (!s.child_allowed(i)) continue;
+  auto emit_child = [&](uint32_t i) {
     const int32_t child = s.children.tokens[i];
     while (j < extra.size() && extra[j] < child) emit(extra[j++]);
     emit(child);
+    return true;
+  };
+  if (s.dead_children_only) {
+    // Skip the dead children instead of checking every child.
+    const std::vector<uint32_t> dead = s.dead_children();
+    size_t next_dead = 0;
+    for (uint32_t i = 0; i < s.children.count; ++i) {
+      if (next_dead < dead.size() && dead[next_dead] == i) {
+        ++next_dead;
+        continue;
+      }
+      emit_child(i);
+    }
+  } else {
+    s.for_each_allowed_child(emit_child);
   }
   while (j < extra.size()) emit(extra[j++]);
   return n;
@@ -387,11 +412,11 @@ std::optional<int32_t> Matcher::sole_forced_token() const {
   int32_t token = -1;
   if (s.separator) ++options, token = modes_->separator[0];
   if (s.think_begin) ++options, token = modes_->think_begin;
-  for (uint32_t i = 0; i < s.children.count && options <= 1; ++i) {
-    if (!s.child_allowed(i)) continue;
+  s.for_each_allowed_child([&](uint32_t i) {
     ++options;
     token = s.children.tokens[i];
-  }
+    return options <= 1;
+  });
   if (options != 1) return std::nullopt;
   if (!s.stop) return token;
   // At a leaf of a multi-label matcher the separator is forced although a

@@ -395,7 +395,9 @@ TREEMASK_API size_t treemask_matcher_rollback_depth(const treemask_matcher *m);
  *   produced at most once.
  * - No dead ends: a prefix is offered only while some path below it can
  *   still be produced, and the separator only while another label can
- *   follow (and max_labels is not reached). O(depth) per produced label.
+ *   follow (and max_labels is not reached). Producing a label costs
+ *   O(depth) count updates per path it bans (distances to the nearest label
+ *   are refreshed up the path only while they change).
  * - Creation errors: a separator token that is out of range or a stop token,
  *   and a first separator token that is also a child of a terminal node
  *   (it would be ambiguous there; the message names the token and label).

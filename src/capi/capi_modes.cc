@@ -30,12 +30,16 @@ const ExclusionSet *to_set(const treemask_exclusion_set *s) {
   return reinterpret_cast<const ExclusionSet *>(s);
 }
 
-// A caller's (pointer, count) array, copied; NULL is fine only with count 0.
+// A caller's (pointer, count) argument: NULL only with a count of 0.
+Status check_array(const void *data, size_t n, const char *name, const char *count_name) {
+  if (n > 0 && !data)
+    return error(Code::kInvalidArgument, name, " is NULL but ", count_name, " is ", n);
+  return Status::Ok();
+}
+
 template <class T>
 Status copy_array(const char *name, const T *data, size_t n, std::vector<T> &out) {
-  if (n > 0 && !data) {
-    return error(Code::kInvalidArgument, name, " is NULL but its count is ", n);
-  }
+  TM_TRY(check_array(data, n, name, "its count"));
   out.assign(data, data + n);
   return Status::Ok();
 }
@@ -67,9 +71,7 @@ treemask_status treemask_exclusion_set_create(treemask_trie *trie, const int64_t
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(trie);
     TM_REQUIRE_ARG(out);
-    if (n > 0 && !label_ids) {
-      return treemask::error(Code::kInvalidArgument, "label_ids is NULL but n is ", n);
-    }
+    TM_TRY(treemask::capi::check_array(label_ids, n, "label_ids", "n"));
     TM_ASSIGN_OR_RETURN(Ref<ExclusionSet> set,
                         ExclusionSet::create(Ref<const Trie>::share(to_trie(trie)),
                                              {label_ids, label_ids ? n : 0}));
@@ -97,13 +99,8 @@ treemask_status treemask_matcher_set_label_filter(treemask_matcher *m,
                                                   const int64_t *allowed, size_t n_allowed) {
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(m);
-    if (n_banned > 0 && !banned) {
-      return treemask::error(Code::kInvalidArgument, "banned is NULL but n_banned is ", n_banned);
-    }
-    if (n_allowed > 0 && !allowed) {
-      return treemask::error(Code::kInvalidArgument, "allowed is NULL but n_allowed is ",
-                             n_allowed);
-    }
+    TM_TRY(treemask::capi::check_array(banned, n_banned, "banned", "n_banned"));
+    TM_TRY(treemask::capi::check_array(allowed, n_allowed, "allowed", "n_allowed"));
     std::vector<int64_t> subset;
     if (allowed) subset.assign(allowed, allowed + n_allowed);
     return to_matcher(m)->set_label_filter(treemask::capi::to_set(shared),
@@ -156,9 +153,7 @@ treemask_status treemask_matcher_accept_tokens(treemask_matcher *m, const int32_
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(m);
     TM_REQUIRE_ARG(n_accepted);
-    if (n > 0 && !tokens) {
-      return treemask::error(Code::kInvalidArgument, "tokens is NULL but n is ", n);
-    }
+    TM_TRY(treemask::capi::check_array(tokens, n, "tokens", "n"));
     std::string why;
     TM_TRY(to_matcher(m)->accept_tokens({tokens, tokens ? n : 0}, n_accepted, &why));
     if (*n_accepted < n) treemask::capi::set_last_error("treemask_matcher_accept_tokens", why);
@@ -174,9 +169,7 @@ treemask_status treemask_matcher_fill_draft_bitmasks(const treemask_matcher *m,
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(m);
     TM_REQUIRE_ARG(bitmask);
-    if (n > 0 && !tokens) {
-      return treemask::error(Code::kInvalidArgument, "tokens is NULL but n is ", n);
-    }
+    TM_TRY(treemask::capi::check_array(tokens, n, "tokens", "n"));
     if (words_per_row == 0 || (n + 1) > bitmask_words / words_per_row) {
       return treemask::error(Code::kBufferTooSmall, "bitmask has ", bitmask_words, " words; ",
                              n + 1, " rows of words_per_row = ", words_per_row, " are needed");

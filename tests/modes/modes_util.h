@@ -75,16 +75,32 @@ inline std::vector<int32_t> fill(treemask_matcher *m, int32_t vocab, bool *need_
   return testutil::decode_row(row.data(), row.size());
 }
 
-inline std::vector<int64_t> produced_labels(const treemask_matcher *m) {
-  std::vector<int64_t> out(treemask_matcher_produced_labels(m, nullptr, 0));
-  treemask_matcher_produced_labels(m, out.data(), out.size());
+// The whole list from a (out, cap) -> count function: size query, then fill.
+template <class T>
+std::vector<T> listed(const treemask_matcher *m,
+                      size_t (*list)(const treemask_matcher *, T *, size_t)) {
+  std::vector<T> out(list(m, nullptr, 0));
+  list(m, out.data(), out.size());
   return out;
 }
 
+inline std::vector<int64_t> produced_labels(const treemask_matcher *m) {
+  return listed(m, treemask_matcher_produced_labels);
+}
+
 inline std::vector<int32_t> stop_tokens(const treemask_matcher *m) {
-  std::vector<int32_t> out(treemask_matcher_stop_tokens(m, nullptr, 0));
-  treemask_matcher_stop_tokens(m, out.data(), out.size());
-  return out;
+  return listed(m, treemask_matcher_stop_tokens);
+}
+
+// Builds the trie of a random trie description.
+inline treemask_status make_random_trie(const oracle::RandomTrie &rt, TrieHandle &out) {
+  treemask_trie_options opts;
+  treemask_trie_options_init(&opts);
+  opts.vocab_size = rt.vocab;
+  opts.stop_tokens = rt.stops.data();
+  opts.n_stop_tokens = rt.stops.size();
+  return treemask_trie_from_paths(&opts, rt.tokens.data(), rt.offsets.data(), rt.offsets.size() - 1,
+                                  rt.labels.empty() ? nullptr : rt.labels.data(), &out.p);
 }
 
 inline std::string debug_string(const treemask_matcher *m) {

@@ -393,18 +393,8 @@ TEST(ModesProperty, RandomTriesAndModesAgreeWithOracle) {
                  std::to_string(seed));
     std::mt19937_64 local(seed);
     const oracle::RandomTrie rt = oracle::random_trie(local, vocab);
-    treemask_trie_options opts;
-    treemask_trie_options_init(&opts);
-    opts.vocab_size = vocab;
-    opts.stop_tokens = rt.stops.data();
-    opts.n_stop_tokens = rt.stops.size();
-    treemask_trie *t = nullptr;
-    ASSERT_EQ(
-        treemask_trie_from_paths(&opts, rt.tokens.data(), rt.offsets.data(), rt.offsets.size() - 1,
-                                 rt.labels.empty() ? nullptr : rt.labels.data(), &t),
-        TREEMASK_OK)
-        << modes_util::last_error();
-    TrieHandle trie(t);
+    TrieHandle trie;
+    ASSERT_EQ(modes_util::make_random_trie(rt, trie), TREEMASK_OK) << modes_util::last_error();
     ASSERT_NO_FATAL_FAILURE(run_walk(rt, trie.p, local, 50));
   }
 }
@@ -419,17 +409,8 @@ TEST(ModesProperty, LengthBudgetNeverCutsALabel) {
     const int32_t vocab = kVocabs[i % 4];
     std::mt19937_64 local(rng());
     const oracle::RandomTrie rt = oracle::random_trie(local, vocab);
-    treemask_trie_options opts;
-    treemask_trie_options_init(&opts);
-    opts.vocab_size = vocab;
-    opts.stop_tokens = rt.stops.data();
-    opts.n_stop_tokens = rt.stops.size();
-    treemask_trie *t = nullptr;
-    ASSERT_EQ(
-        treemask_trie_from_paths(&opts, rt.tokens.data(), rt.offsets.data(), rt.offsets.size() - 1,
-                                 rt.labels.empty() ? nullptr : rt.labels.data(), &t),
-        TREEMASK_OK);
-    TrieHandle trie(t);
+    TrieHandle trie;
+    ASSERT_EQ(modes_util::make_random_trie(rt, trie), TREEMASK_OK) << modes_util::last_error();
     oracle_modes::Options o = random_options(local, rt);
     o.failure_policy = TREEMASK_FAILURE_REJECT;
     o.max_thinking = -1;

@@ -379,7 +379,10 @@ TREEMASK_API size_t treemask_matcher_rollback_depth(const treemask_matcher *m);
  * at create; an inconsistent one is an error that names it. With modes,
  * forced_tokens is the chain of states that allow exactly one token and no
  * stop token (with the multi-label exception below); it may run through
- * the end of thinking, a separator and into the next label.
+ * the end of thinking, a separator and into the next label. With modes,
+ * terminate_without_stop_token ends the sequence as soon as only stop
+ * tokens are allowed (a leaf, or a last label that no separator may
+ * follow), as part of the accept that got there.
  *
  * Finished sequences (RTP-LLM's MultiSeq): a terminated matcher's row
  * allows only its stop tokens (override_stop_tokens if set). A batch fill

@@ -228,6 +228,41 @@ typedef struct treemask_matcher_options {
   /* After termination this token is accepted and changes nothing, like a
    * stop token (for engines that pad finished rows). -1 = none (init). */
   int32_t pad_token;
+
+  /* ---- Decoding modes (appended; an older caller's struct_size leaves
+   * them at their defaults). "Decoding modes" below describes each. ---- */
+
+  /* Multi-label mode: after a complete label this token sequence (e.g. the
+   * tokens of " |") leads back to the root for another label. NULL / 0 =
+   * one label per sequence (init). Copied. */
+  const int32_t *label_separator;
+  size_t n_label_separator;
+  /* At most this many labels per sequence; 0 = unlimited (init). Needs
+   * label_separator. */
+  size_t max_labels;
+  /* Hierarchical labels: true = a sequence may end only at a leaf (a
+   * terminal node without children, e.g. "A > B > C" but not "A > B");
+   * false (init) = at any terminal node, so at any level. */
+  bool leaves_only;
+  /* Think mode: the sequence that closes thinking (e.g. "</think>" plus
+   * newline tokens). NULL / 0 = no think mode (init). Copied. */
+  const int32_t *think_end_tokens;
+  size_t n_think_end_tokens;
+  /* A token that opens thinking (e.g. "<think>"); -1 = none (init). */
+  int32_t think_begin_token;
+  /* True: the sequence starts inside thinking (the prompt ended with
+   * "<think>"). False (init): thinking starts only if the first token is
+   * think_begin_token. */
+  bool start_in_thinking;
+  /* Thinking tokens allowed before the end sequence is forced; -1 =
+   * unlimited (init), 0 = force the end at once. */
+  int64_t max_thinking_tokens;
+  /* Length budget: the engine's max_new_tokens. -1 = none (init). */
+  int64_t max_new_tokens;
+  /* Replaces the trie's stop tokens for this matcher (xgrammar's
+   * override_stop_tokens). NULL / 0 = the trie's (init). Copied. */
+  const int32_t *override_stop_tokens;
+  size_t n_override_stop_tokens;
 } treemask_matcher_options;
 
 /* Sets struct_size and every field to its default. */
@@ -235,7 +270,9 @@ TREEMASK_API void treemask_matcher_options_init(treemask_matcher_options *opts);
 
 /* Creates a matcher at the root of trie (which it retains). opts NULL means
  * defaults. Errors: NULL trie or out, an unknown failure_policy, pad_token
- * outside [-1, vocab_size). Thread-safe with respect to the trie. */
+ * outside [-1, vocab_size), and every inconsistent decoding-mode option (see
+ * "Decoding modes"; the message names the option and token). Thread-safe
+ * with respect to the trie. */
 TREEMASK_API treemask_status treemask_matcher_create(treemask_trie *trie,
                                                      const treemask_matcher_options *opts,
                                                      treemask_matcher **out);
@@ -332,6 +369,220 @@ TREEMASK_API treemask_trie *treemask_matcher_trie(const treemask_matcher *m);
 TREEMASK_API size_t treemask_matcher_rollback_depth(const treemask_matcher *m);
 
 /* <treemask:matcher-extensions> later sections add matcher modes here. */
+
+/* ------------------------------------------------------------------------ */
+/* Decoding modes                                                            */
+/* ------------------------------------------------------------------------ */
+/* All modes compose on one matcher; every function above (fill, accept,
+ * next_tokens, forced_tokens, rollback, clone, reset) follows them, and
+ * next_tokens always lists exactly the bits fill sets. Options are checked
+ * at create; an inconsistent one is an error that names it. With modes,
+ * forced_tokens is the chain of states that allow exactly one token and no
+ * stop token (with the multi-label exception below); it may run through
+ * the end of thinking, a separator and into the next label. With modes,
+ * terminate_without_stop_token ends the sequence as soon as only stop
+ * tokens are allowed (a leaf, or a last label that no separator may
+ * follow), as part of the accept that got there.
+ *
+ * Finished sequences (RTP-LLM's MultiSeq): a terminated matcher's row
+ * allows only its stop tokens (override_stop_tokens if set). A batch fill
+ * writes such rows for every finished sequence with no extra call.
+ *
+ * Multi-label (label_separator): after a terminal node the first separator
+ * token is allowed next to the stop tokens; it *produces* the label, the
+ * rest of the separator is forced, and the matcher returns to the root.
+ * A stop token is allowed only at a terminal node (and produces its label).
+ * - A label is identified by its label id (a trie without labels, such as
+ *   an RTP-LLM prefix dictionary, uses the terminal node's id). Producing
+ *   a label bans every path that carries any of its ids, so each label is
+ *   produced at most once.
+ * - No dead ends: a prefix is offered only while some path below it can
+ *   still be produced, and the separator only while another label can
+ *   follow (and max_labels is not reached). Producing a label costs
+ *   O(depth) count updates per path it bans (distances to the nearest label
+ *   are refreshed up the path only while they change).
+ * - Creation errors: a separator token that is out of range or a stop token,
+ *   and a first separator token that is also a child of a terminal node
+ *   (it would be ambiguous there; the message names the token and label).
+ * - treemask_matcher_produced_labels lists the labels in order.
+ * - forced_tokens at a leaf returns the separator (and what is forced after
+ *   it) although a stop token could also end the sequence: an engine that
+ *   jumps forward should let the model choose when can_terminate is true.
+ *
+ * Hierarchical labels (leaves_only): paths such as "A > B > C" share their
+ * prefixes in one trie; every level is a label. leaves_only = false lets
+ * the sequence end (or take the separator) at any level, true only at
+ * leaves. The trie is not changed; one trie serves both kinds of matcher.
+ *
+ * Think mode (think_end_tokens): while thinking every token is allowed
+ * except think_begin_token (need_apply is false when nothing is excluded);
+ * a stop token terminates the sequence (with no label). The end sequence is
+ * recognised by a KMP automaton over token ids, so an end split across
+ * steps, or a partial match that breaks and restarts, is found exactly.
+ * Partial matches force nothing. The thinking budget counts the tokens
+ * accepted since thinking began (end tokens included); once it is reached,
+ * only the missing rest of the end sequence is allowed, continuing any
+ * partial match. After the end sequence the trie constraint starts at the
+ * root. With start_in_thinking = false, think_begin_token (if set) is
+ * allowed as the very first token only (a creation error if it is also a
+ * child of the root) and opens thinking. next_tokens while thinking returns
+ * the full count (vocab_size or vocab_size - 1), forced_tokens the rest of
+ * the end sequence while it is forced (then the trie's forced chain).
+ * Rollback crosses the boundary both ways.
+ * Differences from RTP-LLM's ThinkModeLogitsProcessor: (1) RTP-LLM forces
+ * the rest of the end sequence as soon as a partial match starts; treemask
+ * forces only when the budget is spent. (2) RTP-LLM's max_thinking_tokens
+ * <= 0 means no budget; here -1 means none and 0 forces the end at once.
+ * (3) RTP-LLM opens thinking with a begin *sequence* decided from the first
+ * tokens; here one begin token, or start_in_thinking. (4) RTP-LLM advances
+ * its state while writing the forced mask; here only accept changes state,
+ * so a fill can be repeated and rollback is exact. (5) A stop token while
+ * thinking ends the sequence here; RTP-LLM leaves that to the engine. (6)
+ * With a length budget thinking is also cut short (below).
+ *
+ * Length budget (max_new_tokens, treemask_matcher_set_remaining_tokens, or
+ * per fill): R = tokens the engine will still generate, the masked one
+ * included. A child is offered only if some available end lies within R - 1
+ * more tokens (each node's minimum distance to an end is derived from the
+ * trie once, on first use), the separator only if another label fits after
+ * it, and thinking continues only while R leaves room for one more token,
+ * the whole end sequence and the shortest label. So a sequence that follows
+ * the masks is at a complete label whenever R runs out: max_new_tokens never
+ * cuts a label in half. If R is already too small for any end (the engine
+ * lowered it), the shortest branches are offered, never nothing.
+ *
+ * Exclusions: a treemask_exclusion_set (label ids that must not be
+ * produced: out-of-stock items, items already shown) is immutable, shared by
+ * any number of matchers and threads, and needs no trie rebuild. A matcher
+ * adds its own bans and an optional allow-subset. A path is available only
+ * if none of its label ids is excluded, banned or used, and (with a subset)
+ * all of them are in the subset; the no-dead-end rule covers all of this.
+ *
+ * Speculative decoding: treemask_matcher_accept_tokens accepts a draft in
+ * one call; treemask_matcher_fill_draft_bitmasks fills the rows of every
+ * draft position (a chain or a tree) without changing the matcher.
+ */
+
+/* An immutable set of banned label ids for one trie. Reference counted like
+ * a trie: created with a refcount of 1, retain adds one, free drops one.
+ * Every function taking one is thread-safe. */
+typedef struct treemask_exclusion_set treemask_exclusion_set;
+
+/* Creates an exclusion set for trie (which it retains) from n label ids
+ * (label_ids may be NULL when n is 0). Ids that no path carries are
+ * ignored, so one catalogue-wide list serves every trie. For a trie without
+ * labels the ids are terminal node ids. Cost: O(n log terminals), plus a
+ * one-time label index of the trie; the per-node counts are built on first
+ * use by a matcher. Errors: NULL trie or out, NULL label_ids with n > 0. */
+TREEMASK_API treemask_status treemask_exclusion_set_create(treemask_trie *trie,
+                                                           const int64_t *label_ids, size_t n,
+                                                           treemask_exclusion_set **out);
+
+/* Adds a reference and returns set (NULL gives NULL). Thread-safe. */
+TREEMASK_API treemask_exclusion_set *treemask_exclusion_set_retain(treemask_exclusion_set *set);
+
+/* Drops one reference; the last one destroys the set. NULL is a no-op. A
+ * matcher that uses the set keeps what it needs alive. */
+TREEMASK_API void treemask_exclusion_set_free(treemask_exclusion_set *set);
+
+/* How many terminal nodes (label paths) the set bans; 0 for NULL. */
+TREEMASK_API size_t treemask_exclusion_set_n_terminals(const treemask_exclusion_set *set);
+
+/* Sets which labels m may produce, replacing any earlier filter:
+ * - shared: an exclusion set of the same trie, or NULL;
+ * - banned[0 .. n_banned): more ids this matcher must not produce (may be
+ *   NULL when n_banned is 0);
+ * - allowed: NULL = no subset; otherwise only paths all of whose ids are in
+ *   allowed[0 .. n_allowed) are available.
+ * All NULL / 0 removes the filter. Allowed only before the first accepted
+ * token (after create or reset), else TREEMASK_ERR_INVALID_STATE; reset
+ * and clone keep the filter. Errors: a set of another trie, a filter that
+ * leaves no label available (TREEMASK_ERR_INVALID_ARGUMENT); on error the
+ * old filter stays. Cost: O((n_banned + n_allowed) * depth) plus, with a
+ * subset, the fanout of the subset's ancestors. */
+TREEMASK_API treemask_status treemask_matcher_set_label_filter(
+    treemask_matcher *m, const treemask_exclusion_set *shared, const int64_t *banned,
+    size_t n_banned, const int64_t *allowed, size_t n_allowed);
+
+/* Sets the length budget: the engine will generate at most `remaining` more
+ * tokens (>= 0), or -1 for none. Each later accept that changes the state
+ * uses one; rollback gives them back; reset restores max_new_tokens.
+ * Errors: NULL m, remaining < -1. */
+TREEMASK_API treemask_status treemask_matcher_set_remaining_tokens(treemask_matcher *m,
+                                                                   int64_t remaining);
+
+/* The budget left now (>= 0), or -1 when there is none (and for NULL). */
+TREEMASK_API int64_t treemask_matcher_remaining_tokens(const treemask_matcher *m);
+
+/* treemask_matcher_fill_next_token_bitmask with a length budget for this
+ * fill only (remaining_tokens >= 0), overriding the matcher's. Accept keeps
+ * using the matcher's own budget. Errors: as the plain fill, and
+ * remaining_tokens < 0 (nothing written). */
+TREEMASK_API treemask_status treemask_matcher_fill_next_token_bitmask_with_budget(
+    treemask_matcher *m, int32_t *bitmask, size_t n_words, int64_t remaining_tokens,
+    bool *need_apply);
+
+/* The labels produced so far, in order, to out[0 .. min(cap, n)); returns
+ * n. Multi-label: the ids of each produced label (a path with several ids
+ * gives them all, ascending). Otherwise: the ids of the node the sequence
+ * terminated at, once terminated. 0 for NULL. */
+TREEMASK_API size_t treemask_matcher_produced_labels(const treemask_matcher *m, int64_t *out,
+                                                     size_t cap);
+
+/* True while m is inside thinking (think mode). False for NULL. */
+TREEMASK_API bool treemask_matcher_is_thinking(const treemask_matcher *m);
+
+/* Accepts tokens[0 .. n) in order until one is not allowed, or the sequence
+ * terminates; *n_accepted (required) counts the accepted tokens, and the
+ * state has advanced by exactly those (rollback(*n_accepted) undoes the
+ * call). A rejected draft token is not a failure: the failure policy does
+ * not apply, and treemask_last_error() says why it was rejected. Errors:
+ * NULL m or n_accepted, NULL tokens with n > 0, the STICKY_ERROR failed
+ * state. */
+TREEMASK_API treemask_status treemask_matcher_accept_tokens(treemask_matcher *m,
+                                                            const int32_t *tokens, size_t n,
+                                                            size_t *n_accepted);
+
+/* Fills the masks of a draft without changing m. Row 0 is the mask of the
+ * current state; row i + 1 the mask after draft node i, whose state is its
+ * parent's plus tokens[i]. parents: NULL for a chain (node i follows node
+ * i - 1), or n entries with parents[i] in [-1, i) (-1 = the current state):
+ * a draft tree in the order a DFS or BFS lists it. A node whose token is not
+ * allowed after its parent, and every node below it, gets an all-zero row.
+ * bitmask holds n + 1 rows of words_per_row words (words_per_row >=
+ * treemask_bitmask_words(vocab_size)); bitmask_words is its length, a size
+ * check. *n_valid (optional) receives the number of rows that are real
+ * masks. Results equal accepting and filling step by step. Cost: one fill
+ * and one accept per node. Errors: NULL m or bitmask, a short buffer or
+ * row, a bad parent (named); nothing is then written. In the STICKY_ERROR
+ * failed state: TREEMASK_ERR_INVALID_STATE. Same thread safety as other
+ * functions on a const matcher. */
+TREEMASK_API treemask_status treemask_matcher_fill_draft_bitmasks(
+    const treemask_matcher *m, const int32_t *tokens, const int32_t *parents, size_t n,
+    int32_t *bitmask, size_t bitmask_words, size_t words_per_row, size_t *n_valid);
+
+/* The stop tokens of m (override_stop_tokens, or the trie's), ascending and
+ * distinct, to out[0 .. min(cap, n)); returns n. 0 for NULL. */
+TREEMASK_API size_t treemask_matcher_stop_tokens(const treemask_matcher *m, int32_t *out,
+                                                 size_t cap);
+
+/* The max_rollback_tokens m was created with (0 = unlimited); 0 for NULL. */
+TREEMASK_API size_t treemask_matcher_max_rollback_tokens(const treemask_matcher *m);
+
+/* A one-line description of m for logs: phase, node and path, allowed
+ * count, think / separator progress, produced labels, budget, rollback
+ * depth. Writes min(cap - 1, n) bytes and a NUL to buf when cap > 0 and
+ * returns n, the full length without the NUL (size query: cap = 0). The
+ * format is for humans and may change. 0 for NULL. */
+TREEMASK_API size_t treemask_matcher_debug_string(const treemask_matcher *m, char *buf, size_t cap);
+
+/* Accepts the whole forced_tokens chain in one call (jump-forward) and
+ * writes it to out[0 .. min(cap, n)) (out may be NULL when cap is 0);
+ * *n_accepted (required) receives n. Errors: NULL m or n_accepted, the
+ * STICKY_ERROR failed state. */
+TREEMASK_API treemask_status treemask_matcher_accept_forced_tokens(treemask_matcher *m,
+                                                                   int32_t *out, size_t cap,
+                                                                   size_t *n_accepted);
 
 /* ======================================================================== */
 /* Section 6: batch and state arrays                                         */

@@ -183,6 +183,9 @@ void treemask_matcher_options_init(treemask_matcher_options *opts) {
   opts->struct_size = sizeof(*opts);
   opts->failure_policy = TREEMASK_FAILURE_REJECT;
   opts->pad_token = -1;
+  opts->think_begin_token = -1;
+  opts->max_thinking_tokens = -1;
+  opts->max_new_tokens = -1;
 }
 
 treemask_status treemask_matcher_create(treemask_trie *trie, const treemask_matcher_options *opts,
@@ -198,7 +201,9 @@ treemask_status treemask_matcher_create(treemask_trie *trie, const treemask_matc
     mo.terminate_without_stop_token = o.terminate_without_stop_token;
     mo.max_rollback_tokens = o.max_rollback_tokens;
     mo.pad_token = o.pad_token;
-    TM_ASSIGN_OR_RETURN(auto m, Matcher::create(Ref<const Trie>::share(to_trie(trie)), mo));
+    treemask::ModeOptions modes;
+    TM_TRY(treemask::capi::matcher_mode_options(o, modes));
+    TM_ASSIGN_OR_RETURN(auto m, Matcher::create(Ref<const Trie>::share(to_trie(trie)), mo, modes));
     *out = to_handle(m.release());
     return Status::Ok();
   });
@@ -252,17 +257,20 @@ bool treemask_matcher_is_terminated(const treemask_matcher *m) {
 }
 
 bool treemask_matcher_can_terminate(const treemask_matcher *m) {
-  return m && to_matcher(m)->can_terminate();
+  if (!m) return false;
+  return treemask::capi::query(__func__, false, [&] { return to_matcher(m)->can_terminate(); });
 }
 
 size_t treemask_matcher_next_tokens(const treemask_matcher *m, int32_t *out, size_t cap) {
   if (!m) return 0;
-  return to_matcher(m)->next_tokens(out, out ? cap : 0);
+  return treemask::capi::query(__func__, size_t{0},
+                               [&] { return to_matcher(m)->next_tokens(out, out ? cap : 0); });
 }
 
 size_t treemask_matcher_forced_tokens(const treemask_matcher *m, int32_t *out, size_t cap) {
   if (!m) return 0;
-  return to_matcher(m)->forced_tokens(out, out ? cap : 0);
+  return treemask::capi::query(__func__, size_t{0},
+                               [&] { return to_matcher(m)->forced_tokens(out, out ? cap : 0); });
 }
 
 size_t treemask_matcher_label_ids(const treemask_matcher *m, int64_t *out, size_t cap) {

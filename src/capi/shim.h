@@ -53,6 +53,23 @@ treemask_status guard(const char *function, Body &&body) noexcept {
   }
 }
 
+// Runs a query that answers with a count or a flag and has no status to
+// return: an exception (out of memory in a decoding mode's look-ahead)
+// becomes `fallback` plus this thread's last error.
+template <class T, class Body>
+T query(const char *function, T fallback, Body &&body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    set_last_error(function, "out of memory");
+  } catch (const std::exception &e) {
+    set_last_error(function, e.what());
+  } catch (...) {
+    set_last_error(function, "unknown internal error");
+  }
+  return fallback;
+}
+
 // Copies a caller's options struct over `out` (which holds the defaults):
 // min(struct_size, sizeof) bytes, so fields unknown to an older caller keep
 // their defaults. NULL keeps every default.
@@ -85,6 +102,10 @@ inline treemask_matcher *to_handle(Matcher *m) { return reinterpret_cast<treemas
 
 // Converts the public trie options into build options.
 Status trie_build_options(const treemask_trie_options *opts, TrieBuildOptions &out);
+
+// Converts the decoding-mode fields of the public matcher options
+// (capi_modes.cc).
+Status matcher_mode_options(const treemask_matcher_options &opts, ModeOptions &out);
 
 }  // namespace treemask::capi
 

@@ -4,9 +4,12 @@
 #include <algorithm>
 #include <cstring>
 
+#include "matcher/mode_index.h"
+
 namespace treemask {
 
-Result<std::unique_ptr<Matcher>> Matcher::create(Ref<const Trie> trie, const MatcherOptions &opts) {
+Result<std::unique_ptr<Matcher>> Matcher::create(Ref<const Trie> trie, const MatcherOptions &opts,
+                                                 const ModeOptions &modes) {
   if (!trie) return error(Code::kInvalidArgument, "trie is NULL");
   const auto policy = static_cast<int32_t>(opts.failure_policy);
   if (policy < 0 || policy > 2) {
@@ -17,7 +20,14 @@ Result<std::unique_ptr<Matcher>> Matcher::create(Ref<const Trie> trie, const Mat
     return error(Code::kOutOfRange, "pad_token ", opts.pad_token,
                  " is out of range [-1, vocab_size=", trie->vocab_size(), ")");
   }
-  return std::unique_ptr<Matcher>(new Matcher(std::move(trie), opts));
+  TM_ASSIGN_OR_RETURN(std::shared_ptr<const ModeConfig> config, make_mode_config(*trie, modes));
+  std::unique_ptr<Matcher> m(new Matcher(std::move(trie), opts));
+  m->modes_ = std::move(config);
+  if (m->modes_ && m->modes_->needs_label_view()) {
+    TM_TRY(node_stats(*m->trie_, m->modes_->leaves_only).status);
+  }
+  m->reset();
+  return m;
 }
 
 Result<std::unique_ptr<Matcher>> Matcher::clone() const {
@@ -35,15 +45,15 @@ Status Matcher::corrupt_node_error() const {
                " (corrupted .tmtrie file?)");
 }
 
-Status Matcher::fill(uint32_t *row, size_t n_words, bool *need_apply) const {
+Status Matcher::fill(uint32_t *row, size_t n_words, bool *need_apply, const FillOptions &fo) const {
   const Trie &t = *trie_;
   const size_t words = t.row_words();
   if (n_words < words) {
     return error(Code::kBufferTooSmall, "bitmask row has ", n_words, " words, vocab_size ",
                  t.vocab_size(), " needs ", words);
   }
+  if (!plain() || fo.remaining_tokens) return fill_modes(row, n_words, need_apply, fo);
   uint64_t allowed = 0;
-  bool stops = true;
   if (state_.phase == Phase::kActive) {
     Children c;
     if (!t.children(state_.node, c) || !t.write_children_row(state_.node, row)) {
@@ -51,46 +61,54 @@ Status Matcher::fill(uint32_t *row, size_t n_words, bool *need_apply) const {
       return corrupt_node_error();
     }
     allowed = c.count;
-    stops = t.is_terminal(state_.node);
-  } else {
-    std::memset(row, 0, words * sizeof(uint32_t));
+    if (t.is_terminal(state_.node)) {
+      for (int32_t s : stop_tokens()) set_bit(row, s);
+      allowed += stop_tokens().size();
+    }
+    finish_fill(row, n_words, need_apply, allowed);
+    return Status::Ok();
   }
-  if (stops) {
-    for (int32_t s : t.stop_tokens()) set_bit(row, s);
-    allowed += t.stop_tokens().size();
-  }
-  if (n_words > words) std::memset(row + words, 0, (n_words - words) * sizeof(uint32_t));
-  // Stop tokens are never children, so `allowed` counts distinct tokens.
-  if (need_apply) *need_apply = allowed != static_cast<uint64_t>(t.vocab_size());
+  std::memset(row, 0, words * sizeof(uint32_t));
+  for (int32_t s : stop_tokens()) set_bit(row, s);
+  finish_fill(row, n_words, need_apply, stop_tokens().size());
   if (state_.phase == Phase::kFailed) return failed_state_error();
   return Status::Ok();
 }
 
-Status Matcher::accept(int32_t token, bool *accepted, std::string *why) {
+void Matcher::finish_fill(uint32_t *row, size_t n_words, bool *need_apply, uint64_t allowed) const {
+  const size_t words = trie_->row_words();
+  if (n_words > words) std::memset(row + words, 0, (n_words - words) * sizeof(uint32_t));
+  // Stop tokens are never children, so `allowed` counts distinct tokens.
+  if (need_apply) *need_apply = allowed != static_cast<uint64_t>(trie_->vocab_size());
+}
+
+Status Matcher::accept(int32_t token, bool *accepted, std::string *why, bool apply_policy) {
   const Trie &t = *trie_;
   switch (state_.phase) {
     case Phase::kFailed: *accepted = false; return failed_state_error();
     case Phase::kTerminated:
-      *accepted = t.is_stop_token(token) || (opts_.pad_token >= 0 && token == opts_.pad_token);
+      *accepted = is_stop_token(token) || (opts_.pad_token >= 0 && token == opts_.pad_token);
       if (!*accepted && why) *why = describe_rejection(token);
       return Status::Ok();
     case Phase::kClosed:
-      if (t.is_stop_token(token)) {
-        history_.push(state_);
-        state_ = {kStateFailed, Phase::kTerminated};
+      if (is_stop_token(token)) {
+        push_state();
+        state_.node = kStateFailed;
+        state_.phase = Phase::kTerminated;
         *accepted = true;
       } else {
-        reject(token, accepted, why);
+        reject(token, accepted, why, apply_policy);
       }
       return Status::Ok();
-    case Phase::kActive: break;
+    default: break;
   }
+  if (!plain()) return accept_modes(token, accepted, why, apply_policy);
   Children c;
   if (!t.children(state_.node, c)) return corrupt_node_error();
   if (token >= 0 && token < t.vocab_size()) {
     const int64_t index = Trie::find_child(c, token);
     if (index >= 0) {
-      history_.push(state_);
+      push_state();
       state_.node = c.first_child + static_cast<uint32_t>(index);
       if (opts_.terminate_without_stop_token) {
         Children next;
@@ -100,22 +118,22 @@ Status Matcher::accept(int32_t token, bool *accepted, std::string *why) {
       *accepted = true;
       return Status::Ok();
     }
-    if (t.is_terminal(state_.node) && t.is_stop_token(token)) {
-      history_.push(state_);
+    if (t.is_terminal(state_.node) && is_stop_token(token)) {
+      push_state();
       state_.phase = Phase::kTerminated;
       *accepted = true;
       return Status::Ok();
     }
   }
-  reject(token, accepted, why);
+  reject(token, accepted, why, apply_policy);
   return Status::Ok();
 }
 
-void Matcher::reject(int32_t token, bool *accepted, std::string *why) {
+void Matcher::reject(int32_t token, bool *accepted, std::string *why, bool apply_policy) {
   *accepted = false;
   if (why) *why = describe_rejection(token);
-  if (opts_.failure_policy == FailurePolicy::kReject) return;
-  if (state_.phase == Phase::kActive) failed_token_ = token;  // the first rejection is the cause
+  if (!apply_policy || opts_.failure_policy == FailurePolicy::kReject) return;
+  if (state_.phase != Phase::kClosed) failed_token_ = token;  // the first rejection is the cause
   state_.phase =
       opts_.failure_policy == FailurePolicy::kFailClosed ? Phase::kClosed : Phase::kFailed;
 }
@@ -135,6 +153,8 @@ std::string Matcher::describe_rejection(int32_t token) const {
       return msg + cat("the matcher is closed after rejecting token ", failed_token_,
                        " (FAIL_CLOSED); only stop tokens are accepted");
     case Phase::kFailed: return msg + "the matcher is in the failed state";
+    case Phase::kThinking:
+    case Phase::kSeparator: return msg + describe_mode_rejection(token);
     case Phase::kActive: break;
   }
   int32_t allowed[9];
@@ -145,6 +165,7 @@ std::string Matcher::describe_rejection(int32_t token) const {
     for (size_t i = 0; i < std::min<size_t>(n, 8); ++i) msg += cat(i ? ", " : "", allowed[i]);
     msg += n > 8 ? ", ...)" : ")";
   }
+  if (!plain()) msg += describe_mode_rejection(token);
   return msg;
 }
 
@@ -165,13 +186,26 @@ Status Matcher::rollback(size_t n_tokens) {
   }
   state_ = history_.from_top(n_tokens);
   history_.pop(n_tokens);
-  return Status::Ok();
+  return sync_used_labels();
 }
 
 void Matcher::reset() {
-  state_ = MatcherState{};
+  state_ = initial_state();
   history_.clear();
   failed_token_ = -1;
+  used_.reset();
+  budget_end_ = modes_ ? modes_->max_new_tokens : -1;
+  update_plain();
+}
+
+void Matcher::push_state() {
+  history_.push(state_);
+  ++state_.accepted;
+}
+
+bool Matcher::is_stop_token(int32_t token) const {
+  if (!modes_ || modes_->stops.empty()) return trie_->is_stop_token(token);
+  return std::binary_search(modes_->stops.begin(), modes_->stops.end(), token);
 }
 
 size_t Matcher::rollback_depth() const {
@@ -182,19 +216,21 @@ size_t Matcher::rollback_depth() const {
 
 bool Matcher::can_terminate() const {
   if (state_.phase == Phase::kClosed) return true;
+  if (!plain()) return can_terminate_modes();
   return state_.phase == Phase::kActive && trie_->is_terminal(state_.node);
 }
 
 size_t Matcher::next_tokens(int32_t *out, size_t cap) const {
+  if (!plain()) return next_tokens_modes(out, cap);
   const Trie &t = *trie_;
-  const auto stops = t.stop_tokens();
+  const auto stops = stop_tokens();
   switch (state_.phase) {
     case Phase::kFailed: return 0;
     case Phase::kClosed:
     case Phase::kTerminated:
       std::copy_n(stops.begin(), std::min(cap, stops.size()), out);
       return stops.size();
-    case Phase::kActive: break;
+    default: break;
   }
   Children c;
   if (!t.children(state_.node, c)) return 0;
@@ -215,6 +251,7 @@ size_t Matcher::next_tokens(int32_t *out, size_t cap) const {
 }
 
 size_t Matcher::forced_tokens(int32_t *out, size_t cap) const {
+  if (!plain()) return forced_tokens_modes(out, cap);
   if (state_.phase != Phase::kActive) return 0;
   const Trie &t = *trie_;
   uint32_t node = state_.node;

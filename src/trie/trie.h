@@ -177,6 +177,19 @@ class Trie final : public RefCounted {
   // Fanout at or above which a node's row is cached (when the budget allows).
   size_t dense_threshold() const { return dense_threshold_; }
 
+  // Data that other modules derive from the arrays on first use (the decoding
+  // modes' per-node distances and label indexes, matcher/mode_index.h), so the
+  // arrays, and with them the .tmtrie format, need not carry it. Each slot is
+  // built once, thread-safely, and freed with the trie; build() returns a
+  // std::shared_ptr<const T>. If build() throws, a later call builds again.
+  enum class DerivedSlot : uint8_t { kTerminalStats, kLeafStats, kTokenIndex, kLabelIndex, kCount };
+  template <class T, class Build>
+  const T &derived(DerivedSlot slot, Build &&build) const {
+    Derived &d = derived_[static_cast<size_t>(slot)];
+    std::call_once(d.once, [&] { d.data = build(); });
+    return *static_cast<const T *>(d.data.get());
+  }
+
  private:
   const uint32_t *cached_row(uint32_t node, const Children &c) const;
 
@@ -196,6 +209,12 @@ class Trie final : public RefCounted {
   mutable std::unique_ptr<CacheSlot[]> cache_;
   mutable size_t cache_mask_ = 0;
   mutable std::atomic<uint64_t> dense_cache_used_{0};
+
+  struct Derived {
+    std::once_flag once;
+    std::shared_ptr<const void> data;
+  };
+  mutable Derived derived_[static_cast<size_t>(DerivedSlot::kCount)];
 };
 
 // Builds a trie from CSR paths (see treemask_trie_from_paths for the rules).

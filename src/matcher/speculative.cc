@@ -1,0 +1,86 @@
+// Speculative decoding: accepting a run of draft tokens in one call, and the
+// masks of every position of a draft (a chain or a tree) without changing the
+// matcher. The idea follows xgrammar/SGLang's draft-tree traversal: the row
+// of a draft node is the mask of the state reached by the path to it, and a
+// node whose token its parent's row forbids gets an all-zero row (it can
+// never be verified, and neither can anything below it).
+//
+// Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#include <cstring>
+
+#include "matcher/matcher.h"
+
+namespace treemask {
+
+Status Matcher::accept_tokens(std::span<const int32_t> tokens, size_t *n_accepted,
+                              std::string *why) {
+  *n_accepted = 0;
+  if (state_.phase == Phase::kFailed) return failed_state_error();
+  for (int32_t token : tokens) {
+    // Later tokens could only be stop or pad tokens that change nothing;
+    // stopping here keeps *n_accepted equal to the accepts rollback can undo.
+    if (is_terminated()) break;
+    bool accepted = false;
+    TM_TRY(accept(token, &accepted, why, false));
+    if (!accepted) break;
+    ++*n_accepted;
+  }
+  return Status::Ok();
+}
+
+Status Matcher::fill_draft(std::span<const int32_t> tokens, const int32_t *parents, uint32_t *rows,
+                           size_t words_per_row, size_t *n_valid) const {
+  const size_t words = trie_->row_words();
+  if (words_per_row < words) {
+    return error(Code::kBufferTooSmall, "words_per_row is ", words_per_row, ", vocab_size ",
+                 trie_->vocab_size(), " needs ", words);
+  }
+  if (state_.phase == Phase::kFailed) return failed_state_error();
+  const size_t n = tokens.size();
+  for (size_t i = 0; parents && i < n; ++i) {
+    if (parents[i] < -1 || parents[i] >= static_cast<int64_t>(i)) {
+      return error(Code::kInvalidArgument, "parents[", i, "] = ", parents[i],
+                   "; a draft node's parent must be -1 (the current state) or an earlier node");
+    }
+  }
+  // states[k]: the state of row k, or empty when row k cannot be reached.
+  std::vector<std::optional<Matcher>> states(n + 1);
+  states[0].emplace(fork());
+  TM_TRY(states[0]->fill(rows, words_per_row, nullptr));
+  size_t valid = 1;
+  for (size_t i = 0; i < n; ++i) {
+    const size_t from = parents ? static_cast<size_t>(parents[i] + 1) : i;
+    uint32_t *row = rows + (i + 1) * words_per_row;
+    std::memset(row, 0, words_per_row * sizeof(uint32_t));
+    if (!states[from]) continue;
+    Matcher next = states[from]->fork();
+    bool accepted = false;
+    TM_TRY(next.accept(tokens[i], &accepted, nullptr, false));
+    if (!accepted) continue;
+    TM_TRY(next.fill(row, words_per_row, nullptr));
+    ++valid;
+    states[i + 1].emplace(std::move(next));
+    // A chain never looks back: keep only the newest state.
+    if (!parents) states[i].reset();
+  }
+  if (n_valid) *n_valid = valid;
+  return Status::Ok();
+}
+
+Status Matcher::accept_forced(int32_t *out, size_t cap, size_t *n_accepted) {
+  *n_accepted = 0;
+  if (state_.phase == Phase::kFailed) return failed_state_error();
+  std::vector<int32_t> chain(forced_tokens(nullptr, 0));
+  forced_tokens(chain.data(), chain.size());
+  for (int32_t token : chain) {
+    bool accepted = false;
+    std::string why;
+    TM_TRY(accept(token, &accepted, &why, true));
+    if (!accepted) return error(Code::kInternal, "a forced token was rejected: ", why);
+    if (*n_accepted < cap) out[*n_accepted] = token;
+    ++*n_accepted;
+  }
+  return Status::Ok();
+}
+
+}  // namespace treemask

@@ -668,9 +668,9 @@ TREEMASK_API treemask_matcher *treemask_batch_get_matcher(treemask_batch *batch,
  * before anything is written; the message names the entry). A slot in the
  * STICKY_ERROR failed state gets its row (stop tokens only) and the call
  * returns TREEMASK_ERR_INVALID_STATE naming the first such slot of the list
- * (the lowest for slots = NULL), after every listed row is written. Writing into the bound buffer with its own
- * words_per_row counts as a full fill of it; overlapping it with another
- * layout is an error. */
+ * (the lowest for slots = NULL), after every listed row is written. Writing into the bound buffer
+ * with its own words_per_row counts as a full fill of it; overlapping it with another layout is an
+ * error. */
 TREEMASK_API treemask_status treemask_batch_fill_next_token_bitmask(
     treemask_batch *batch, int32_t *bitmask, size_t words_per_row, const int32_t *slots,
     size_t n_slots, bool *need_apply);

@@ -20,6 +20,11 @@ pub const TREEMASK_ERR_INTERNAL: i32 = 11;
 pub const TREEMASK_FAILURE_REJECT: i32 = 0;
 pub const TREEMASK_FAILURE_FAIL_CLOSED: i32 = 1;
 pub const TREEMASK_FAILURE_STICKY_ERROR: i32 = 2;
+pub const TREEMASK_FILL_FULL: i32 = 0;
+pub const TREEMASK_FILL_INCREMENTAL: i32 = 1;
+pub const TREEMASK_STATE_ROOT: i32 = 0;
+pub const TREEMASK_STATE_TERMINATED: i64 = 4294967294;
+pub const TREEMASK_STATE_FAILED: i64 = 4294967295;
 extern "C" {
     pub fn treemask_version() -> u32;
 }
@@ -97,6 +102,18 @@ pub struct treemask_matcher_options {
     pub terminate_without_stop_token: bool,
     pub max_rollback_tokens: usize,
     pub pad_token: i32,
+    pub label_separator: *const i32,
+    pub n_label_separator: usize,
+    pub max_labels: usize,
+    pub leaves_only: bool,
+    pub think_end_tokens: *const i32,
+    pub n_think_end_tokens: usize,
+    pub think_begin_token: i32,
+    pub start_in_thinking: bool,
+    pub max_thinking_tokens: i64,
+    pub max_new_tokens: i64,
+    pub override_stop_tokens: *const i32,
+    pub n_override_stop_tokens: usize,
 }
 extern "C" {
     pub fn treemask_matcher_options_init(opts: *mut treemask_matcher_options);
@@ -142,4 +159,127 @@ extern "C" {
 }
 extern "C" {
     pub fn treemask_matcher_rollback_depth(m: *const treemask_matcher) -> usize;
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct treemask_exclusion_set {
+    _unused: [u8; 0],
+}
+extern "C" {
+    pub fn treemask_exclusion_set_create(trie: *mut treemask_trie, label_ids: *const i64, n: usize, out: *mut *mut treemask_exclusion_set) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_exclusion_set_retain(set: *mut treemask_exclusion_set) -> *mut treemask_exclusion_set;
+}
+extern "C" {
+    pub fn treemask_exclusion_set_free(set: *mut treemask_exclusion_set);
+}
+extern "C" {
+    pub fn treemask_exclusion_set_n_terminals(set: *const treemask_exclusion_set) -> usize;
+}
+extern "C" {
+    pub fn treemask_matcher_set_label_filter(m: *mut treemask_matcher, shared: *const treemask_exclusion_set, banned: *const i64, n_banned: usize, allowed: *const i64, n_allowed: usize) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_matcher_set_remaining_tokens(m: *mut treemask_matcher, remaining: i64) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_matcher_remaining_tokens(m: *const treemask_matcher) -> i64;
+}
+extern "C" {
+    pub fn treemask_matcher_fill_next_token_bitmask_with_budget(m: *mut treemask_matcher, bitmask: *mut i32, n_words: usize, remaining_tokens: i64, need_apply: *mut bool) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_matcher_produced_labels(m: *const treemask_matcher, out: *mut i64, cap: usize) -> usize;
+}
+extern "C" {
+    pub fn treemask_matcher_is_thinking(m: *const treemask_matcher) -> bool;
+}
+extern "C" {
+    pub fn treemask_matcher_accept_tokens(m: *mut treemask_matcher, tokens: *const i32, n: usize, n_accepted: *mut usize) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_matcher_fill_draft_bitmasks(m: *const treemask_matcher, tokens: *const i32, parents: *const i32, n: usize, bitmask: *mut i32, bitmask_words: usize, words_per_row: usize, n_valid: *mut usize) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_matcher_stop_tokens(m: *const treemask_matcher, out: *mut i32, cap: usize) -> usize;
+}
+extern "C" {
+    pub fn treemask_matcher_max_rollback_tokens(m: *const treemask_matcher) -> usize;
+}
+extern "C" {
+    pub fn treemask_matcher_debug_string(m: *const treemask_matcher, buf: *mut core::ffi::c_char, cap: usize) -> usize;
+}
+extern "C" {
+    pub fn treemask_matcher_accept_forced_tokens(m: *mut treemask_matcher, out: *mut i32, cap: usize, n_accepted: *mut usize) -> treemask_status;
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct treemask_batch {
+    _unused: [u8; 0],
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct treemask_batch_options {
+    pub struct_size: usize,
+    pub n_slots: usize,
+    pub n_threads: usize,
+}
+extern "C" {
+    pub fn treemask_batch_options_init(opts: *mut treemask_batch_options);
+}
+extern "C" {
+    pub fn treemask_batch_create(opts: *const treemask_batch_options, out: *mut *mut treemask_batch) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_batch_free(batch: *mut treemask_batch);
+}
+extern "C" {
+    pub fn treemask_batch_n_slots(batch: *const treemask_batch) -> usize;
+}
+extern "C" {
+    pub fn treemask_batch_set_matcher(batch: *mut treemask_batch, slot: usize, m: *const treemask_matcher) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_batch_get_matcher(batch: *mut treemask_batch, slot: usize) -> *mut treemask_matcher;
+}
+extern "C" {
+    pub fn treemask_batch_fill_next_token_bitmask(batch: *mut treemask_batch, bitmask: *mut i32, words_per_row: usize, slots: *const i32, n_slots: usize, need_apply: *mut bool) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_batch_bind_bitmask(batch: *mut treemask_batch, bitmask: *mut i32, words_per_row: usize) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_batch_fill_bound(batch: *mut treemask_batch, slots: *const i32, n_slots: usize, mode: i32, need_apply: *mut bool) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_batch_invalidate(batch: *mut treemask_batch, rows: *const i32, n_rows: usize) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_batch_accept_tokens(batch: *mut treemask_batch, tokens: *const i32, n_tokens: usize, accepted: *mut bool) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_batch_reorder(batch: *mut treemask_batch, src: *const i32, n: usize) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_trie_fill_states(trie: *const treemask_trie, states: *const u32, n_states: usize, bitmask: *mut i32, words_per_row: usize) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_trie_advance_states(trie: *const treemask_trie, states: *mut u32, tokens: *const i32, n_states: usize, failure_policy: i32, accepted: *mut bool) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_matcher_get_state(m: *const treemask_matcher, state: *mut u32) -> treemask_status;
+}
+pub const treemask_dtype_TREEMASK_F32: treemask_dtype = 0;
+pub const treemask_dtype_TREEMASK_F16: treemask_dtype = 1;
+pub const treemask_dtype_TREEMASK_BF16: treemask_dtype = 2;
+pub type treemask_dtype = core::ffi::c_uint;
+extern "C" {
+    pub fn treemask_apply_token_bitmask_cpu(logits: *mut core::ffi::c_void, dtype: treemask_dtype, n_rows: usize, logits_row_stride: usize, logits_width: usize, bitmask: *const i32, bitmask_row_words: usize, vocab_size: i32, indices: *const i32, n_indices: usize) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_apply_token_candidates_cpu(logits: *mut core::ffi::c_void, dtype: treemask_dtype, n_rows: usize, logits_row_stride: usize, logits_width: usize, row_offsets: *const usize, candidate_tokens: *const i32, vocab_size: i32, indices: *const i32, n_indices: usize) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_cpu_kernel_isa() -> *const core::ffi::c_char;
 }

@@ -129,6 +129,9 @@ class Matcher {
   const MatcherState &state() const { return state_; }
   const MatcherOptions &options() const { return opts_; }
   const ModeConfig *modes() const { return modes_.get(); }
+  // True when the state-array form (a bare node id) reproduces this matcher
+  // exactly: no mode changes its steps and the trie's stop tokens apply.
+  bool has_plain_steps() const { return plain() && !(modes_ && !modes_->stops.empty()); }
 
   // The error a call returns in the STICKY_ERROR failed state.
   Status failed_state_error() const;

@@ -109,6 +109,13 @@ Status advance_states(const Trie &trie, std::span<uint32_t> states, const int32_
 }
 
 Result<uint32_t> matcher_state_id(const Matcher &m) {
+  if (!m.has_plain_steps()) {
+    // A bare node id would drop the mode (labels used, exclusions, budget,
+    // think progress, overridden stop tokens) and silently unconstrain rows.
+    return error(Code::kInvalidState,
+                 "the matcher uses a decoding mode (multi-label, think budget, length budget, "
+                 "label filter or override_stop_tokens); its state has no state-array form");
+  }
   const MatcherState &s = m.state();
   switch (s.phase) {
     case Phase::kActive: return s.node;
@@ -117,6 +124,8 @@ Result<uint32_t> matcher_state_id(const Matcher &m) {
     // stop token terminates, under STICKY_ERROR nothing is accepted.
     case Phase::kClosed:
     case Phase::kFailed: return kStateFailed;
+    case Phase::kThinking:
+    case Phase::kSeparator: break;  // only reachable in modes, refused above
   }
   return error(Code::kInvalidState, "the matcher's state has no state-array form");
 }

@@ -63,7 +63,13 @@ class History {
   }
 
   void clear() {
-    chunks_.clear();
+    // Keep the first chunk when nobody else holds it: a matcher reset for
+    // the next request then accepts without allocating.
+    if (!chunks_.empty() && chunks_.front().use_count() == 1) {
+      chunks_.resize(1);
+    } else {
+      chunks_.clear();
+    }
     size_ = 0;
   }
 

@@ -41,6 +41,8 @@
 
 namespace treemask {
 
+class TrieAnnotations;  // trie/annotations.h
+
 // Reserved node ids: the state-array form stores these in place of a node.
 inline constexpr uint32_t kStateTerminated = 0xFFFFFFFEu;
 inline constexpr uint32_t kStateFailed = 0xFFFFFFFFu;
@@ -53,7 +55,7 @@ struct TrieArrays {
   const int32_t *edge_tokens = nullptr;     // n_edges
   const uint64_t *terminal_bits = nullptr;  // terminal_words()
   const uint32_t *terminal_rank = nullptr;  // terminal_words()
-  const int64_t *first_labels = nullptr;   // n_terminals, or nullptr: no labels
+  const int64_t *first_labels = nullptr;    // n_terminals, or nullptr: no labels
   const uint32_t *multi_ranks = nullptr;    // n_multi, ascending
   const uint32_t *multi_offsets = nullptr;  // n_multi + 1
   const int64_t *multi_labels = nullptr;    // n_multi_labels
@@ -64,6 +66,8 @@ struct TrieArrays {
   uint64_t n_multi_labels = 0;
   uint32_t n_stop_tokens = 0;
   int32_t vocab_size = 0;
+  // Statistics only: a trusted .tmtrie load takes them from the file unchecked,
+  // so never size a buffer by them.
   uint32_t max_depth = 0;
   uint32_t max_fanout = 0;
 
@@ -76,9 +80,7 @@ struct TrieArrays {
            uint64_t{n_stop_tokens} * 4;
   }
   // Label ids stored over all terminals.
-  uint64_t n_labels() const {
-    return first_labels ? n_terminals + n_multi_labels - n_multi : 0;
-  }
+  uint64_t n_labels() const { return first_labels ? n_terminals + n_multi_labels - n_multi : 0; }
 };
 
 // Keeps the memory behind a TrieArrays alive.
@@ -179,11 +181,17 @@ class Trie final : public RefCounted {
   // Fanout at or above which a node's row is cached (when the budget allows).
   size_t dense_threshold() const { return dense_threshold_; }
 
+  // Metadata strings and loader warnings (null: none). Set once by whoever
+  // makes the trie, before it is shared.
+  const TrieAnnotations *annotations() const { return annotations_.get(); }
+  void set_annotations(std::shared_ptr<const TrieAnnotations> a) { annotations_ = std::move(a); }
+
  private:
   const uint32_t *cached_row(uint32_t node, const Children &c) const;
 
   std::unique_ptr<TrieStorage> storage_;
   TrieArrays a_;
+  std::shared_ptr<const TrieAnnotations> annotations_;
 
   // Dense-row cache: a fixed open-addressing table (node -> row) allocated on
   // first use. Slots are claimed with a CAS on the key and published with a
@@ -205,6 +213,13 @@ class Trie final : public RefCounted {
 Result<Ref<Trie>> build_trie_from_paths(const TrieBuildOptions &opts,
                                         std::span<const int32_t> tokens,
                                         std::span<const size_t> offsets, const int64_t *label_ids);
+
+// Completes a trie whose storage holds node_offsets (n_nodes + 1 entries),
+// edge_tokens, terminal_bits (trailing zero words may be missing), labels and
+// stop_tokens in the layout above: computes the rank directory and the views.
+// opts.no_labels leaves the trie without labels.
+Ref<Trie> finish_trie(std::unique_ptr<VectorTrieStorage> storage, const TrieBuildOptions &opts,
+                      uint32_t max_depth, uint32_t max_fanout);
 
 // Checks and normalises (sorts, dedupes) stop tokens against vocab_size.
 Status normalize_stop_tokens(int32_t vocab_size, std::vector<int32_t> &stop_tokens);

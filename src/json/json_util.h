@@ -46,6 +46,24 @@ inline uint64_t indexing_error_offset(simdjson::error_code e, const char *buf, s
     }
     return in_string ? string_start : len;
   }
+  if (e == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || e == simdjson::TAPE_ERROR) {
+    // Content after the closing bracket of the top-level value, or none.
+    int depth = 0;
+    bool in_string = false, escaped = false, started = false;
+    for (size_t i = 0; i < len; ++i) {
+      const unsigned char c = p[i];
+      if (in_string) {
+        escaped = !escaped && c == '\\';
+        if (c == '"' && !escaped) in_string = false;
+        continue;
+      }
+      if (started && depth == 0 && c != ' ' && c != '\t' && c != '\n' && c != '\r') return i;
+      if (c == '"') in_string = true;
+      if (c == '{' || c == '[') ++depth, started = true;
+      if (c == '}' || c == ']') --depth;
+    }
+    return len;
+  }
   if (e == simdjson::UTF8_ERROR) {
     for (size_t i = 0; i < len;) {
       const unsigned char c = p[i];

@@ -45,7 +45,11 @@ class RtpJsonParser {
 
  private:
   Status syntax(simdjson::error_code e) {
-    return json::syntax_error(e, json::offset_of(doc_, buf_, len_));
+    // An unbalanced document is reported at the root; find where it goes wrong.
+    const uint64_t at = e == simdjson::INCOMPLETE_ARRAY_OR_OBJECT
+                            ? json::indexing_error_offset(e, buf_, len_)
+                            : json::offset_of(doc_, buf_, len_);
+    return json::syntax_error(e, at);
   }
   uint64_t offset() { return json::offset_of(doc_, buf_, len_); }
 
@@ -148,7 +152,7 @@ class RtpJsonParser {
         text.remove_suffix(1);
       }
       if (e == simdjson::INCORRECT_TYPE) {
-        TM_TRY(dict.add_non_integer(text));
+        TM_TRY(dict.add_non_integer(cat(text, " (at byte ", offset(), ")")));
       } else {
         TM_TRY(diag_.problem(
             error(Code::kOutOfRange, dict.context(), ": id ", text, " is outside int32")));

@@ -1,0 +1,71 @@
+// Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#include <cstring>
+
+#include "cli/cli.h"
+
+namespace treemask::cli {
+
+std::optional<UsageError> Args::parse(int argc, char **argv, const std::vector<FlagSpec> &spec,
+                                      Args &out) {
+  for (int i = 0; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "-h") arg = "--help";
+    if (arg == "-o") arg = "--output";
+    if (arg.size() < 3 || arg.compare(0, 2, "--") != 0) {
+      out.positional_.push_back(arg);
+      continue;
+    }
+    std::string name = arg.substr(2), value;
+    const size_t eq = name.find('=');
+    const bool inline_value = eq != std::string::npos;
+    if (inline_value) {
+      value = name.substr(eq + 1);
+      name.resize(eq);
+    }
+    const FlagSpec *flag = nullptr;
+    for (const FlagSpec &f : spec) {
+      if (name == f.name) flag = &f;
+    }
+    if (name == "help") {
+      out.values_[name].push_back("");
+      continue;
+    }
+    if (!flag) return UsageError{cat("unknown option --", name)};
+    if (flag->takes_value && !inline_value) {
+      if (i + 1 >= argc) return UsageError{cat("--", name, " needs a value")};
+      value = argv[++i];
+    } else if (!flag->takes_value && inline_value) {
+      return UsageError{cat("--", name, " takes no value")};
+    }
+    auto &slot = out.values_[name];
+    if (!slot.empty() && !flag->repeatable) return UsageError{cat("--", name, " given twice")};
+    slot.push_back(value);
+  }
+  return std::nullopt;
+}
+
+const std::string *Args::value(const std::string &flag) const {
+  const auto it = values_.find(flag);
+  return it == values_.end() ? nullptr : &it->second.back();
+}
+
+const std::vector<std::string> &Args::all(const std::string &flag) const {
+  static const std::vector<std::string> kNone;
+  const auto it = values_.find(flag);
+  return it == values_.end() ? kNone : it->second;
+}
+
+std::string with_commas(uint64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return out;
+}
+
+void print_error(const std::string &message) {
+  std::fprintf(stderr, "treemask: %s\n", message.c_str());
+}
+
+}  // namespace treemask::cli

@@ -97,10 +97,22 @@ Status RtpDictCollector::begin_key(std::string_view key, std::string_view where,
   }
   for (size_t pos = start_text_.size(); pos < key.size();) {
     pos += sep.size();
-    size_t next = key.find(sep, pos);
-    if (next == std::string_view::npos) next = key.size();
-    const std::string_view part = key.substr(pos, next - pos);
-    pos = next;
+    // Fast path: a canonical decimal id followed by sep or the end. sep has
+    // no digits, so the digit run is the whole part.
+    const size_t begin = pos;
+    int64_t value = 0;
+    while (pos < key.size() && pos - begin < 11 && key[pos] >= '0' && key[pos] <= '9') {
+      value = value * 10 + (key[pos++] - '0');
+    }
+    const bool at_boundary = pos == key.size() || key.compare(pos, sep.size(), sep) == 0;
+    const bool canonical = pos > begin && (key[begin] != '0' || pos - begin == 1);
+    if (at_boundary && canonical && value < build_.vocab_size) {
+      key_tokens_.push_back(static_cast<int32_t>(value));
+      continue;
+    }
+    size_t end = key.find(sep, begin);
+    if (end == std::string_view::npos) end = key.size();
+    const std::string_view part = key.substr(begin, end - begin);
     if (part.empty()) return reject(Code::kParse, "empty id between separators");
     const bool negative = part[0] == '-';
     const std::string_view digits = part.substr(negative ? 1 : 0);
@@ -112,17 +124,13 @@ Status RtpDictCollector::begin_key(std::string_view key, std::string_view where,
                     "\" has leading zeros; RTP-LLM compares keys as text, so this key could "
                     "never match");
     }
-    int64_t value = 0;
     if (digits.size() > 10 ||
         std::from_chars(digits.data(), digits.data() + digits.size(), value).ec != std::errc() ||
         value > kInt32Max + (negative ? 1 : 0)) {
       return reject(Code::kOutOfRange, "id ", part, " is outside int32");
     }
-    if (negative || value >= build_.vocab_size) {
-      return reject(Code::kOutOfRange, "id ", part,
-                    " is out of range [0, vocab_size=", build_.vocab_size, ")");
-    }
-    key_tokens_.push_back(static_cast<int32_t>(value));
+    return reject(Code::kOutOfRange, "id ", part,
+                  " is out of range [0, vocab_size=", build_.vocab_size, ")");
   }
   in_entry_ = true;
   saw_end_ = false;

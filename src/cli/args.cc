@@ -55,6 +55,29 @@ const std::vector<std::string> &Args::all(const std::string &flag) const {
   return it == values_.end() ? kNone : it->second;
 }
 
+std::optional<int> parse_command(int argc, char **argv, const std::vector<FlagSpec> &spec,
+                                 const char *usage, const char *help, Args &args) {
+  if (auto e = Args::parse(argc, argv, spec, args)) return usage_error(e->message, usage);
+  if (!args.has("help")) return std::nullopt;
+  std::fputs(usage, stdout);
+  std::fputs(help, stdout);
+  return kExitOk;
+}
+
+int usage_error(const std::string &message, const char *usage) {
+  print_error(message);
+  std::fputs(usage, stderr);
+  return kExitUsage;
+}
+
+std::optional<int> load_or_exit(const Args &args, const char *usage, Diagnostics &diag,
+                                bool progress, Loaded &out, bool allow_failure) {
+  if (auto e = load_input(args, diag, progress, out)) return usage_error(e->message, usage);
+  if (out.trie.ok() || allow_failure) return std::nullopt;
+  print_error(out.trie.status().message());
+  return kExitBadInput;
+}
+
 std::string with_commas(uint64_t n) {
   std::string digits = std::to_string(n), out;
   for (size_t i = 0; i < digits.size(); ++i) {

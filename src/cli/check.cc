@@ -49,19 +49,11 @@ void check_every_node(const Trie &trie, Diagnostics &diag) {
 
 int cmd_check(int argc, char **argv) {
   Args args;
-  std::optional<UsageError> usage = Args::parse(argc, argv, kInputFlags, args);
-  if (!usage && args.has("help")) {
-    std::fputs(kUsage, stdout);
-    std::fputs(kHelp, stdout);
-    return kExitOk;
-  }
+  if (auto done = parse_command(argc, argv, kInputFlags, kUsage, kHelp, args)) return *done;
   Diagnostics diag(/*keep_going=*/true, /*max_kept=*/size_t{1} << 16);
   Loaded loaded;
-  if (!usage) usage = load_input(args, diag, true, loaded);
-  if (usage) {
-    print_error(usage->message);
-    std::fputs(kUsage, stderr);
-    return kExitUsage;
+  if (auto done = load_or_exit(args, kUsage, diag, true, loaded, /*allow_failure=*/true)) {
+    return *done;
   }
   // A load that failed on its own (malformed JSON, a missing file) rather than
   // by returning the first of the problems it collected.

@@ -68,6 +68,19 @@ struct Loaded {
 std::optional<UsageError> load_input(const Args &args, Diagnostics &diag, bool progress,
                                      Loaded &out);
 
+// Parses one subcommand's command line. Returns the exit status to end with
+// (after printing the usage problem, or the help for --help), or nullopt.
+std::optional<int> parse_command(int argc, char **argv, const std::vector<FlagSpec> &spec,
+                                 const char *usage, const char *help, Args &args);
+
+// Prints a usage problem and the usage text; returns kExitUsage.
+int usage_error(const std::string &message, const char *usage);
+
+// load_input, reporting what stops the command: a usage problem (exit 2) or,
+// unless allow_failure, an input that failed to load (exit 1). nullopt: go on.
+std::optional<int> load_or_exit(const Args &args, const char *usage, Diagnostics &diag,
+                                bool progress, Loaded &out, bool allow_failure = false);
+
 // "1,234,567".
 std::string with_commas(uint64_t n);
 // Prints "treemask: <message>" to stderr.

@@ -50,40 +50,20 @@ int cmd_compile(int argc, char **argv) {
   spec.push_back({"output", true});
   spec.push_back({"meta", true, true});
   Args args;
-  if (auto e = Args::parse(argc, argv, spec, args)) {
-    print_error(e->message);
-    std::fputs(kUsage, stderr);
-    return kExitUsage;
-  }
-  if (args.has("help")) {
-    std::fputs(kUsage, stdout);
-    std::fputs(kHelp, stdout);
-    return kExitOk;
-  }
+  if (auto done = parse_command(argc, argv, spec, kUsage, kHelp, args)) return *done;
   const std::string *output = args.value("output");
+  if (!output) return usage_error("missing -o OUTPUT.tmtrie", kUsage);
   std::vector<std::pair<std::string, std::string>> metadata;
   for (const std::string &kv : args.all("meta")) {
     const size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) {
-      print_error(cat("--meta expects KEY=VALUE, got \"", kv, "\""));
-      std::fputs(kUsage, stderr);
-      return kExitUsage;
+      return usage_error(cat("--meta expects KEY=VALUE, got \"", kv, "\""), kUsage);
     }
     metadata.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
   }
   Diagnostics diag;
   Loaded loaded;
-  std::optional<UsageError> usage =
-      output ? load_input(args, diag, true, loaded) : UsageError{"missing -o OUTPUT.tmtrie"};
-  if (usage) {
-    print_error(usage->message);
-    std::fputs(kUsage, stderr);
-    return kExitUsage;
-  }
-  if (!loaded.trie.ok()) {
-    print_error(loaded.trie.status().message());
-    return kExitBadInput;
-  }
+  if (auto done = load_or_exit(args, kUsage, diag, true, loaded)) return *done;
   const Trie &trie = *loaded.trie.value();
   if (loaded.input.format != "tmtrie") {
     const size_t slash = loaded.input.path.rfind('/');

@@ -315,16 +315,10 @@ class Demo {
 
 int cmd_demo(int argc, char **argv) {
   Args args;
-  if (auto e =
-          Args::parse(argc, argv, {{"catalogue", true}, {"seed", true}, {"samples", true}}, args)) {
-    print_error(e->message);
-    std::fputs(kUsage, stderr);
-    return kExitUsage;
-  }
-  if (args.has("help")) {
-    std::fputs(kUsage, stdout);
-    std::fputs(kHelp, stdout);
-    return kExitOk;
+  if (auto done =
+          parse_command(argc, argv, {{"catalogue", true}, {"seed", true}, {"samples", true}},
+                        kUsage, kHelp, args)) {
+    return *done;
   }
   const uint64_t seed =
       args.has("seed") ? std::strtoull(args.value("seed")->c_str(), nullptr, 10) : 42;

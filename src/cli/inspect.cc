@@ -34,24 +34,10 @@ void print_bar_row(const std::string &label, uint64_t n, uint64_t extra, bool sh
 
 int cmd_inspect(int argc, char **argv) {
   Args args;
-  std::optional<UsageError> usage = Args::parse(argc, argv, kInputFlags, args);
-  if (!usage && args.has("help")) {
-    std::fputs(kUsage, stdout);
-    std::fputs(kHelp, stdout);
-    return kExitOk;
-  }
+  if (auto done = parse_command(argc, argv, kInputFlags, kUsage, kHelp, args)) return *done;
   Diagnostics diag;
   Loaded loaded;
-  if (!usage) usage = load_input(args, diag, true, loaded);
-  if (usage) {
-    print_error(usage->message);
-    std::fputs(kUsage, stderr);
-    return kExitUsage;
-  }
-  if (!loaded.trie.ok()) {
-    print_error(loaded.trie.status().message());
-    return kExitBadInput;
-  }
+  if (auto done = load_or_exit(args, kUsage, diag, true, loaded)) return *done;
   const Trie &trie = *loaded.trie.value();
   const TrieArrays &a = trie.arrays();
 

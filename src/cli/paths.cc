@@ -79,24 +79,10 @@ Status write_paths(const Trie &trie) {
 
 int cmd_paths(int argc, char **argv) {
   Args args;
-  std::optional<UsageError> usage = Args::parse(argc, argv, kInputFlags, args);
-  if (!usage && args.has("help")) {
-    std::fputs(kUsage, stdout);
-    std::fputs(kHelp, stdout);
-    return kExitOk;
-  }
+  if (auto done = parse_command(argc, argv, kInputFlags, kUsage, kHelp, args)) return *done;
   Diagnostics diag;
   Loaded loaded;
-  if (!usage) usage = load_input(args, diag, false, loaded);
-  if (usage) {
-    print_error(usage->message);
-    std::fputs(kUsage, stderr);
-    return kExitUsage;
-  }
-  if (!loaded.trie.ok()) {
-    print_error(loaded.trie.status().message());
-    return kExitBadInput;
-  }
+  if (auto done = load_or_exit(args, kUsage, diag, false, loaded)) return *done;
   if (Status s = write_paths(*loaded.trie.value()); !s.ok()) {
     std::fflush(stdout);
     print_error(s.message());

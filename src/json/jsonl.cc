@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "json/json_util.h"
+#include "json/lines.h"
 #include "json/rtp.h"
 #include "trie/annotations.h"
 
@@ -16,7 +17,6 @@ namespace treemask {
 namespace {
 
 namespace od = simdjson::ondemand;
-constexpr uint64_t kProgressEveryLines = 1u << 16;
 
 class JsonlReader {
  public:
@@ -171,17 +171,11 @@ Result<Ref<Trie>> load_jsonl_paths(const TrieBuildOptions &opts_in, std::string_
   }
   TM_TRY(normalize_stop_tokens(opts.vocab_size, opts.stop_tokens));
   JsonlReader reader(opts, diag);
-  uint64_t line_no = 0;
-  for (size_t pos = 0; pos < data.size();) {
-    size_t eol = data.find('\n', pos);
-    if (eol == std::string_view::npos) eol = data.size();
-    std::string_view line = data.substr(pos, eol - pos);
-    pos = eol + 1;
-    ++line_no;
-    if (progress && line_no % kProgressEveryLines == 0) progress(pos, data.size());
-    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    TM_TRY(reader.read_line(line, line_no));
-  }
+  const Status read =
+      for_each_line(data, progress, [&reader](std::string_view line, uint64_t line_no) {
+        return reader.read_line(line, line_no);
+      });
+  if (!read.ok()) return read;
   return reader.build();
 }
 

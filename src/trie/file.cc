@@ -198,6 +198,19 @@ struct Piece {
   uint64_t bytes;
 };
 
+// The counts a FileHeader and a TrieArrays share, in either direction.
+template <class From, class To>
+void copy_counts(const From &from, To &to) {
+  to.n_nodes = from.n_nodes;
+  to.n_terminals = from.n_terminals;
+  to.n_multi = from.n_multi;
+  to.n_multi_labels = from.n_multi_labels;
+  to.n_stop_tokens = from.n_stop_tokens;
+  to.vocab_size = from.vocab_size;
+  to.max_depth = from.max_depth;
+  to.max_fanout = from.max_fanout;
+}
+
 }  // namespace
 
 Result<TrieImage> parse_trie_image(const unsigned char *data, size_t size, uint32_t flags) {
@@ -255,14 +268,7 @@ Result<TrieImage> parse_trie_image(const unsigned char *data, size_t size, uint3
   a.multi_offsets = view<uint32_t>(data, h, FileSection::kMultiOffsets);
   a.multi_labels = view<int64_t>(data, h, FileSection::kMultiLabels);
   a.stop_tokens = view<int32_t>(data, h, FileSection::kStopTokens);
-  a.n_nodes = h.n_nodes;
-  a.n_terminals = h.n_terminals;
-  a.n_multi = h.n_multi;
-  a.n_multi_labels = h.n_multi_labels;
-  a.n_stop_tokens = h.n_stop_tokens;
-  a.vocab_size = h.vocab_size;
-  a.max_depth = h.max_depth;
-  a.max_fanout = h.max_fanout;
+  copy_counts(h, a);
   image.metadata = std::move(metadata);
   return image;
 }
@@ -294,14 +300,7 @@ Status save_trie(const Trie &trie, const std::string &path,
   h.format_version = kTmtrieFormatVersion;
   h.header_bytes = sizeof(FileHeader);
   h.flags = has_labels ? kFlagHasLabels : 0;
-  h.n_nodes = a.n_nodes;
-  h.n_terminals = a.n_terminals;
-  h.n_multi = a.n_multi;
-  h.n_multi_labels = a.n_multi_labels;
-  h.n_stop_tokens = a.n_stop_tokens;
-  h.vocab_size = a.vocab_size;
-  h.max_depth = a.max_depth;
-  h.max_fanout = a.max_fanout;
+  copy_counts(a, h);
   h.n_metadata = static_cast<uint32_t>(index.size());
   h.n_sections = kSections;
   h.sections[static_cast<size_t>(FileSection::kMetadataStrings)].bytes = strings.size();

@@ -18,6 +18,18 @@ namespace {
 
 using testutil::TrieHandle;
 
+// Built with -Djson=disabled, the JSON loaders must say so instead of loading.
+#define REQUIRE_JSON_OR_EXPECT_UNSUPPORTED()                                             \
+  if (!TREEMASK_TEST_HAVE_JSON) {                                                        \
+    treemask_trie_options o_;                                                            \
+    treemask_trie_options_init(&o_);                                                     \
+    o_.vocab_size = 10;                                                                  \
+    treemask_trie *t_ = nullptr;                                                         \
+    EXPECT_EQ(treemask_trie_from_rtp_json(&o_, "{}", 2, &t_), TREEMASK_ERR_UNSUPPORTED); \
+    EXPECT_EQ(treemask_trie_from_jsonl(&o_, "[1]", 3, &t_), TREEMASK_ERR_UNSUPPORTED);   \
+    return;                                                                              \
+  }
+
 treemask_trie_options options(int32_t vocab, std::vector<int32_t> *stops = nullptr) {
   treemask_trie_options o;
   treemask_trie_options_init(&o);
@@ -85,6 +97,7 @@ rtp::Dict parse_tsv_in_test(const std::string &text) {
 }
 
 TEST(RtpFixtures, GirJsonMasksLikeRtpLlm) {
+  REQUIRE_JSON_OR_EXPECT_UNSUPPORTED();
   TrieHandle t;
   const std::string path = rtp::source_path("tests/data/rtp-llm/gir_prefix_dict.json");
   const auto o = options(100000);
@@ -124,6 +137,7 @@ TEST(RtpFixtures, GirTsvMasksLikeRtpLlm) {
 }
 
 TEST(RtpFixtures, UtilsFixtureKeysDoNotStartWithTheStartToken) {
+  REQUIRE_JSON_OR_EXPECT_UNSUPPORTED();
   TrieHandle t;
   const std::string path = rtp::source_path("tests/data/rtp-llm/utils_test_gir_prefix_dict.json");
   const auto o = options(100000);
@@ -140,6 +154,7 @@ TEST(RtpFixtures, UtilsFixtureKeysDoNotStartWithTheStartToken) {
 // order, other separators. JSON and TSV must both follow the rule exactly
 // and count each unreachable key as a warning.
 TEST(RtpRandom, JsonAndTsvFollowTheRule) {
+  REQUIRE_JSON_OR_EXPECT_UNSUPPORTED();
   std::mt19937_64 rng(20260401);
   const char *seps[] = {"_", ",", "::", "|", " "};
   const int rounds = testutil::scaled(300);
@@ -201,6 +216,7 @@ TEST(RtpRandom, JsonAndTsvFollowTheRule) {
 }
 
 TEST(RtpJson, EndTokenInAListMakesATerminalWithChildren) {
+  REQUIRE_JSON_OR_EXPECT_UNSUPPORTED();
   TrieHandle t;
   ASSERT_EQ(from_json(R"({"start_token_id": 7, "end_token_id": 2, "prefix_dict": {
       "7": [5, 2, 5, 9], "7_5": [], "7_9": [2]}})",
@@ -215,6 +231,7 @@ TEST(RtpJson, EndTokenInAListMakesATerminalWithChildren) {
 }
 
 TEST(RtpJson, OptionStopTokensReplaceTheEndToken) {
+  REQUIRE_JSON_OR_EXPECT_UNSUPPORTED();
   std::vector<int32_t> stops{7, 8};
   auto o = options(20, &stops);
   TrieHandle t;
@@ -238,6 +255,7 @@ TEST(RtpJson, OptionStopTokensReplaceTheEndToken) {
 }
 
 TEST(RtpJson, DefaultsOptionFillsMissingStartAndEnd) {
+  REQUIRE_JSON_OR_EXPECT_UNSUPPORTED();
   const std::string json = R"({"prefix_dict": {"225": [10], "225_10": [2]}})";
   TrieHandle t;
   EXPECT_EQ(from_json(json, t), TREEMASK_ERR_INVALID_ARGUMENT);
@@ -259,6 +277,7 @@ TEST(RtpJson, DefaultsOptionFillsMissingStartAndEnd) {
 }
 
 TEST(RtpJson, EscapedKeysAndFieldOrderDoNotMatter) {
+  REQUIRE_JSON_OR_EXPECT_UNSUPPORTED();
   TrieHandle t;
   ASSERT_EQ(from_json(R"({"prefix_dict": {"3\u005f4": [2], "3": [4]}, "sep": "_",
                           "end_token_id": 2, "start_token_id": 3})",
@@ -278,6 +297,7 @@ struct BadInput {
 };
 
 TEST(RtpJson, BadInputsNameTheProblem) {
+  REQUIRE_JSON_OR_EXPECT_UNSUPPORTED();
   const BadInput cases[] = {
       {"", TREEMASK_ERR_PARSE, "empty input"},
       {"  \n ", TREEMASK_ERR_PARSE, "empty input"},
@@ -339,6 +359,7 @@ TEST(RtpJson, BadInputsNameTheProblem) {
 }
 
 TEST(RtpJson, MalformedJsonGivesTheByteOffset) {
+  REQUIRE_JSON_OR_EXPECT_UNSUPPORTED();
   struct Case {
     std::string json;
     size_t bad_at;  // where the problem is
@@ -363,6 +384,7 @@ TEST(RtpJson, MalformedJsonGivesTheByteOffset) {
 }
 
 TEST(RtpJson, MissingFileAndNullArguments) {
+  REQUIRE_JSON_OR_EXPECT_UNSUPPORTED();
   TrieHandle t;
   const auto o = options(100);
   EXPECT_EQ(treemask_trie_from_rtp_json_file(&o, "/nonexistent/dict.json", &t.p), TREEMASK_ERR_IO);
@@ -411,6 +433,7 @@ TEST(RtpTsv, BadLinesNameTheLineAndKey) {
 }
 
 TEST(Jsonl, ArraysAndObjectsBuildTheSameTrieAsPaths) {
+  REQUIRE_JSON_OR_EXPECT_UNSUPPORTED();
   const std::string text =
       "[5, 6, 7]\n"
       "\n"
@@ -447,6 +470,7 @@ TEST(Jsonl, ArraysAndObjectsBuildTheSameTrieAsPaths) {
 }
 
 TEST(Jsonl, ErrorsNameTheLine) {
+  REQUIRE_JSON_OR_EXPECT_UNSUPPORTED();
   std::vector<int32_t> stops{0};
   auto o = options(10, &stops);
   struct Case {

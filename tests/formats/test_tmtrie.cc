@@ -152,13 +152,17 @@ TEST_F(TmtrieTest, RoundTripIsBitForBit) {
 }
 
 TEST_F(TmtrieTest, RtpTrieWithoutLabelsRoundTrips) {
-  const std::string json =
-      R"({"start_token_id": 1, "end_token_id": 0, "prefix_dict": {"1": [4, 5, 0], "1_4": [6]}})";
+  const std::string tsv =
+      "1\t4\x02"
+      "5\x02"
+      "0\n1_4\t6\n";
   treemask_trie_options o;
   treemask_trie_options_init(&o);
   o.vocab_size = 10;
   TrieHandle built, loaded;
-  ASSERT_EQ(treemask_trie_from_rtp_json(&o, json.data(), json.size(), &built.p), TREEMASK_OK);
+  ASSERT_EQ(treemask_trie_from_rtp_tsv(&o, 1, 0, nullptr, tsv.data(), tsv.size(), &built.p),
+            TREEMASK_OK)
+      << last_error();
   const std::string file = path("rtp.tmtrie");
   ASSERT_EQ(treemask_trie_save(built.p, file.c_str()), TREEMASK_OK) << last_error();
   ASSERT_EQ(treemask_trie_load(file.c_str(), 0, &loaded.p), TREEMASK_OK) << last_error();

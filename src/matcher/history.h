@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <type_traits>
@@ -38,6 +39,10 @@ class History {
       std::copy_n(chunks_[chunk]->items, offset, copy->items);
       chunks_[chunk] = std::move(copy);
     }
+    // use_count() is a relaxed read: when it said 1 (we are the only owner),
+    // order this write after the release of the last other owner, which may
+    // have read the chunk on another thread just before dropping it.
+    std::atomic_thread_fence(std::memory_order_acquire);
     chunks_[chunk]->items[offset] = e;
     ++size_;
     if (limit_ != 0 && size_ >= limit_ + 2 * kChunk) {

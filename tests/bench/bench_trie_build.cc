@@ -38,11 +38,12 @@ void report(const char *name, const Input &in, int32_t vocab) {
   s.struct_size = sizeof(s);
   (void)treemask_trie_get_stats(t, &s);
   const double input_bytes = in.tokens.size() * 4.0 + in.offsets.size() * 8.0;
-  std::printf("%-34s %10zu paths %11llu nodes %11llu edges  build %6.2f s (%5.1f M tokens/s)\n", name,
-              n_paths, (unsigned long long)s.n_nodes, (unsigned long long)s.n_edges, secs,
+  std::printf("%-34s %10zu paths %11llu nodes %11llu edges  build %6.2f s (%5.1f M tokens/s)\n",
+              name, n_paths, (unsigned long long)s.n_nodes, (unsigned long long)s.n_edges, secs,
               in.tokens.size() / secs / 1e6);
-  std::printf("%-34s trie %8.1f MiB = %5.2f bytes/edge (labels included); input CSR %8.1f MiB\n", "",
-              s.bytes / 1048576.0, double(s.bytes) / double(s.n_edges), input_bytes / 1048576.0);
+  std::printf("%-34s trie %8.1f MiB = %5.2f bytes/edge (labels included); input CSR %8.1f MiB\n",
+              "", s.bytes / 1048576.0, double(s.bytes) / double(s.n_edges),
+              input_bytes / 1048576.0);
   treemask_trie_free(t);
 }
 

@@ -1,0 +1,80 @@
+//! Safe Rust bindings to treemask: constrain LLM generation to a fixed set of
+//! token sequences (taxonomy labels, entity names, semantic IDs, an RTP-LLM
+//! `prefix_dict`) with xgrammar-layout next-token bitmasks.
+//!
+//! Build a [`Trie`] once and share it (it is `Send + Sync`; `clone` adds a
+//! reference). Give each sequence a [`Matcher`]; every decode step, fill the
+//! bitmask row, mask the logits, sample, and accept the sampled token:
+//!
+//! ```
+//! use treemask::{Matcher, Trie, TrieOptions};
+//!
+//! const VOCAB: i32 = 151_936;
+//! const EOS: i32 = 151_645;
+//! let labels: [&[i32]; 3] = [&[785, 2906, 12], &[785, 2906, 7071], &[9707, 1001]];
+//! let trie = Trie::from_paths(&TrieOptions::new(VOCAB, [EOS]), labels)?;
+//! let mut matcher = Matcher::new(&trie)?;
+//! let mut row = treemask::allocate_token_bitmask(1, VOCAB);
+//! let mut logits = vec![0.0f32; VOCAB as usize];
+//! while !matcher.is_terminated() {
+//!     for (t, logit) in logits.iter_mut().enumerate() {
+//!         *logit = ((t * 7919) % 1009) as f32; // a stand-in for the model
+//!     }
+//!     if matcher.fill_next_token_bitmask(&mut row)? {
+//!         for (t, logit) in logits.iter_mut().enumerate() {
+//!             if !treemask::is_token_allowed(&row, t as i32) {
+//!                 *logit = f32::NEG_INFINITY;
+//!             }
+//!         }
+//!     }
+//!     let best = (0..VOCAB).max_by(|&a, &b| logits[a as usize].total_cmp(&logits[b as usize]));
+//!     assert!(matcher.accept_token(best.unwrap())?);
+//! }
+//! assert_eq!(matcher.label_ids().len(), 1);
+//! # Ok::<(), treemask::Error>(())
+//! ```
+//!
+//! Every fallible call returns [`Result`]; an [`Error`] carries the
+//! [`ErrorKind`] and the library's message naming the problem. A rejected
+//! token is not an error: [`Matcher::accept_token`] returns `Ok(false)`.
+//!
+//! The crate links libtreemask through `treemask-sys` (re-exported as
+//! [`sys`]); see that crate for how the library is found.
+//
+// Modules follow the sections of treemask.h. Later sections get their own
+// modules (batch and state arrays, the CPU apply kernels, loaders and
+// .tmtrie files, matcher modes), adding `impl Trie` / `impl Matcher` blocks
+// and option fields there rather than reshaping these types.
+//
+// Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+pub use treemask_sys as sys;
+
+mod bitmask;
+mod error;
+mod list;
+mod matcher;
+mod trie;
+
+pub use bitmask::{allocate_token_bitmask, bitmask_words, is_token_allowed};
+pub use error::{last_error_message, Error, ErrorKind, Result};
+pub use matcher::{FailurePolicy, Matcher, MatcherOptions};
+pub use trie::{Trie, TrieOptions, TrieStats};
+
+/// The version of the libtreemask actually loaded, as
+/// `major * 10000 + minor * 100 + patch` (compare with
+/// [`sys::TREEMASK_VERSION_NUMBER`], the header these bindings were made from).
+pub fn version() -> u32 {
+    // Safety: no arguments, no preconditions.
+    unsafe { sys::treemask_version() }
+}
+
+/// [`version`] as a string, e.g. `"0.1.0"`.
+pub fn version_string() -> &'static str {
+    // Safety: treemask_version_string returns a static NUL-terminated string.
+    let text = unsafe { core::ffi::CStr::from_ptr(sys::treemask_version_string()) };
+    text.to_str().unwrap_or("(non-UTF-8 version string)")
+}

@@ -1,0 +1,355 @@
+//! Shared test helpers: a seeded generator, TREEMASK_TEST_SCALE, and a
+//! brute-force model of a trie and a matcher written from the rules in
+//! treemask.h (the Rust twin of tests/common/oracle.h): the allowed sequences
+//! are a `BTreeSet<Vec<i32>>`, a matcher is a prefix plus a phase.
+//
+// Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#![allow(dead_code)] // each test binary uses its own subset
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use treemask::{FailurePolicy, MatcherOptions, TrieOptions};
+
+/// splitmix64: small, seeded, good enough to pick test cases.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [lo, hi].
+    pub fn range(&mut self, lo: i64, hi: i64) -> i64 {
+        lo + (self.next_u64() % (hi - lo + 1) as u64) as i64
+    }
+
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+
+    pub fn coin(&mut self, one_in: u64) -> bool {
+        self.next_u64() % one_in == 0
+    }
+}
+
+/// An iteration count scaled by TREEMASK_TEST_SCALE (at least 1).
+pub fn scaled(n: usize) -> usize {
+    let scale = std::env::var("TREEMASK_TEST_SCALE")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .filter(|s| *s > 0.0)
+        .unwrap_or(1.0);
+    ((n as f64 * scale) as usize).max(1)
+}
+
+pub type Seq = Vec<i32>;
+
+pub struct ModelTrie {
+    pub seqs: BTreeSet<Seq>,
+    pub labels: BTreeMap<Seq, BTreeSet<i64>>,
+    pub stops: Vec<i32>, // ascending, distinct
+    pub vocab: i32,
+}
+
+impl ModelTrie {
+    pub fn terminal(&self, prefix: &[i32]) -> bool {
+        self.seqs.contains(prefix)
+    }
+
+    /// Tokens t such that prefix + [t] is a prefix of some sequence.
+    pub fn children(&self, prefix: &[i32]) -> Vec<i32> {
+        let kids: BTreeSet<i32> = self
+            .seqs
+            .range(prefix.to_vec()..)
+            .take_while(|s| s.starts_with(prefix))
+            .filter_map(|s| s.get(prefix.len()).copied())
+            .collect();
+        kids.into_iter().collect()
+    }
+
+    pub fn is_stop(&self, t: i32) -> bool {
+        self.stops.binary_search(&t).is_ok()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    Active,
+    Closed,
+    Terminated,
+    Failed,
+}
+
+#[derive(Clone)]
+struct Snapshot {
+    prefix: Seq,
+    phase: Phase,
+    ended_from_closed: bool,
+}
+
+/// What a call returned: Ok(value) or the error kind.
+pub type Outcome<T> = Result<T, treemask::ErrorKind>;
+
+#[derive(Clone)]
+pub struct ModelMatcher<'a> {
+    pub trie: &'a ModelTrie,
+    pub options: MatcherOptions,
+    pub prefix: Seq,
+    pub phase: Phase,
+    ended_from_closed: bool,
+    history: Vec<Snapshot>,
+}
+
+impl<'a> ModelMatcher<'a> {
+    pub fn new(trie: &'a ModelTrie, options: MatcherOptions) -> ModelMatcher<'a> {
+        ModelMatcher {
+            trie,
+            options,
+            prefix: Vec::new(),
+            phase: Phase::Active,
+            ended_from_closed: false,
+            history: Vec::new(),
+        }
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            prefix: self.prefix.clone(),
+            phase: self.phase,
+            ended_from_closed: self.ended_from_closed,
+        }
+    }
+
+    /// The allowed set, as fill must write it.
+    pub fn allowed(&self) -> Vec<i32> {
+        if self.phase != Phase::Active {
+            return self.trie.stops.clone();
+        }
+        let mut out = self.trie.children(&self.prefix);
+        if self.trie.terminal(&self.prefix) {
+            out.extend_from_slice(&self.trie.stops);
+        }
+        out.sort_unstable();
+        out
+    }
+
+    pub fn accept(&mut self, t: i32) -> Outcome<bool> {
+        match self.phase {
+            Phase::Failed => return Err(treemask::ErrorKind::InvalidState),
+            Phase::Terminated => {
+                return Ok(self.trie.is_stop(t) || self.options.pad_token == Some(t));
+            }
+            Phase::Closed => {
+                if !self.trie.is_stop(t) {
+                    return Ok(false);
+                }
+                self.history.push(self.snapshot());
+                self.phase = Phase::Terminated;
+                self.ended_from_closed = true;
+                return Ok(true);
+            }
+            Phase::Active => {}
+        }
+        if self.trie.children(&self.prefix).binary_search(&t).is_ok() {
+            self.history.push(self.snapshot());
+            self.prefix.push(t);
+            if self.options.terminate_without_stop_token
+                && self.trie.children(&self.prefix).is_empty()
+            {
+                self.phase = Phase::Terminated;
+            }
+            return Ok(true);
+        }
+        if self.trie.terminal(&self.prefix) && self.trie.is_stop(t) {
+            self.history.push(self.snapshot());
+            self.phase = Phase::Terminated;
+            return Ok(true);
+        }
+        match self.options.failure_policy {
+            FailurePolicy::FailClosed => self.phase = Phase::Closed,
+            FailurePolicy::StickyError => self.phase = Phase::Failed,
+            _ => {}
+        }
+        Ok(false)
+    }
+
+    pub fn rollback_depth(&self) -> usize {
+        match (self.phase, self.options.max_rollback_tokens) {
+            (Phase::Closed | Phase::Failed, _) => 0,
+            (_, 0) => self.history.len(),
+            (_, limit) => self.history.len().min(limit),
+        }
+    }
+
+    pub fn rollback(&mut self, n: usize) -> Outcome<()> {
+        if matches!(self.phase, Phase::Closed | Phase::Failed) {
+            return Err(treemask::ErrorKind::InvalidState);
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        if n > self.rollback_depth() {
+            return Err(treemask::ErrorKind::OutOfRange);
+        }
+        let s = self.history[self.history.len() - n].clone();
+        self.history.truncate(self.history.len() - n);
+        self.prefix = s.prefix;
+        self.phase = s.phase;
+        self.ended_from_closed = s.ended_from_closed;
+        Ok(())
+    }
+
+    pub fn reset(&mut self) {
+        self.prefix.clear();
+        self.phase = Phase::Active;
+        self.ended_from_closed = false;
+        self.history.clear();
+    }
+
+    pub fn is_terminated(&self) -> bool {
+        self.phase == Phase::Terminated
+    }
+
+    pub fn can_terminate(&self) -> bool {
+        self.phase == Phase::Closed
+            || (self.phase == Phase::Active && self.trie.terminal(&self.prefix))
+    }
+
+    pub fn next_tokens(&self) -> Vec<i32> {
+        if self.phase == Phase::Failed {
+            Vec::new()
+        } else {
+            self.allowed()
+        }
+    }
+
+    pub fn forced_tokens(&self) -> Vec<i32> {
+        let mut out = Vec::new();
+        if self.phase != Phase::Active {
+            return out;
+        }
+        let mut p = self.prefix.clone();
+        while !self.trie.terminal(&p) {
+            let kids = self.trie.children(&p);
+            if kids.len() != 1 {
+                break;
+            }
+            out.push(kids[0]);
+            p.push(kids[0]);
+        }
+        out
+    }
+
+    pub fn label_ids(&self) -> Vec<i64> {
+        let has_node = self.phase == Phase::Active
+            || (self.phase == Phase::Terminated && !self.ended_from_closed);
+        if !has_node {
+            return Vec::new();
+        }
+        self.trie
+            .labels
+            .get(&self.prefix)
+            .map(|l| l.iter().copied().collect())
+            .unwrap_or_default()
+    }
+}
+
+/// A random trie description: paths (with labels when `explicit_labels`),
+/// stop tokens as given (maybe with a duplicate), and the model.
+pub struct RandomTrie {
+    pub paths: Vec<Seq>,
+    pub labels: Option<Vec<i64>>,
+    pub options: TrieOptions,
+    pub model: ModelTrie,
+}
+
+pub fn random_trie(rng: &mut Rng, vocab: i32) -> RandomTrie {
+    let pick = |rng: &mut Rng, lo: i32, hi: i32| rng.range(lo as i64, hi as i64) as i32;
+    // Stop tokens first; the path alphabet avoids them.
+    let n_stops = vocab.min(pick(rng, 1, 3));
+    let mut stop_set = BTreeSet::new();
+    while (stop_set.len() as i32) < n_stops {
+        stop_set.insert(pick(rng, 0, vocab - 1));
+    }
+    let mut stops: Vec<i32> = stop_set.iter().copied().collect();
+    if rng.coin(4) {
+        stops.push(stops[0]); // a duplicate, merged by the library
+    }
+    let want = (vocab - n_stops).min(pick(rng, 1, 8));
+    let mut alphabet = BTreeSet::new();
+    while (alphabet.len() as i32) < want {
+        // Favour the ends of the id space (word boundaries, the last word).
+        let t = if rng.coin(3) {
+            vocab - 1 - pick(rng, 0, (vocab - 1).min(40))
+        } else {
+            pick(rng, 0, vocab - 1)
+        };
+        if !stop_set.contains(&t) {
+            alphabet.insert(t);
+        }
+    }
+    let alphabet: Vec<i32> = alphabet.into_iter().collect();
+    let n_paths = pick(rng, 1, 24) as usize;
+    let explicit_labels = rng.coin(2);
+    let mut paths: Vec<Seq> = Vec::new();
+    let mut labels = Vec::new();
+    let mut model = ModelTrie {
+        seqs: BTreeSet::new(),
+        labels: BTreeMap::new(),
+        stops: stop_set.into_iter().collect(),
+        vocab,
+    };
+    for i in 0..n_paths {
+        let len = if alphabet.is_empty() {
+            0
+        } else {
+            pick(rng, 0, 6)
+        };
+        let mut path: Seq = (0..len)
+            .map(|_| alphabet[rng.below(alphabet.len())])
+            .collect();
+        if i > 0 && rng.coin(6) {
+            // a duplicate or a prefix of an earlier path
+            path = paths[rng.below(i)].clone();
+            if !path.is_empty() && rng.coin(2) {
+                path.truncate(rng.below(path.len() + 1));
+            }
+        }
+        let label = if explicit_labels {
+            rng.range(-3, 9)
+        } else {
+            i as i64
+        };
+        labels.push(label);
+        model.seqs.insert(path.clone());
+        model.labels.entry(path.clone()).or_default().insert(label);
+        paths.push(path);
+    }
+    let mut options = TrieOptions::new(vocab, stops);
+    if rng.coin(2) {
+        options.dense_row_cache_bytes = 0;
+    }
+    RandomTrie {
+        paths,
+        labels: explicit_labels.then_some(labels),
+        options,
+        model,
+    }
+}
+
+/// The bitmask row (n_words words) that allows exactly `allowed`.
+pub fn expected_row(allowed: &[i32], n_words: usize) -> Vec<i32> {
+    let mut row = vec![0u32; n_words];
+    for &t in allowed {
+        row[t as usize / 32] |= 1 << (t % 32);
+    }
+    row.into_iter().map(|w| w as i32).collect()
+}

@@ -144,6 +144,12 @@ class ExitCodes(unittest.TestCase):
         self.assertEqual(run("paths", os.path.join(DATA, "gir_prefix_dict.json"),
                              "--vocab-size", "100").returncode, 1)  # ids >= vocab
 
+    def test_flags_that_contradict_the_file_exit_1(self):
+        p = run("paths", os.path.join(DATA, "gir_prefix_dict.json"), "--vocab-size", "100000",
+                "--start-token", "1")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn('"start_token_id" is 225 in the input but 1 was given', p.stderr)
+
     def test_help_for_every_command(self):
         for cmd in ("compile", "inspect", "paths", "check", "demo"):
             p = run(cmd, "--help", check_rc=0)

@@ -1,0 +1,200 @@
+/* treemask CUDA entry points: bitmask apply kernels on device logits and a
+ * device-resident trie whose advance + fill step runs on the GPU with no host
+ * round trip.
+ *
+ * Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+ *
+ * No CUDA type appears here, so any C99 or C++ program can include this
+ * header: a stream is a `void *` holding a cudaStream_t (NULL = the legacy
+ * default stream), device buffers are plain pointers.
+ *
+ * Every libtreemask has these functions. A library built without CUDA
+ * returns TREEMASK_ERR_UNSUPPORTED from each of them, and so does a CUDA
+ * build on a machine without a CUDA driver or device (the CUDA runtime is
+ * linked statically; libtreemask never needs libcudart or libcuda to load).
+ * treemask_cuda_available() tells which case applies.
+ *
+ * Conventions
+ * -----------
+ * - Device arrays must be device memory of the current device (cudaMalloc,
+ *   managed or pinned host memory also work). A plain host pointer is
+ *   TREEMASK_ERR_INVALID_ARGUMENT, and so is memory of another device: call
+ *   cudaSetDevice (torch.cuda.device) first.
+ * - Calls only enqueue work on `stream` and return: they never synchronise,
+ *   allocate or copy to the host, so they may be captured in a CUDA graph
+ *   (treemask_cuda_trie_upload and treemask_cuda_trie_free excepted). An
+ *   error in the kernels themselves shows up in the caller's next CUDA
+ *   synchronisation, as it does for any kernel.
+ * - Host-side arguments (sizes, dtype, NULL pointers, pointer kinds) are
+ *   checked before anything is enqueued; on failure nothing is enqueued and
+ *   treemask_last_error() names the argument. Contents of device arrays
+ *   cannot be checked without a synchronisation, so each function states what
+ *   it does with out-of-range device values; none of them ever reads or
+ *   writes out of bounds because of them.
+ * - dtype is a treemask_dtype value of treemask.h section 7: TREEMASK_F32 = 0,
+ *   TREEMASK_F16 = 1, TREEMASK_BF16 = 2. Masked logits become -inf.
+ * - Thread safety: every function may be called from any number of threads
+ *   at once; a treemask_cuda_trie is immutable after upload. Work enqueued on
+ *   different streams that writes the same buffers is the caller's race.
+ */
+#ifndef TREEMASK_TREEMASK_CUDA_H
+#define TREEMASK_TREEMASK_CUDA_H
+
+#include "treemask.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* True iff this library was built with CUDA, a CUDA driver and at least one
+ * device are present, and the current device can run treemask's kernels
+ * (compute capability 8.0 or newer for the default build). False otherwise.
+ * Never fails, never prints, never aborts. Thread-safe. */
+TREEMASK_API bool treemask_cuda_available(void);
+
+/* ---- Apply kernels ------------------------------------------------------ */
+
+/* Sets logits to -inf where the bitmask disallows the token, on the device:
+ * the CUDA twin of treemask_apply_token_bitmask_cpu, same arguments and
+ * semantics, plus a stream.
+ *
+ * - logits: device array of n_rows rows; row r starts at element
+ *   r * logits_row_stride and has logits_width columns. Columns >= vocab_size
+ *   are always masked; columns in [logits_width, logits_row_stride) are never
+ *   touched.
+ * - bitmask: device array of n_rows rows of bitmask_row_words int32 words
+ *   (xgrammar layout); bitmask_row_words >= treemask_bitmask_words(
+ *   vocab_size). Bits at or above vocab_size are ignored.
+ * - vocab_size: 1 .. logits_width.
+ * - indices: NULL masks every row. Otherwise a device array of n_indices row
+ *   numbers: only those rows are masked, and indices[i] selects both the
+ *   logits row and the bitmask row (xgrammar semantics). An index outside
+ *   [0, n_rows) is skipped (it cannot be checked on the host).
+ *
+ * Memory traffic: a 32-token word with no allowed token is stored without
+ * loading the logits, an all-allowed word is skipped, and 16-byte vector
+ * accesses are used when logits and logits_row_stride allow them.
+ *
+ * Errors (nothing enqueued): NULL logits or bitmask, unknown dtype,
+ * logits_row_stride < logits_width, vocab_size outside [1, logits_width],
+ * bitmask_row_words too small, sizes whose byte count overflows, host
+ * pointers, no usable device (TREEMASK_ERR_UNSUPPORTED). n_rows = 0 or
+ * n_indices = 0 with non-NULL indices enqueues nothing and succeeds. */
+TREEMASK_API treemask_status treemask_cuda_apply_token_bitmask(
+    void *logits, int32_t dtype, size_t n_rows, size_t logits_row_stride, size_t logits_width,
+    const int32_t *bitmask, size_t bitmask_row_words, int32_t vocab_size, const int32_t *indices,
+    size_t n_indices, void *stream);
+
+/* Sparse apply: keeps only the candidate logits of each row and sets every
+ * other column to -inf, from candidate lists in CSR form instead of a
+ * bitmask. For trie rows (a few candidates out of 150k tokens) it reads far
+ * less than a bitmask and writes each masked column once, without loading it.
+ *
+ * - logits, dtype, n_rows, logits_row_stride, logits_width, vocab_size,
+ *   indices, n_indices: as for treemask_cuda_apply_token_bitmask.
+ * - row_offsets: device array of n_rows + 1 entries; the candidates of row r
+ *   are candidates[row_offsets[r] .. row_offsets[r + 1]).
+ * - candidates: device array of n_candidates token ids, in any order;
+ *   duplicates are harmless.
+ * Device values: a candidate outside [0, vocab_size) is ignored; offsets are
+ * clamped to [0, n_candidates] and a row whose begin exceeds its end has no
+ * candidates (every column masked).
+ *
+ * Errors as for treemask_cuda_apply_token_bitmask, plus NULL row_offsets, and
+ * NULL candidates with n_candidates > 0. */
+TREEMASK_API treemask_status treemask_cuda_apply_token_candidates(
+    void *logits, int32_t dtype, size_t n_rows, size_t logits_row_stride, size_t logits_width,
+    const int32_t *row_offsets, const int32_t *candidates, size_t n_candidates, int32_t vocab_size,
+    const int32_t *indices, size_t n_indices, void *stream);
+
+/* ---- Device trie and the fused step ------------------------------------- */
+
+/* A copy of a trie's arrays in device memory (node offsets, edge tokens,
+ * terminal bits, stop tokens; about 8 bytes per edge), bound to the device
+ * that was current at upload. Immutable; any number of threads and streams
+ * may use it at once. It does not keep the host trie alive. */
+typedef struct treemask_cuda_trie treemask_cuda_trie;
+
+/* Copies trie to the current device and returns the handle in *out.
+ * Allocates device memory once, copies on stream and waits for that stream
+ * before returning, so the upload cannot be captured in a graph (do it
+ * before capturing). The trie's arrays are checked on the way (a corrupt
+ * trie is TREEMASK_ERR_CORRUPT_FILE naming the node), so the kernels never
+ * need to.
+ *
+ * Errors: NULL trie or out, no usable device (TREEMASK_ERR_UNSUPPORTED),
+ * device memory exhausted (TREEMASK_ERR_OUT_OF_MEMORY), a CUDA error (its
+ * name in the message). *out is untouched on failure. Thread-safe. */
+TREEMASK_API treemask_status treemask_cuda_trie_upload(const treemask_trie *trie, void *stream,
+                                                       treemask_cuda_trie **out);
+
+/* Frees the device memory (cudaFree, which waits for the device) and the
+ * handle. The caller must not free it while enqueued work or an instantiated
+ * CUDA graph still uses it. NULL is a no-op. */
+TREEMASK_API void treemask_cuda_trie_free(treemask_cuda_trie *dev_trie);
+
+/* The state-array form of treemask.h on the device. A state is a trie node
+ * id (the root is 0), TREEMASK_STATE_TERMINATED = 0xFFFFFFFE or
+ * TREEMASK_STATE_FAILED = 0xFFFFFFFF; an engine keeps one per row in a
+ * device uint32 array and reorders beams with a gather.
+ *
+ * One step, for every row r in [0, n_rows):
+ * 1. Advance (skipped entirely when tokens is NULL: fill only). With
+ *    t = tokens[r] and s = states[r]:
+ *    - t < 0: no token this step; s is unchanged (accepted).
+ *    - s is a node: a child token moves to the child; a stop token at a
+ *      terminal node gives TERMINATED; any other t (ids >= vocab_size too)
+ *      is rejected and failure_policy decides: TREEMASK_FAILURE_REJECT leaves
+ *      s unchanged, FAIL_CLOSED and STICKY_ERROR set FAILED.
+ *    - s is TERMINATED: stays TERMINATED (a stop token counts as accepted,
+ *      anything else as rejected).
+ *    - s is FAILED: a stop token gives TERMINATED unless failure_policy is
+ *      STICKY_ERROR (failed until the caller writes a new state); otherwise
+ *      s stays FAILED and the token is rejected.
+ *    - s is neither a node id nor reserved (a caller bug that cannot be
+ *      reported from the device): treated as FAILED, so its next token
+ *      turns it into FAILED or TERMINATED.
+ *    The new state is written to states[r]; accepted (optional device array
+ *    of n_rows bytes) receives 1 if the token was accepted (or t < 0), 0 if
+ *    it was rejected.
+ * 2. Fill: the next-token set of the new state: a node allows its children
+ *    plus the stop tokens if it is terminal; TERMINATED, FAILED and invalid
+ *    states allow only the stop tokens.
+ * For states a matcher can reach, these are the rules of a matcher with the
+ * same failure policy (and terminate_without_stop_token off).
+ *
+ * All arrays are device arrays: states (n_rows), tokens (n_rows or NULL),
+ * accepted (n_rows or NULL). dev_trie must have been uploaded to the current
+ * device. */
+
+/* The step writing bitmask rows: row r of bitmask (bitmask_row_words words,
+ * >= treemask_bitmask_words(vocab_size)) receives the allowed set of the new
+ * state; every word is written, bits >= vocab_size and extra words are 0.
+ *
+ * Errors (nothing enqueued): NULL dev_trie, states or bitmask, an unknown
+ * failure_policy, bitmask_row_words too small, host pointers, a trie of
+ * another device. n_rows = 0 succeeds and enqueues nothing. */
+TREEMASK_API treemask_status treemask_cuda_trie_advance_fill_bitmask(
+    const treemask_cuda_trie *dev_trie, uint32_t *states, const int32_t *tokens, size_t n_rows,
+    int32_t failure_policy, uint8_t *accepted, int32_t *bitmask, size_t bitmask_row_words,
+    void *stream);
+
+/* The step writing logits instead: every column of row r of logits that is
+ * not in the allowed set of the new state becomes -inf (columns >=
+ * vocab_size always); allowed columns and columns in [logits_width,
+ * logits_row_stride) are untouched. Equivalent to advance_fill_bitmask
+ * followed by treemask_cuda_apply_token_bitmask, without the bitmask.
+ *
+ * Errors (nothing enqueued): as for advance_fill_bitmask, plus NULL logits,
+ * an unknown dtype, logits_row_stride < logits_width, logits_width smaller
+ * than the trie's vocab_size. */
+TREEMASK_API treemask_status treemask_cuda_trie_advance_mask_logits(
+    const treemask_cuda_trie *dev_trie, uint32_t *states, const int32_t *tokens, size_t n_rows,
+    int32_t failure_policy, uint8_t *accepted, void *logits, int32_t dtype,
+    size_t logits_row_stride, size_t logits_width, void *stream);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TREEMASK_TREEMASK_CUDA_H */

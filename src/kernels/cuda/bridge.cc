@@ -1,0 +1,373 @@
+// Host side of the CUDA bridge (compiled by the C++ compiler against the CUDA
+// runtime API, which is linked statically): device and pointer checks, the
+// device trie's memory, and kernel launches through launch.h.
+//
+// Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#include "kernels/cuda/bridge.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+
+#include "kernels/cuda/launch.h"
+
+namespace treemask::cuda {
+
+struct DeviceTrie {
+  int device = -1;
+  void *memory = nullptr;
+  launch::TrieView view;
+};
+
+namespace {
+
+Code code_for(cudaError_t e) {
+  switch (e) {
+    case cudaErrorMemoryAllocation: return Code::kOutOfMemory;
+    case cudaErrorNoDevice:
+    case cudaErrorInsufficientDriver:
+    case cudaErrorNoKernelImageForDevice:
+    case cudaErrorUnsupportedPtxVersion:
+    case cudaErrorDevicesUnavailable:
+    case cudaErrorStubLibrary:
+    case cudaErrorCallRequiresNewerDriver:
+    case cudaErrorSystemDriverMismatch: return Code::kUnsupported;
+    case cudaErrorInvalidValue:
+    case cudaErrorInvalidResourceHandle: return Code::kInvalidArgument;
+    // Mostly sticky context errors left by earlier work, or capture misuse.
+    default: return Code::kInvalidState;
+  }
+}
+
+// Describes a failed runtime call and clears the runtime's (non-sticky)
+// last error, so the next call starts clean.
+Status cuda_error(cudaError_t e, const char *what) {
+  cudaGetLastError();
+  return error(code_for(e), what, " failed: ", cudaGetErrorName(e), " (", cudaGetErrorString(e),
+               ")");
+}
+
+Status launched(int result, const char *kernel) {
+  const auto e = static_cast<cudaError_t>(result);
+  if (e == cudaSuccess) return Status::Ok();
+  return cuda_error(e, kernel);
+}
+
+// The device and pointer queries of a call that may be part of a stream
+// capture (an engine capturing its decode step in a CUDA graph). They are
+// pure queries, but a global-mode capture rejects every call the driver
+// deems potentially unsafe, so they run with this thread in relaxed capture
+// mode, which permits them; launches are captured as in any mode.
+class RelaxedCaptureMode {
+ public:
+  RelaxedCaptureMode() {
+    if (cudaThreadExchangeStreamCaptureMode(&saved_) != cudaSuccess) {
+      cudaGetLastError();
+      restore_ = false;
+    }
+  }
+  ~RelaxedCaptureMode() {
+    if (restore_ && cudaThreadExchangeStreamCaptureMode(&saved_) != cudaSuccess) {
+      cudaGetLastError();
+    }
+  }
+  RelaxedCaptureMode(const RelaxedCaptureMode &) = delete;
+  RelaxedCaptureMode &operator=(const RelaxedCaptureMode &) = delete;
+
+ private:
+  cudaStreamCaptureMode saved_ = cudaStreamCaptureModeRelaxed;
+  bool restore_ = true;
+};
+
+// Whether kernels can run on each device, probed once: 0 = not probed,
+// 1 = yes, 2 = no (no image for its architecture).
+constexpr int kMaxProbedDevices = 64;
+std::atomic<int8_t> g_device_runs_kernels[kMaxProbedDevices];
+
+// The current device, if the runtime has one that can run the kernels.
+Result<int> usable_device() {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return error(Code::kUnsupported,
+                 "no usable CUDA device (cudaGetDeviceCount: ", cudaGetErrorName(e), ": ",
+                 cudaGetErrorString(e), ")");
+  }
+  if (count <= 0) return error(Code::kUnsupported, "no CUDA device is visible");
+  int device = -1;
+  e = cudaGetDevice(&device);
+  if (e != cudaSuccess) return cuda_error(e, "cudaGetDevice");
+  if (device < 0 || device >= kMaxProbedDevices) return device;
+  int8_t runs = g_device_runs_kernels[device].load(std::memory_order_relaxed);
+  if (runs == 0) {
+    const auto probed = static_cast<cudaError_t>(launch::probe_kernel_image());
+    if (probed == cudaSuccess) {
+      runs = 1;
+    } else if (probed == cudaErrorNoKernelImageForDevice ||
+               probed == cudaErrorInvalidDeviceFunction ||
+               probed == cudaErrorUnsupportedPtxVersion) {
+      runs = 2;
+    } else {
+      return cuda_error(probed, "looking up treemask's kernels");  // not cached: may pass later
+    }
+    g_device_runs_kernels[device].store(runs, std::memory_order_relaxed);
+  }
+  if (runs == 2) {
+    int major = 0, minor = 0;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+    cudaGetLastError();
+    return error(Code::kUnsupported, "CUDA device ", device, " (compute capability ", major, ".",
+                 minor,
+                 ") cannot run treemask's kernels: the library was not built for it "
+                 "(meson option gpu_archs)");
+  }
+  return device;
+}
+
+// Kernels may only touch memory the device can address: device memory of
+// `device`, managed memory, or mapped pinned host memory.
+Status check_pointer(const void *p, const char *name, int device) {
+  cudaPointerAttributes a{};
+  const cudaError_t e = cudaPointerGetAttributes(&a, p);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return error(Code::kInvalidArgument, name, " is not memory the CUDA device can use ",
+                 "(cudaPointerGetAttributes: ", cudaGetErrorName(e), ")");
+  }
+  switch (a.type) {
+    case cudaMemoryTypeDevice:
+      if (a.device != device) {
+        return error(Code::kInvalidArgument, name, " is memory of CUDA device ", a.device,
+                     " but the current device is ", device,
+                     "; make its device current (cudaSetDevice) first");
+      }
+      return Status::Ok();
+    case cudaMemoryTypeManaged: return Status::Ok();
+    case cudaMemoryTypeHost:
+      if (a.devicePointer == p) return Status::Ok();
+      return error(Code::kInvalidArgument, name,
+                   " is pinned host memory that the device cannot address at the same pointer; "
+                   "pass its device pointer (cudaHostGetDevicePointer)");
+    default:
+      return error(Code::kInvalidArgument, name,
+                   " is host memory; pass device memory of the current CUDA device (", device, ")");
+  }
+}
+
+size_t element_bytes(int32_t dtype) { return dtype == launch::kF32 ? 4 : 2; }
+
+launch::Logits logits_view(const LogitsArg &a) {
+  launch::Logits l;
+  l.data = a.data;
+  l.dtype = a.dtype;
+  l.row_stride = a.row_stride;
+  l.width = a.width;
+  l.vocab_size = a.vocab_size;
+  const size_t bytes = element_bytes(a.dtype);
+  l.vector_ok = reinterpret_cast<uintptr_t>(a.data) % 16 == 0 && (a.row_stride * bytes) % 16 == 0;
+  return l;
+}
+
+launch::DeviceShape device_shape(int device) {
+  int sms = 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+    cudaGetLastError();
+    sms = 0;
+  }
+  // Several resident blocks per SM hide the latency of the first loads.
+  return launch::DeviceShape{std::max(1, sms) * 4};
+}
+
+Status check_rows(const RowsArg &rows, int device) {
+  if (rows.indices && rows.n_indices > 0) TM_TRY(check_pointer(rows.indices, "indices", device));
+  return Status::Ok();
+}
+
+launch::Rows rows_view(const RowsArg &rows, size_t n_rows) {
+  return rows.indices ? launch::Rows{rows.indices, rows.n_indices, n_rows}
+                      : launch::Rows{nullptr, n_rows, n_rows};
+}
+
+// The trie arrays must hold together, so that the kernels can follow them
+// without any bounds check: node n's edges lie in [n, n_edges] (child ids
+// grow along every walk), tokens ascend within a node and lie in
+// [0, vocab_size), stop tokens ascend and lie in [0, vocab_size).
+Status check_trie_arrays(const TrieArrays &a) {
+  if (a.n_nodes == 0 || a.n_nodes > kMaxNodes) {
+    return error(Code::kCorruptFile, "trie has ", a.n_nodes, " nodes (expected 1 .. ", kMaxNodes,
+                 ")");
+  }
+  if (a.vocab_size <= 0) {
+    return error(Code::kCorruptFile, "trie has vocab_size ", a.vocab_size);
+  }
+  const uint64_t n_edges = a.n_edges();
+  for (uint64_t n = 0; n < a.n_nodes; ++n) {
+    const uint32_t begin = a.node_offsets[n];
+    const uint32_t end = a.node_offsets[n + 1];
+    if (begin > end || end > n_edges || begin < n) {
+      return error(Code::kCorruptFile, "trie arrays are inconsistent at node ", n, ": edges [",
+                   begin, ", ", end, ") of ", n_edges);
+    }
+    for (uint32_t e = begin; e < end; ++e) {
+      const int32_t t = a.edge_tokens[e];
+      if (t < 0 || t >= a.vocab_size || (e > begin && t <= a.edge_tokens[e - 1])) {
+        return error(Code::kCorruptFile, "trie arrays are inconsistent at node ", n, ": edge ", e,
+                     " has token ", t, " (tokens must ascend within [0, vocab_size=", a.vocab_size,
+                     "))");
+      }
+    }
+  }
+  for (uint32_t i = 0; i < a.n_stop_tokens; ++i) {
+    const int32_t t = a.stop_tokens[i];
+    if (t < 0 || t >= a.vocab_size || (i > 0 && t <= a.stop_tokens[i - 1])) {
+      return error(Code::kCorruptFile, "trie stop token ", i, " is ", t,
+                   " (stop tokens must ascend within [0, vocab_size=", a.vocab_size, "))");
+    }
+  }
+  return Status::Ok();
+}
+
+size_t align_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+Status check_step(const StepArg &step, int device) {
+  if (step.trie->device != device) {
+    return error(Code::kInvalidArgument, "dev_trie was uploaded to CUDA device ", step.trie->device,
+                 " but the current device is ", device,
+                 "; make that device current (cudaSetDevice) or upload the trie there");
+  }
+  TM_TRY(check_pointer(step.states, "states", device));
+  if (step.tokens) TM_TRY(check_pointer(step.tokens, "tokens", device));
+  if (step.accepted) TM_TRY(check_pointer(step.accepted, "accepted", device));
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool built() { return true; }
+
+bool available() { return usable_device().ok(); }
+
+Status apply_bitmask(const LogitsArg &logits, const RowsArg &rows, const int32_t *bitmask,
+                     size_t bitmask_row_words, void *stream) {
+  const RelaxedCaptureMode relaxed;
+  TM_ASSIGN_OR_RETURN(const int device, usable_device());
+  TM_TRY(check_pointer(logits.data, "logits", device));
+  TM_TRY(check_pointer(bitmask, "bitmask", device));
+  TM_TRY(check_rows(rows, device));
+  return launched(
+      launch::apply_bitmask(logits_view(logits), rows_view(rows, logits.n_rows),
+                            reinterpret_cast<const uint32_t *>(bitmask), bitmask_row_words, stream),
+      "launching the bitmask apply kernel");
+}
+
+Status apply_candidates(const LogitsArg &logits, const RowsArg &rows, const int32_t *row_offsets,
+                        const int32_t *candidates, size_t n_candidates, void *stream) {
+  const RelaxedCaptureMode relaxed;
+  TM_ASSIGN_OR_RETURN(const int device, usable_device());
+  TM_TRY(check_pointer(logits.data, "logits", device));
+  TM_TRY(check_pointer(row_offsets, "row_offsets", device));
+  if (n_candidates > 0) TM_TRY(check_pointer(candidates, "candidates", device));
+  TM_TRY(check_rows(rows, device));
+  return launched(
+      launch::apply_candidates(logits_view(logits), rows_view(rows, logits.n_rows), row_offsets,
+                               candidates, n_candidates, device_shape(device), stream),
+      "launching the candidate apply kernel");
+}
+
+Result<DeviceTrie *> upload_trie(const Trie &trie, void *stream) {
+  TM_ASSIGN_OR_RETURN(const int device, usable_device());
+  const TrieArrays &a = trie.arrays();
+  TM_TRY(check_trie_arrays(a));
+  const size_t offsets_bytes = (a.n_nodes + 1) * sizeof(uint32_t);
+  const size_t edges_bytes = a.n_edges() * sizeof(int32_t);
+  const size_t terminal_bytes = a.terminal_words() * sizeof(uint64_t);
+  const size_t stops_bytes = size_t{a.n_stop_tokens} * sizeof(int32_t);
+  constexpr size_t kAlign = 256;
+  const size_t at_edges = align_up(offsets_bytes, kAlign);
+  const size_t at_terminals = at_edges + align_up(edges_bytes, kAlign);
+  const size_t at_stops = at_terminals + align_up(terminal_bytes, kAlign);
+  const size_t total = at_stops + align_up(std::max<size_t>(stops_bytes, 1), kAlign);
+
+  auto dt = std::make_unique<DeviceTrie>();
+  dt->device = device;
+  cudaError_t e = cudaMalloc(&dt->memory, total);
+  if (e != cudaSuccess) return cuda_error(e, cat("cudaMalloc of ", total, " bytes").c_str());
+  auto *base = static_cast<char *>(dt->memory);
+  const auto s = static_cast<cudaStream_t>(stream);
+  struct Part {
+    size_t at;
+    const void *src;
+    size_t bytes;
+  };
+  const Part parts[] = {{0, a.node_offsets, offsets_bytes},
+                        {at_edges, a.edge_tokens, edges_bytes},
+                        {at_terminals, a.terminal_bits, terminal_bytes},
+                        {at_stops, a.stop_tokens, stops_bytes}};
+  for (const Part &p : parts) {
+    if (p.bytes == 0) continue;
+    e = cudaMemcpyAsync(base + p.at, p.src, p.bytes, cudaMemcpyHostToDevice, s);
+    if (e != cudaSuccess) break;
+  }
+  if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+  if (e != cudaSuccess) {
+    Status failed = cuda_error(e, "copying the trie to the device");
+    cudaFree(dt->memory);
+    cudaGetLastError();
+    return failed;
+  }
+  launch::TrieView &v = dt->view;
+  v.node_offsets = reinterpret_cast<const uint32_t *>(base);
+  v.edge_tokens = reinterpret_cast<const int32_t *>(base + at_edges);
+  v.terminal_bits = reinterpret_cast<const uint64_t *>(base + at_terminals);
+  v.stop_tokens = reinterpret_cast<const int32_t *>(base + at_stops);
+  v.n_nodes = static_cast<uint32_t>(a.n_nodes);
+  v.n_stop_tokens = a.n_stop_tokens;
+  v.vocab_size = a.vocab_size;
+  return dt.release();
+}
+
+void free_trie(DeviceTrie *trie) {
+  if (!trie) return;
+  // Nothing can be reported from here; a failure leaves a leak, not a crash.
+  if (cudaFree(trie->memory) != cudaSuccess) cudaGetLastError();
+  delete trie;
+}
+
+int32_t trie_vocab_size(const DeviceTrie &trie) { return trie.view.vocab_size; }
+
+Status advance_fill_bitmask(const StepArg &step, int32_t *bitmask, size_t bitmask_row_words,
+                            void *stream) {
+  const RelaxedCaptureMode relaxed;
+  TM_ASSIGN_OR_RETURN(const int device, usable_device());
+  TM_TRY(check_step(step, device));
+  TM_TRY(check_pointer(bitmask, "bitmask", device));
+  return launched(launch::advance_fill_bitmask(step.trie->view, step.states, step.tokens,
+                                               step.n_rows, step.failure_policy, step.accepted,
+                                               reinterpret_cast<uint32_t *>(bitmask),
+                                               bitmask_row_words, stream),
+                  "launching the advance + fill kernel");
+}
+
+Status advance_mask_logits(const StepArg &step, const LogitsArg &logits, void *stream) {
+  const RelaxedCaptureMode relaxed;
+  TM_ASSIGN_OR_RETURN(const int device, usable_device());
+  TM_TRY(check_step(step, device));
+  TM_TRY(check_pointer(logits.data, "logits", device));
+  if (step.tokens) {
+    TM_TRY(launched(launch::advance(step.trie->view, step.states, step.tokens, step.n_rows,
+                                    step.failure_policy, step.accepted, stream),
+                    "launching the advance kernel"));
+  }
+  LogitsArg masked = logits;
+  masked.vocab_size = step.trie->view.vocab_size;
+  return launched(
+      launch::mask_logits_from_states(step.trie->view, step.states, step.n_rows,
+                                      logits_view(masked), device_shape(device), stream),
+      "launching the logits mask kernel");
+}
+
+}  // namespace treemask::cuda

@@ -1,0 +1,74 @@
+// The CUDA bridge: what the C shim (capi/capi_cuda.cc) calls. No CUDA type
+// appears here. Two implementations exist: bridge.cc (CUDA built) and
+// bridge_unsupported.cc (CUDA not built: every call is kUnsupported).
+//
+// The shim validates host-side arguments (NULLs, sizes, dtype, policy)
+// before calling; the bridge checks what needs the CUDA runtime (a usable
+// device, pointer kinds, the device a trie lives on) and enqueues kernels.
+//
+// Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/status.h"
+#include "trie/trie.h"
+
+namespace treemask::cuda {
+
+// Whether the CUDA code is compiled into this library.
+bool built();
+
+// built(), a driver and a device, and the current device can run the
+// kernels. Never fails and never prints.
+bool available();
+
+// A logits buffer as the shim validated it (row_stride >= width >= 1 and
+// vocab_size in [1, width], dtype known, byte sizes fit in size_t).
+struct LogitsArg {
+  void *data = nullptr;
+  int32_t dtype = 0;
+  size_t n_rows = 0;
+  size_t row_stride = 0;
+  size_t width = 0;
+  int32_t vocab_size = 0;
+};
+
+// indices == nullptr selects rows [0, logits.n_rows).
+struct RowsArg {
+  const int32_t *indices = nullptr;
+  size_t n_indices = 0;
+};
+
+Status apply_bitmask(const LogitsArg &logits, const RowsArg &rows, const int32_t *bitmask,
+                     size_t bitmask_row_words, void *stream);
+
+Status apply_candidates(const LogitsArg &logits, const RowsArg &rows, const int32_t *row_offsets,
+                        const int32_t *candidates, size_t n_candidates, void *stream);
+
+// A trie's arrays in device memory; defined in bridge.cc.
+struct DeviceTrie;
+
+Result<DeviceTrie *> upload_trie(const Trie &trie, void *stream);
+void free_trie(DeviceTrie *trie);
+int32_t trie_vocab_size(const DeviceTrie &trie);
+
+// One state-array step (see treemask_cuda_trie_advance_fill_bitmask).
+struct StepArg {
+  const DeviceTrie *trie = nullptr;
+  uint32_t *states = nullptr;
+  const int32_t *tokens = nullptr;  // nullptr: fill only
+  size_t n_rows = 0;
+  int32_t failure_policy = 0;
+  uint8_t *accepted = nullptr;
+};
+
+Status advance_fill_bitmask(const StepArg &step, int32_t *bitmask, size_t bitmask_row_words,
+                            void *stream);
+
+// logits.n_rows must equal step.n_rows and logits.width >= the trie's
+// vocab_size; logits.vocab_size is taken from the trie.
+Status advance_mask_logits(const StepArg &step, const LogitsArg &logits, void *stream);
+
+}  // namespace treemask::cuda

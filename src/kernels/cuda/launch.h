@@ -1,0 +1,84 @@
+// Kernel launchers: the seam between the host code of the CUDA bridge
+// (bridge.cc, compiled by the C++ compiler) and the .cu files (compiled by
+// nvcc). Plain structs and `void *` streams only, so that nvcc never has to
+// see the C++20 core and the core never sees a CUDA type. Every launcher
+// enqueues on `stream` and returns the cudaError_t of the launch as an int
+// (0 = success); arguments were validated by the caller.
+//
+// Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace treemask::cuda::launch {
+
+// The storage type of a logit: values of treemask_dtype.
+enum DtypeCode : int32_t { kF32 = 0, kF16 = 1, kBF16 = 2 };
+
+// A logits buffer on the device, already validated.
+struct Logits {
+  void *data = nullptr;
+  int32_t dtype = kF32;
+  size_t row_stride = 0;   // elements
+  size_t width = 0;        // columns per row; <= row_stride
+  int32_t vocab_size = 0;  // columns >= vocab_size are always masked; <= width
+  // data and row_stride allow 16-byte accesses.
+  bool vector_ok = false;
+};
+
+// Which rows a call touches: indices == nullptr means rows [0, n_active);
+// otherwise indices[0 .. n_active) name rows, and an entry outside
+// [0, n_rows) is skipped.
+struct Rows {
+  const int32_t *indices = nullptr;
+  size_t n_active = 0;
+  size_t n_rows = 0;
+};
+
+// A trie in device memory (see trie/trie.h for the BFS layout: the edges of
+// node n are [node_offsets[n], node_offsets[n + 1]) and edge e leads to node
+// e + 1). Checked at upload: offsets are monotone and within the edges,
+// tokens ascend within a node and lie in [0, vocab_size).
+struct TrieView {
+  const uint32_t *node_offsets = nullptr;   // n_nodes + 1
+  const int32_t *edge_tokens = nullptr;     // n_nodes - 1
+  const uint64_t *terminal_bits = nullptr;  // ceil(n_nodes / 64)
+  const int32_t *stop_tokens = nullptr;     // n_stop_tokens, ascending
+  uint32_t n_nodes = 0;
+  uint32_t n_stop_tokens = 0;
+  int32_t vocab_size = 0;
+};
+
+// How many blocks keep the device busy; the list kernels size their column
+// tiles from it so that a single row still spreads over the whole GPU.
+struct DeviceShape {
+  int target_blocks = 1;
+};
+
+int apply_bitmask(const Logits &logits, const Rows &rows, const uint32_t *bitmask,
+                  size_t bitmask_row_words, void *stream);
+
+int apply_candidates(const Logits &logits, const Rows &rows, const int32_t *row_offsets,
+                     const int32_t *candidates, size_t n_candidates, const DeviceShape &shape,
+                     void *stream);
+
+// Advances states[0 .. n_rows) by tokens (when non-null) and writes the
+// allowed set of each new state as a bitmask row.
+int advance_fill_bitmask(const TrieView &trie, uint32_t *states, const int32_t *tokens,
+                         size_t n_rows, int32_t failure_policy, uint8_t *accepted,
+                         uint32_t *bitmask, size_t bitmask_row_words, void *stream);
+
+// Advances states by tokens (tokens must be non-null).
+int advance(const TrieView &trie, uint32_t *states, const int32_t *tokens, size_t n_rows,
+            int32_t failure_policy, uint8_t *accepted, void *stream);
+
+// Sets every logit outside the allowed set of states[row] to -inf.
+int mask_logits_from_states(const TrieView &trie, const uint32_t *states, size_t n_rows,
+                            const Logits &logits, const DeviceShape &shape, void *stream);
+
+// 0 when the current device can run treemask's kernels (an image for its
+// architecture is embedded), the cudaError_t otherwise.
+int probe_kernel_image();
+
+}  // namespace treemask::cuda::launch

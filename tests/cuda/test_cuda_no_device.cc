@@ -1,0 +1,166 @@
+// libtreemask on a machine without a usable GPU (meson runs this with
+// CUDA_VISIBLE_DEVICES="", so it sees none even where one is present; CI
+// has no driver at all): treemask_cuda_available() is false, every CUDA
+// entry point fails cleanly with TREEMASK_ERR_UNSUPPORTED and a message,
+// nothing is printed, nothing aborts. Host-side argument errors are reported
+// first, with a message naming the argument, whether or not a device exists.
+// Built with and without CUDA (TREEMASK_TEST_CUDA_BUILT says which).
+//
+// Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "common/test_util.h"
+#include "treemask/treemask_cuda.h"
+
+#ifndef TREEMASK_TEST_CUDA_BUILT
+#error "meson passes TREEMASK_TEST_CUDA_BUILT=0 or 1"
+#endif
+
+namespace {
+
+int g_failures = 0;
+
+// Reports on stdout: stderr is being checked for silence.
+void expect(bool ok, const char *what, int line) {
+  if (ok) return;
+  ++g_failures;
+  std::printf("line %d: expectation failed: %s (last error: %s)\n", line, what,
+              treemask_last_error());
+}
+#define EXPECT(cond) expect((cond), #cond, __LINE__)
+
+bool failed_with(treemask_status got, treemask_status want, const char *needle) {
+  return got == want && std::string(treemask_last_error()).find(needle) != std::string::npos;
+}
+
+// An argument error when CUDA is built (checked before looking for a
+// device); kUnsupported when it is not.
+bool argument_error(treemask_status got, treemask_status want, const char *needle) {
+  if (!TREEMASK_TEST_CUDA_BUILT) return failed_with(got, TREEMASK_ERR_UNSUPPORTED, "without CUDA");
+  return failed_with(got, want, needle);
+}
+
+void run_everything() {
+  EXPECT(!treemask_cuda_available());
+  EXPECT(!treemask_cuda_available());  // and again, once the runtime has looked
+
+  testutil::TrieHandle trie;
+  EXPECT(testutil::make_trie({{5, 6}, {5, 7}}, 64, {63}, trie) == TREEMASK_OK);
+
+  // Well-formed calls: no device, so kUnsupported and a message.
+  auto *sentinel = reinterpret_cast<treemask_cuda_trie *>(uintptr_t{0x1234});
+  treemask_cuda_trie *dev_trie = sentinel;
+  EXPECT(failed_with(treemask_cuda_trie_upload(trie.p, nullptr, &dev_trie),
+                     TREEMASK_ERR_UNSUPPORTED, "treemask_cuda_trie_upload: "));
+  EXPECT(dev_trie == sentinel);
+  const char *why = TREEMASK_TEST_CUDA_BUILT ? "CUDA device" : "without CUDA";
+  EXPECT(failed_with(treemask_cuda_trie_upload(trie.p, nullptr, &dev_trie),
+                     TREEMASK_ERR_UNSUPPORTED, why));
+
+  std::vector<float> logits(2 * 64, 0.5f);
+  std::vector<int32_t> bitmask(2 * 2, 0);
+  const std::vector<int32_t> offsets = {0, 1, 2};
+  const std::vector<int32_t> candidates = {5, 6};
+  EXPECT(failed_with(treemask_cuda_apply_token_bitmask(logits.data(), 0, 2, 64, 64, bitmask.data(),
+                                                       2, 64, nullptr, 0, nullptr),
+                     TREEMASK_ERR_UNSUPPORTED, why));
+  EXPECT(failed_with(
+      treemask_cuda_apply_token_candidates(logits.data(), 2, 2, 64, 64, offsets.data(),
+                                           candidates.data(), 2, 64, nullptr, 0, nullptr),
+      TREEMASK_ERR_UNSUPPORTED, why));
+  EXPECT(logits[0] == 0.5f && logits[127] == 0.5f);  // nothing was written
+
+  // Host-side argument errors, named.
+  EXPECT(argument_error(treemask_cuda_apply_token_bitmask(nullptr, 0, 2, 64, 64, bitmask.data(), 2,
+                                                          64, nullptr, 0, nullptr),
+                        TREEMASK_ERR_INVALID_ARGUMENT, "logits is NULL"));
+  EXPECT(argument_error(treemask_cuda_apply_token_bitmask(logits.data(), 0, 2, 64, 64, nullptr, 2,
+                                                          64, nullptr, 0, nullptr),
+                        TREEMASK_ERR_INVALID_ARGUMENT, "bitmask is NULL"));
+  EXPECT(
+      argument_error(treemask_cuda_apply_token_bitmask(logits.data(), 3, 2, 64, 64, bitmask.data(),
+                                                       2, 64, nullptr, 0, nullptr),
+                     TREEMASK_ERR_INVALID_ARGUMENT, "unknown dtype 3"));
+  EXPECT(argument_error(
+      treemask_cuda_apply_token_bitmask(logits.data(), 0, 2, 63, 64, bitmask.data(), 2, 64, nullptr,
+                                        0, nullptr),
+      TREEMASK_ERR_INVALID_ARGUMENT, "logits_row_stride 63 is smaller than logits_width 64"));
+  EXPECT(argument_error(
+      treemask_cuda_apply_token_bitmask(logits.data(), 0, 2, 64, 64, bitmask.data(), 2, 65, nullptr,
+                                        0, nullptr),
+      TREEMASK_ERR_INVALID_ARGUMENT, "vocab_size 65 is outside [1, logits_width=64]"));
+  EXPECT(argument_error(treemask_cuda_apply_token_bitmask(
+                            logits.data(), 0, 2, 64, 64, bitmask.data(), 2, 0, nullptr, 0, nullptr),
+                        TREEMASK_ERR_INVALID_ARGUMENT, "vocab_size 0"));
+  EXPECT(argument_error(
+      treemask_cuda_apply_token_bitmask(logits.data(), 0, 2, 64, 64, bitmask.data(), 1, 64, nullptr,
+                                        0, nullptr),
+      TREEMASK_ERR_BUFFER_TOO_SMALL, "bitmask_row_words 1 is too small: vocab_size 64 needs 2"));
+  EXPECT(
+      argument_error(treemask_cuda_apply_token_bitmask(logits.data(), 0, SIZE_MAX / 8, 64, 64,
+                                                       bitmask.data(), 2, 64, nullptr, 0, nullptr),
+                     TREEMASK_ERR_INVALID_ARGUMENT, "too large to address"));
+  EXPECT(argument_error(
+      treemask_cuda_apply_token_candidates(logits.data(), 0, 2, 64, 64, nullptr, candidates.data(),
+                                           2, 64, nullptr, 0, nullptr),
+      TREEMASK_ERR_INVALID_ARGUMENT, "row_offsets is NULL"));
+  EXPECT(argument_error(
+      treemask_cuda_apply_token_candidates(logits.data(), 0, 2, 64, 64, offsets.data(), nullptr, 2,
+                                           64, nullptr, 0, nullptr),
+      TREEMASK_ERR_INVALID_ARGUMENT, "candidates is NULL but n_candidates is 2"));
+  EXPECT(argument_error(treemask_cuda_trie_upload(nullptr, nullptr, &dev_trie),
+                        TREEMASK_ERR_INVALID_ARGUMENT, "trie is NULL"));
+  uint32_t states[2] = {0, 0};
+  EXPECT(argument_error(treemask_cuda_trie_advance_fill_bitmask(
+                            nullptr, states, nullptr, 2, 0, nullptr, bitmask.data(), 2, nullptr),
+                        TREEMASK_ERR_INVALID_ARGUMENT, "dev_trie is NULL"));
+  EXPECT(
+      argument_error(treemask_cuda_trie_advance_mask_logits(nullptr, states, nullptr, 2, 0, nullptr,
+                                                            logits.data(), 0, 64, 64, nullptr),
+                     TREEMASK_ERR_INVALID_ARGUMENT, "dev_trie is NULL"));
+
+  // Nothing to do needs no device.
+  const treemask_status empty = treemask_cuda_apply_token_bitmask(
+      logits.data(), 0, 0, 64, 64, bitmask.data(), 2, 64, nullptr, 0, nullptr);
+  EXPECT(TREEMASK_TEST_CUDA_BUILT ? empty == TREEMASK_OK : empty == TREEMASK_ERR_UNSUPPORTED);
+
+  treemask_cuda_trie_free(nullptr);
+}
+
+}  // namespace
+
+int main() {
+  // Everything above must stay silent on stderr: send it to a file and
+  // look at it afterwards.
+  std::fflush(stderr);
+  const int saved_stderr = dup(2);
+  std::FILE *captured = std::tmpfile();
+  if (saved_stderr < 0 || !captured || dup2(fileno(captured), 2) < 0) {
+    std::printf("cannot redirect stderr\n");
+    return 1;
+  }
+  run_everything();
+  std::fflush(stderr);
+  dup2(saved_stderr, 2);
+  close(saved_stderr);
+  std::string noise;
+  std::rewind(captured);
+  for (int c; (c = std::fgetc(captured)) != EOF;) noise.push_back(static_cast<char>(c));
+  std::fclose(captured);
+  if (!noise.empty()) {
+    ++g_failures;
+    std::printf("the CUDA entry points wrote to stderr:\n%s\n", noise.c_str());
+  }
+  if (g_failures > 0) {
+    std::printf("%d expectation(s) failed\n", g_failures);
+    return 1;
+  }
+  std::printf("CUDA entry points without a device: all expectations hold (CUDA built: %s)\n",
+              TREEMASK_TEST_CUDA_BUILT ? "yes" : "no");
+  return 0;
+}

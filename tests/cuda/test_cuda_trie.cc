@@ -1,0 +1,443 @@
+// The device trie's fused step against the CPU matcher: random tries (small
+// vocabularies and a 151,936-token one with a 3,000-way root), random walks
+// with every failure policy, tokens that are allowed, rejected, out of range
+// or absent (-1), host-side resets and beam reorders (gathers of the state
+// array). At every step both step variants (bitmask rows and -inf into
+// logits) and the fill-only form must equal what per-row matchers say, bit
+// for bit. Also: invalid and reserved states, argument errors, and a CUDA
+// graph capture replayed step after step. Exits 77 without a usable GPU.
+//
+// Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/oracle.h"
+#include "common/test_util.h"
+#include "cuda/cuda_test_util.h"
+
+namespace {
+
+using cudatest::DeviceArray;
+using cudatest::HostLogits;
+using testutil::MatcherHandle;
+using testutil::TrieHandle;
+
+constexpr uint32_t kTerminated = 0xFFFFFFFEu;
+constexpr uint32_t kFailed = 0xFFFFFFFFu;
+
+struct TrieUnderTest {
+  std::string name;
+  TrieHandle trie;
+  int32_t vocab = 0;
+  std::vector<int32_t> stops;
+  uint64_t n_nodes = 0;
+};
+
+void describe_trie(TrieUnderTest &t) {
+  t.vocab = treemask_trie_vocab_size(t.trie.p);
+  t.stops.resize(treemask_trie_stop_tokens(t.trie.p, nullptr, 0));
+  treemask_trie_stop_tokens(t.trie.p, t.stops.data(), t.stops.size());
+  treemask_trie_stats stats;
+  stats.struct_size = sizeof stats;
+  CHECK_TM(treemask_trie_get_stats(t.trie.p, &stats));
+  t.n_nodes = stats.n_nodes;
+}
+
+void random_small_trie(std::mt19937_64 &rng, int32_t vocab, TrieUnderTest &out) {
+  const oracle::RandomTrie r = oracle::random_trie(rng, vocab);
+  treemask_trie_options opts;
+  treemask_trie_options_init(&opts);
+  opts.vocab_size = vocab;
+  opts.stop_tokens = r.stops.data();
+  opts.n_stop_tokens = r.stops.size();
+  CHECK_TM(treemask_trie_from_paths(&opts, r.tokens.data(), r.offsets.data(), r.offsets.size() - 1,
+                                    nullptr, &out.trie.p));
+  out.name = "random trie, V=" + std::to_string(vocab);
+  describe_trie(out);
+}
+
+// A Qwen-sized vocabulary: a 3,000-way root, semantic-ID-like levels below,
+// labels that are prefixes of others, two stop tokens.
+void big_trie(std::mt19937_64 &rng, TrieUnderTest &out) {
+  constexpr int32_t kVocab = 151936;
+  const std::vector<int32_t> stops = {151643, 151645};
+  std::vector<std::vector<int32_t>> paths;
+  for (int i = 0; i < 3000; ++i) {
+    std::vector<int32_t> p = {static_cast<int32_t>(rng() % 151000)};
+    const int depth = static_cast<int>(rng() % 4);
+    for (int d = 0; d < depth; ++d) p.push_back(static_cast<int32_t>(rng() % 64) + d * 64);
+    paths.push_back(p);
+    if (i % 10 == 0) paths.push_back({p.begin(), p.begin() + 1 + rng() % p.size()});
+  }
+  // One node with a wide, dense fanout that spans several bitmask words.
+  for (int32_t t = 0; t < 2000; ++t) paths.push_back({paths[0][0], 150000 - 3 * t});
+  CHECK_TM(testutil::make_trie(paths, kVocab, stops, out.trie));
+  out.name = "151,936-token trie";
+  describe_trie(out);
+}
+
+bool is_stop(const TrieUnderTest &t, int32_t token) {
+  return std::binary_search(t.stops.begin(), t.stops.end(), token);
+}
+
+// A token for this row: mostly allowed ones, also stops, random ids, ids
+// past the vocabulary, and -1 (no token this step).
+int32_t pick_token(std::mt19937_64 &rng, const TrieUnderTest &t, const treemask_matcher *m) {
+  const auto allowed = testutil::next_tokens(m);
+  const int kind = static_cast<int>(rng() % 20);
+  if (kind < 11 && !allowed.empty()) return allowed[rng() % allowed.size()];
+  if (kind < 13) return -1;
+  if (kind < 15) return t.stops[rng() % t.stops.size()];
+  if (kind < 18) return static_cast<int32_t>(rng() % static_cast<uint64_t>(t.vocab));
+  return t.vocab + static_cast<int32_t>(rng() % 5);
+}
+
+// Per-row matchers plus the one fact the public matcher API does not expose:
+// whether a FAIL_CLOSED / STICKY_ERROR rejection put the row in FAILED.
+struct Reference {
+  const TrieUnderTest *trie = nullptr;
+  int32_t policy = TREEMASK_FAILURE_REJECT;
+  std::vector<MatcherHandle> rows;
+  std::vector<char> failed;
+
+  Reference(const TrieUnderTest &t, int32_t failure_policy, size_t n_rows)
+      : trie(&t), policy(failure_policy), failed(n_rows, 0) {
+    treemask_matcher_options opts;
+    treemask_matcher_options_init(&opts);
+    opts.failure_policy = failure_policy;
+    for (size_t r = 0; r < n_rows; ++r) {
+      treemask_matcher *m = nullptr;
+      CHECK_TM(treemask_matcher_create(t.trie.p, &opts, &m));
+      rows.emplace_back(m);
+    }
+  }
+
+  // Returns whether the token was accepted (true for token < 0).
+  bool advance(size_t r, int32_t token) {
+    if (token < 0) return true;
+    treemask_matcher *m = rows[r].p;
+    const bool was_terminated = treemask_matcher_is_terminated(m);
+    bool accepted = false;
+    const treemask_status s = treemask_matcher_accept_token(m, token, &accepted);
+    CHECK_MSG(s == TREEMASK_OK || (s == TREEMASK_ERR_INVALID_STATE && failed[r]),
+              treemask_last_error());
+    if (!accepted && !was_terminated && policy != TREEMASK_FAILURE_REJECT) failed[r] = 1;
+    if (treemask_matcher_is_terminated(m)) failed[r] = 0;
+    return accepted;
+  }
+
+  std::vector<int32_t> fill(size_t r, size_t words) const {
+    std::vector<int32_t> row(words, -1);
+    // A STICKY_ERROR failed matcher writes the row and reports INVALID_STATE.
+    treemask_matcher_fill_next_token_bitmask(rows[r].p, row.data(), words, nullptr);
+    return row;
+  }
+
+  // What the device state must be, or kExpectNode for "some node id".
+  static constexpr uint64_t kExpectNode = ~uint64_t{0};
+  uint64_t expected_state(size_t r) const {
+    if (treemask_matcher_is_terminated(rows[r].p)) return kTerminated;
+    if (failed[r]) return kFailed;
+    return kExpectNode;
+  }
+  bool state_matches(size_t r, uint32_t state) const {
+    const uint64_t want = expected_state(r);
+    return want == kExpectNode ? state < trie->n_nodes : state == want;
+  }
+};
+
+std::string row_context(const std::string &what, size_t step, size_t r) {
+  return what + ", step " + std::to_string(step) + ", row " + std::to_string(r);
+}
+
+void walk(const TrieUnderTest &t, int32_t policy, size_t n_rows, int steps, std::mt19937_64 &rng,
+          cudaStream_t stream) {
+  const std::string name = t.name + ", policy " + std::to_string(policy);
+  treemask_cuda_trie *dt = nullptr;
+  CHECK_TM(treemask_cuda_trie_upload(t.trie.p, stream, &dt));
+  if (!dt) return;
+  Reference ref(t, policy, n_rows);
+  const size_t words = treemask_bitmask_words(t.vocab) + 2;  // extra words must become 0
+  std::vector<uint32_t> states(n_rows, 0);
+  DeviceArray<uint32_t> d_states_a(states), d_states_b(states);
+  DeviceArray<int32_t> d_tokens(n_rows), d_bitmask_a(n_rows * words), d_bitmask_c(n_rows * words);
+  DeviceArray<uint8_t> d_accepted_a(n_rows), d_accepted_b(n_rows);
+  const size_t width = static_cast<size_t>(t.vocab) + 5;  // padded vocabulary
+
+  for (int step = 0; step < steps; ++step) {
+    // Engine-side edits of the state array: a beam reorder (a gather) and a
+    // row reset (writing the root).
+    states = d_states_a.download(stream);
+    if (rng() % 6 == 0 && policy != TREEMASK_FAILURE_STICKY_ERROR) {
+      std::vector<uint32_t> gathered(n_rows);
+      std::vector<MatcherHandle> clones;
+      std::vector<char> failed(n_rows);
+      for (size_t i = 0; i < n_rows; ++i) {
+        const size_t src = rng() % n_rows;
+        gathered[i] = states[src];
+        failed[i] = ref.failed[src];
+        treemask_matcher *copy = nullptr;
+        CHECK_TM(treemask_matcher_clone(ref.rows[src].p, &copy));
+        clones.emplace_back(copy);
+      }
+      states = gathered;
+      ref.rows = std::move(clones);
+      ref.failed = failed;
+    }
+    if (rng() % 4 == 0) {
+      const size_t r = rng() % n_rows;
+      states[r] = 0;
+      treemask_matcher_reset(ref.rows[r].p);
+      ref.failed[r] = 0;
+    }
+    d_states_a.upload(states, stream);
+    d_states_b.upload(states, stream);
+
+    std::vector<int32_t> tokens(n_rows);
+    for (size_t r = 0; r < n_rows; ++r) tokens[r] = pick_token(rng, t, ref.rows[r].p);
+    d_tokens.upload(tokens, stream);
+    const int32_t dtype = step % 3;
+    const size_t stride = step % 2 ? width + 1 : (width + 7) / 8 * 8;
+    HostLogits logits(dtype, n_rows, stride, width, rng);
+    DeviceArray<uint8_t> d_logits(logits.bytes);
+
+    CHECK_TM(treemask_cuda_trie_advance_fill_bitmask(dt, d_states_a.get(), d_tokens.get(), n_rows,
+                                                     policy, d_accepted_a.get(), d_bitmask_a.get(),
+                                                     words, stream));
+    CHECK_TM(treemask_cuda_trie_advance_mask_logits(dt, d_states_b.get(), d_tokens.get(), n_rows,
+                                                    policy, d_accepted_b.get(), d_logits.get(),
+                                                    dtype, stride, width, stream));
+    CHECK_TM(treemask_cuda_trie_advance_fill_bitmask(dt, d_states_a.get(), nullptr, n_rows, policy,
+                                                     nullptr, d_bitmask_c.get(), words, stream));
+
+    std::vector<int32_t> want_bitmask(n_rows * words);
+    std::vector<uint8_t> want_accepted(n_rows);
+    for (size_t r = 0; r < n_rows; ++r) {
+      want_accepted[r] = ref.advance(r, tokens[r]) ? 1 : 0;
+      const auto row = ref.fill(r, words);
+      std::copy(row.begin(), row.end(), want_bitmask.begin() + r * words);
+    }
+    const auto got_a = d_bitmask_a.download(stream);
+    const auto got_c = d_bitmask_c.download(stream);
+    const auto states_a = d_states_a.download(stream);
+    const auto states_b = d_states_b.download(stream);
+    const auto accepted_a = d_accepted_a.download(stream);
+    const auto accepted_b = d_accepted_b.download(stream);
+    for (size_t r = 0; r < n_rows; ++r) {
+      const std::string where = row_context(name, step, r) + ", token " + std::to_string(tokens[r]);
+      CHECK_MSG(std::equal(want_bitmask.begin() + r * words, want_bitmask.begin() + (r + 1) * words,
+                           got_a.begin() + r * words),
+                "advance_fill_bitmask row differs from the matcher's: " + where);
+      CHECK_MSG(std::equal(want_bitmask.begin() + r * words, want_bitmask.begin() + (r + 1) * words,
+                           got_c.begin() + r * words),
+                "fill-only row differs from the matcher's: " + where);
+      CHECK_MSG(accepted_a[r] == want_accepted[r] && accepted_b[r] == want_accepted[r],
+                "accepted flag: " + where);
+      CHECK_MSG(states_a[r] == states_b[r],
+                "the two step variants disagree on the state: " + where);
+      CHECK_MSG(
+          ref.state_matches(r, states_a[r]),
+          "state " + std::to_string(states_a[r]) + " is not what the matcher implies: " + where);
+    }
+    cudatest::reference_apply(logits, want_bitmask, words, t.vocab, nullptr);
+    const std::string diff = cudatest::first_difference(logits, d_logits.download(stream));
+    CHECK_MSG(diff.empty(), "advance_mask_logits, " + name + ", step " + std::to_string(step) +
+                                ", " + cudatest::dtype_name(dtype) + ": " + diff);
+  }
+  treemask_cuda_trie_free(dt);
+}
+
+// States that are not node ids behave as FAILED; reserved states follow the
+// header's table under each policy.
+void test_reserved_and_invalid_states(const TrieUnderTest &t, cudaStream_t stream) {
+  treemask_cuda_trie *dt = nullptr;
+  CHECK_TM(treemask_cuda_trie_upload(t.trie.p, stream, &dt));
+  if (!dt) return;
+  const auto n = static_cast<uint32_t>(t.n_nodes);
+  int32_t non_stop = 0;
+  while (is_stop(t, non_stop)) ++non_stop;
+  const int32_t stop = t.stops[0];
+  const std::vector<uint32_t> start = {
+      n, n + 7, 0xFFFFFFFDu, kTerminated, kTerminated, kFailed, kFailed, kFailed, n};
+  const std::vector<int32_t> tokens = {stop, non_stop, -1, stop, non_stop, stop, non_stop, -1, -1};
+  const size_t words = treemask_bitmask_words(t.vocab);
+  const auto stops_only = oracle::expected_row(t.stops, words);
+  for (int32_t policy = 0; policy <= 2; ++policy) {
+    const bool sticky = policy == TREEMASK_FAILURE_STICKY_ERROR;
+    const uint32_t after_stop = sticky ? kFailed : kTerminated;
+    const std::vector<uint32_t> want_states = {after_stop,  kFailed,     0xFFFFFFFDu,
+                                               kTerminated, kTerminated, after_stop,
+                                               kFailed,     kFailed,     n};
+    const std::vector<uint8_t> want_accepted = {!sticky, 0, 1, 1, 0, !sticky, 0, 1, 1};
+    DeviceArray<uint32_t> d_states(start);
+    DeviceArray<int32_t> d_tokens(tokens), d_bitmask(start.size() * words);
+    DeviceArray<uint8_t> d_accepted(start.size());
+    CHECK_TM(treemask_cuda_trie_advance_fill_bitmask(dt, d_states.get(), d_tokens.get(),
+                                                     start.size(), policy, d_accepted.get(),
+                                                     d_bitmask.get(), words, stream));
+    const auto states = d_states.download(stream);
+    const auto accepted = d_accepted.download(stream);
+    const auto bitmask = d_bitmask.download(stream);
+    for (size_t r = 0; r < start.size(); ++r) {
+      const std::string where = "policy " + std::to_string(policy) + ", row " + std::to_string(r);
+      CHECK_MSG(states[r] == want_states[r], where + ": state " + std::to_string(states[r]));
+      CHECK_MSG(accepted[r] == want_accepted[r], where + ": accepted");
+      CHECK_MSG(std::equal(stops_only.begin(), stops_only.end(), bitmask.begin() + r * words),
+                where + ": a non-node state must allow only the stop tokens");
+    }
+  }
+  treemask_cuda_trie_free(dt);
+}
+
+bool error_mentions(treemask_status got, treemask_status want, const char *needle) {
+  return got == want && std::string(treemask_last_error()).find(needle) != std::string::npos;
+}
+
+void test_step_errors(const TrieUnderTest &t, cudaStream_t stream) {
+  treemask_cuda_trie *dt = nullptr;
+  CHECK_TM(treemask_cuda_trie_upload(t.trie.p, stream, &dt));
+  if (!dt) return;
+  const size_t words = treemask_bitmask_words(t.vocab);
+  DeviceArray<uint32_t> d_states(std::vector<uint32_t>(2, 0));
+  DeviceArray<int32_t> d_bitmask(2 * words);
+  DeviceArray<float> d_logits(2 * static_cast<size_t>(t.vocab));
+  treemask_status s = treemask_cuda_trie_advance_fill_bitmask(
+      dt, d_states.get(), nullptr, 2, 7, nullptr, d_bitmask.get(), words, stream);
+  CHECK_MSG(error_mentions(s, TREEMASK_ERR_INVALID_ARGUMENT, "unknown failure_policy 7"),
+            treemask_last_error());
+  s = treemask_cuda_trie_advance_fill_bitmask(dt, d_states.get(), nullptr, 2, 0, nullptr,
+                                              d_bitmask.get(), words - 1, stream);
+  CHECK_MSG(error_mentions(s, TREEMASK_ERR_BUFFER_TOO_SMALL, "bitmask_row_words"),
+            treemask_last_error());
+  uint32_t host_states[2] = {0, 0};
+  s = treemask_cuda_trie_advance_fill_bitmask(dt, host_states, nullptr, 2, 0, nullptr,
+                                              d_bitmask.get(), words, stream);
+  CHECK_MSG(error_mentions(s, TREEMASK_ERR_INVALID_ARGUMENT, "states is host memory"),
+            treemask_last_error());
+  const int32_t host_tokens[2] = {0, 0};
+  s = treemask_cuda_trie_advance_fill_bitmask(dt, d_states.get(), host_tokens, 2, 0, nullptr,
+                                              d_bitmask.get(), words, stream);
+  CHECK_MSG(error_mentions(s, TREEMASK_ERR_INVALID_ARGUMENT, "tokens is host memory"),
+            treemask_last_error());
+  s = treemask_cuda_trie_advance_mask_logits(dt, d_states.get(), nullptr, 2, 0, nullptr,
+                                             d_logits.get(), cudatest::kF32, t.vocab - 1,
+                                             t.vocab - 1, stream);
+  CHECK_MSG(error_mentions(s, TREEMASK_ERR_INVALID_ARGUMENT, "smaller than the trie's vocab_size"),
+            treemask_last_error());
+  s = treemask_cuda_trie_advance_mask_logits(dt, d_states.get(), nullptr, 2, 0, nullptr,
+                                             d_logits.get(), 9, t.vocab, t.vocab, stream);
+  CHECK_MSG(error_mentions(s, TREEMASK_ERR_INVALID_ARGUMENT, "unknown dtype 9"),
+            treemask_last_error());
+  CHECK_TM(treemask_cuda_trie_advance_fill_bitmask(dt, host_states, nullptr, 0, 0, nullptr,
+                                                   d_bitmask.get(), words, stream));
+  s = treemask_cuda_trie_upload(t.trie.p, stream, nullptr);
+  CHECK_MSG(error_mentions(s, TREEMASK_ERR_INVALID_ARGUMENT, "out is NULL"), treemask_last_error());
+  treemask_cuda_trie_free(dt);
+  treemask_cuda_trie_free(nullptr);
+}
+
+// Captures one decode step (advance + fill, apply; and the logits variant)
+// in a CUDA graph under the strictest capture mode, then replays it with new
+// tokens each step. Runs first in the program, so kernels load during capture.
+void test_graph(const TrieUnderTest &t, std::mt19937_64 &rng) {
+  constexpr size_t kRows = 16;
+  const int32_t policy = TREEMASK_FAILURE_FAIL_CLOSED;
+  cudaStream_t stream = nullptr;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  treemask_cuda_trie *dt = nullptr;
+  CHECK_TM(treemask_cuda_trie_upload(t.trie.p, stream, &dt));
+  if (!dt) return;
+  const size_t words = treemask_bitmask_words(t.vocab);
+  const size_t width = static_cast<size_t>(t.vocab);
+  DeviceArray<uint32_t> d_states_a(std::vector<uint32_t>(kRows, 0));
+  DeviceArray<uint32_t> d_states_b(std::vector<uint32_t>(kRows, 0));
+  DeviceArray<int32_t> d_tokens(std::vector<int32_t>(kRows, -1)), d_bitmask(kRows * words);
+  DeviceArray<uint8_t> d_pristine(kRows * width * 4), d_logits_a(kRows * width * 4),
+      d_logits_b(kRows * width * 4);
+
+  cudaGraph_t graph = nullptr;
+  CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  CHECK_TM(treemask_cuda_trie_advance_fill_bitmask(dt, d_states_a.get(), d_tokens.get(), kRows,
+                                                   policy, nullptr, d_bitmask.get(), words,
+                                                   stream));
+  CHECK_TM(treemask_cuda_apply_token_bitmask(d_logits_a.get(), cudatest::kF32, kRows, width, width,
+                                             d_bitmask.get(), words, t.vocab, nullptr, 0, stream));
+  CHECK_TM(treemask_cuda_trie_advance_mask_logits(dt, d_states_b.get(), d_tokens.get(), kRows,
+                                                  policy, nullptr, d_logits_b.get(), cudatest::kF32,
+                                                  width, width, stream));
+  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+  CHECK_MSG(ended == cudaSuccess,
+            std::string("capture was invalidated by a treemask call: ") + cudaGetErrorName(ended));
+  if (ended != cudaSuccess) return;
+  cudaGraphExec_t exec = nullptr;
+  CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  // Capturing ran nothing.
+  const auto untouched = d_states_a.download(stream);
+  CHECK(std::all_of(untouched.begin(), untouched.end(), [](uint32_t s) { return s == 0; }));
+
+  Reference ref(t, policy, kRows);
+  for (int step = 0, steps = testutil::scaled(cudatest::kEmulated ? 3 : 12); step < steps; ++step) {
+    std::vector<int32_t> tokens(kRows);
+    for (size_t r = 0; r < kRows; ++r) tokens[r] = pick_token(rng, t, ref.rows[r].p);
+    HostLogits logits(cudatest::kF32, kRows, width, width, rng);
+    d_tokens.upload(tokens, stream);
+    d_pristine.upload(logits.bytes, stream);
+    CHECK_CUDA(cudaMemcpyAsync(d_logits_a.get(), d_pristine.get(), logits.bytes.size(),
+                               cudaMemcpyDeviceToDevice, stream));
+    CHECK_CUDA(cudaMemcpyAsync(d_logits_b.get(), d_pristine.get(), logits.bytes.size(),
+                               cudaMemcpyDeviceToDevice, stream));
+    CHECK_CUDA(cudaGraphLaunch(exec, stream));
+
+    std::vector<int32_t> want(kRows * words);
+    for (size_t r = 0; r < kRows; ++r) {
+      ref.advance(r, tokens[r]);
+      const auto row = ref.fill(r, words);
+      std::copy(row.begin(), row.end(), want.begin() + r * words);
+    }
+    CHECK_MSG(d_bitmask.download(stream) == want,
+              "graph replay " + std::to_string(step) + ": bitmask differs from the matchers'");
+    const auto states_a = d_states_a.download(stream);
+    const auto states_b = d_states_b.download(stream);
+    for (size_t r = 0; r < kRows; ++r) {
+      CHECK_MSG(ref.state_matches(r, states_a[r]) && states_a[r] == states_b[r],
+                row_context("graph replay state", step, r));
+    }
+    cudatest::reference_apply(logits, want, words, t.vocab, nullptr);
+    std::string diff = cudatest::first_difference(logits, d_logits_a.download(stream));
+    CHECK_MSG(diff.empty(), "graph replay " + std::to_string(step) + ", apply: " + diff);
+    diff = cudatest::first_difference(logits, d_logits_b.download(stream));
+    CHECK_MSG(diff.empty(), "graph replay " + std::to_string(step) + ", mask_logits: " + diff);
+  }
+  CHECK_CUDA(cudaGraphExecDestroy(exec));
+  CHECK_CUDA(cudaGraphDestroy(graph));
+  treemask_cuda_trie_free(dt);
+  CHECK_CUDA(cudaStreamDestroy(stream));
+}
+
+}  // namespace
+
+int main() {
+  cudatest::skip_without_device("test_cuda_trie");
+  std::mt19937_64 rng(77);
+  TrieUnderTest big;
+  big_trie(rng, big);
+  test_graph(big, rng);
+
+  cudaStream_t stream = nullptr;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const int steps = testutil::scaled(24);
+  const int big_steps = testutil::scaled(cudatest::kEmulated ? 6 : 24);
+  for (int32_t policy = 0; policy <= 2; ++policy) walk(big, policy, 37, big_steps, rng, stream);
+  for (int i = 0, n = testutil::scaled(12); i < n; ++i) {
+    static constexpr int32_t kVocabs[] = {1, 2, 31, 32, 33, 64, 100, 1000};
+    TrieUnderTest small;
+    random_small_trie(rng, kVocabs[i % 8], small);
+    walk(small, i % 3, 9, steps, rng, i % 2 ? nullptr : stream);
+  }
+  test_reserved_and_invalid_states(big, stream);
+  test_step_errors(big, stream);
+  CHECK_CUDA(cudaStreamDestroy(stream));
+  return cudatest::finish("test_cuda_trie");
+}

@@ -144,6 +144,10 @@ typedef struct treemask_trie_options {
    * instead of setting each bit. Rows are built lazily, thread-safely, and
    * never exceed this budget. init sets 64 MiB; 0 disables the cache. */
   size_t dense_row_cache_bytes;
+  /* RTP-LLM loaders only: when the JSON lacks "start_token_id" or
+   * "end_token_id", use RTP-LLM's defaults 225 and 2 instead of failing
+   * ("sep" defaults to "_" regardless). init sets false. */
+  bool rtp_llm_defaults;
 } treemask_trie_options;
 
 /* Sets struct_size and every field to its default. */
@@ -195,6 +199,10 @@ typedef struct treemask_trie_stats {
   uint32_t max_fanout;            /* most children of one node */
   uint64_t bytes;                 /* memory of the flat arrays (no dense-row cache) */
   uint64_t dense_row_cache_bytes; /* memory the lazily built cache uses now */
+  /* Problems the loader tolerated: unknown top-level fields, prefix_dict keys
+   * the root cannot reach, unknown JSONL fields (`treemask check` lists
+   * them). Always 0 for tries built from paths or loaded from .tmtrie. */
+  uint64_t n_warnings;
 } treemask_trie_stats;
 
 /* Fills *out (up to out->struct_size bytes; set it to sizeof first).
@@ -203,6 +211,151 @@ TREEMASK_API treemask_status treemask_trie_get_stats(const treemask_trie *trie,
                                                      treemask_trie_stats *out);
 
 /* <treemask:trie-extensions> later sections add trie sources here. */
+
+/* ---- RTP-LLM tree-decode dictionaries ----------------------------------
+ *
+ * Built exactly as RTP-LLM masks with them: a key is start_token_id followed
+ * by the generated ids, joined by sep ("225_64000_64001"); the root is the key
+ * "225" alone. The allowed next tokens at a key are its list; a key that is
+ * missing or has an empty list allows only end_token_id (a terminal leaf);
+ * end_token_id inside a list makes the node terminal (it may still have
+ * children). Duplicate ids in a list merge. The trie has no labels.
+ *
+ * opts: vocab_size is required. If opts names no stop tokens, end_token_id
+ * is the stop token; otherwise opts' stop tokens end sequences and no other
+ * stop token may appear in a list.
+ *
+ * Errors (nothing is built, *out untouched; treemask_last_error() names the
+ * key and the problem): a key that does not start with start_token_id and
+ * sep, a part that is not a canonical decimal integer, ids outside int32 or
+ * >= vocab_size, duplicate keys, an empty sep or one containing digits or
+ * '-', an empty input (TREEMASK_ERR_PARSE), a missing or unreadable file
+ * (TREEMASK_ERR_IO). Tolerated, counted in treemask_trie_stats.n_warnings:
+ * unknown top-level fields (RTP-LLM's own files carry "weight_dict",
+ * "sparse_mask") and keys the root cannot reach.
+ *
+ * Thread-safe. Peak memory of the JSON form is about 4x the input (measured:
+ * 330 MB for an 87 MB file; mostly simdjson's index of it), never a map of key
+ * strings. */
+
+/* JSON: {"start_token_id": 225, "end_token_id": 2, "sep": "_",
+ * "prefix_dict": {"225": [64000, ...], "225_64000": [...], ...}}.
+ * start_token_id and end_token_id are required unless opts->rtp_llm_defaults;
+ * "sep" defaults to "_". Malformed JSON is TREEMASK_ERR_PARSE with the byte
+ * offset. Built without simdjson: TREEMASK_ERR_UNSUPPORTED. */
+TREEMASK_API treemask_status treemask_trie_from_rtp_json(const treemask_trie_options *opts,
+                                                         const char *json, size_t len,
+                                                         treemask_trie **out);
+
+/* The same, reading the file at path. */
+TREEMASK_API treemask_status treemask_trie_from_rtp_json_file(const treemask_trie_options *opts,
+                                                              const char *path,
+                                                              treemask_trie **out);
+
+/* RTP-LLM's text form: lines "key<TAB>id\x02id\x02..." (LF or CRLF; blank
+ * lines skipped); an empty id list after the tab is an empty list. It has no
+ * header, so start_token_id and end_token_id are arguments. sep: NULL means
+ * "_". Needs no JSON support. Errors name the line and the key. */
+TREEMASK_API treemask_status treemask_trie_from_rtp_tsv(const treemask_trie_options *opts,
+                                                        int32_t start_token_id,
+                                                        int32_t end_token_id, const char *sep,
+                                                        const char *data, size_t len,
+                                                        treemask_trie **out);
+
+/* The same, reading the file at path. */
+TREEMASK_API treemask_status treemask_trie_from_rtp_tsv_file(const treemask_trie_options *opts,
+                                                             int32_t start_token_id,
+                                                             int32_t end_token_id, const char *sep,
+                                                             const char *path, treemask_trie **out);
+
+/* ---- Token paths as JSON Lines ------------------------------------------
+ *
+ * One path per line: a bare array of token ids, or {"tokens": [...],
+ * "label": L}. Blank lines are skipped. Path i (counting paths, not lines)
+ * carries label i unless it gives "label". The rules of
+ * treemask_trie_from_paths apply (opts must name stop tokens; duplicates
+ * merge). Errors name the line (and the byte offset for malformed JSON);
+ * unknown object fields are warnings. Built without simdjson:
+ * TREEMASK_ERR_UNSUPPORTED. Thread-safe. */
+TREEMASK_API treemask_status treemask_trie_from_jsonl(const treemask_trie_options *opts,
+                                                      const char *data, size_t len,
+                                                      treemask_trie **out);
+
+/* The same, reading the file at path. */
+TREEMASK_API treemask_status treemask_trie_from_jsonl_file(const treemask_trie_options *opts,
+                                                           const char *path, treemask_trie **out);
+
+/* ---- Compiled trie files (.tmtrie) ---------------------------------------
+ *
+ * A little-endian, versioned file: a checksummed header, the flat arrays of
+ * the trie verbatim, optional metadata strings. Loading maps it (mmap) and
+ * reads nothing proportional to the trie, so processes share it through the
+ * page cache. The format is described in src/trie/file.h. */
+
+/* The format version this library writes and reads. */
+#define TREEMASK_TMTRIE_FORMAT_VERSION 1
+
+/* treemask_trie_load flag: skip the payload checksum (the one step whose cost
+ * grows with the file), making the load constant time. Every other check
+ * still runs, and every offset in the file is range-checked where it is used,
+ * so even a corrupted file yields errors (TREEMASK_ERR_CORRUPT_FILE from
+ * matcher calls), never a crash or an out-of-bounds read. */
+#define TREEMASK_LOAD_TRUSTED 1u
+
+typedef struct treemask_save_options {
+  size_t struct_size;
+  /* n_metadata key/value strings to store with the trie (a tokenizer
+   * fingerprint, label names, provenance). They are merged with the trie's
+   * own metadata (a loaded trie keeps its file's); a key given here wins.
+   * Keys must be non-empty and distinct; both are copied. init: none. */
+  const char *const *metadata_keys;
+  const char *const *metadata_values;
+  size_t n_metadata;
+} treemask_save_options;
+
+/* Sets struct_size and every field to its default. */
+TREEMASK_API void treemask_save_options_init(treemask_save_options *opts);
+
+/* Writes trie to path, replacing any file there. The file is written beside
+ * path under a temporary name and renamed over it, so a process that has
+ * the old file loaded keeps a valid mapping. opts NULL: no extra metadata.
+ * Errors: NULL trie or path, bad metadata (TREEMASK_ERR_INVALID_ARGUMENT),
+ * TREEMASK_ERR_IO naming the path. Thread-safe. */
+TREEMASK_API treemask_status treemask_trie_save_with_options(const treemask_trie *trie,
+                                                             const char *path,
+                                                             const treemask_save_options *opts);
+
+/* treemask_trie_save_with_options(trie, path, NULL). */
+TREEMASK_API treemask_status treemask_trie_save(const treemask_trie *trie, const char *path);
+
+/* Maps the .tmtrie file at path. flags: 0 (verify the payload checksum: one
+ * linear pass, GB/s) or TREEMASK_LOAD_TRUSTED (constant time). The loaded trie
+ * behaves bit for bit like the one saved; its dense-row cache budget is the
+ * default 64 MiB. The file must not be truncated or rewritten in place while
+ * a trie loaded from it is alive (replace it by rename, as
+ * treemask_trie_save does): the mapping would fault (SIGBUS).
+ * Errors: TREEMASK_ERR_IO (missing, unreadable, not a regular file),
+ * TREEMASK_ERR_CORRUPT_FILE (bad magic, truncated, checksum mismatch,
+ * inconsistent header), TREEMASK_ERR_VERSION_MISMATCH (another format
+ * version), TREEMASK_ERR_INVALID_ARGUMENT (unknown flags). Thread-safe. */
+TREEMASK_API treemask_status treemask_trie_load(const char *path, uint32_t flags,
+                                                treemask_trie **out);
+
+/* ---- Metadata strings ----------------------------------------------------
+ * Key/value strings a trie carries into and out of .tmtrie files, sorted by
+ * key. The returned strings are NUL-terminated, owned by the trie and valid
+ * while it is alive. NULL trie: none. Thread-safe. */
+
+/* The number of metadata entries. */
+TREEMASK_API size_t treemask_trie_metadata_count(const treemask_trie *trie);
+
+/* Entry index (< count) to *key and *value (either may be NULL).
+ * Errors: NULL trie, index out of range (TREEMASK_ERR_OUT_OF_RANGE). */
+TREEMASK_API treemask_status treemask_trie_metadata_at(const treemask_trie *trie, size_t index,
+                                                       const char **key, const char **value);
+
+/* The value stored under key, or NULL if there is none. */
+TREEMASK_API const char *treemask_trie_metadata_get(const treemask_trie *trie, const char *key);
 
 /* ======================================================================== */
 /* Section 5: matcher                                                        */

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "capi/shim.h"
+#include "trie/annotations.h"
 
 using treemask::Code;
 using treemask::Matcher;
@@ -170,6 +171,8 @@ treemask_status treemask_trie_get_stats(const treemask_trie *trie, treemask_trie
     s.max_fanout = a.max_fanout;
     s.bytes = a.bytes();
     s.dense_row_cache_bytes = to_trie(trie)->dense_cache_bytes();
+    const auto *annotations = to_trie(trie)->annotations();
+    s.n_warnings = annotations ? annotations->n_warnings() : 0;
     std::memcpy(static_cast<void *>(out), &s, s.struct_size);
     return Status::Ok();
   });

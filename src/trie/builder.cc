@@ -164,6 +164,14 @@ Result<Ref<Trie>> build_trie_from_paths(const TrieBuildOptions &opts_in,
   if (multi_labels.size() > 0xFFFFFFFFull) {
     return error(Code::kOutOfRange, "too many labels on duplicate paths: ", multi_labels.size());
   }
+  storage->stop_tokens = opts.stop_tokens;
+  return finish_trie(std::move(storage), opts, max_depth, max_fanout);
+}
+
+Ref<Trie> finish_trie(std::unique_ptr<VectorTrieStorage> storage, const TrieBuildOptions &opts,
+                      uint32_t max_depth, uint32_t max_fanout) {
+  const uint64_t n_nodes = storage->node_offsets.size() - 1;
+  auto &terminal_bits = storage->terminal_bits;
   terminal_bits.resize((n_nodes + 63) / 64, 0);
   auto &rank = storage->terminal_rank;
   rank.resize(terminal_bits.size());
@@ -172,22 +180,22 @@ Result<Ref<Trie>> build_trie_from_paths(const TrieBuildOptions &opts_in,
     rank[w] = running;
     running += static_cast<uint32_t>(std::popcount(terminal_bits[w]));
   }
-  storage->stop_tokens = opts.stop_tokens;
+  if (storage->multi_offsets.empty()) storage->multi_offsets.push_back(0);
 
   TrieArrays arrays;
-  arrays.node_offsets = node_offsets.data();
-  arrays.edge_tokens = edge_tokens.data();
+  arrays.node_offsets = storage->node_offsets.data();
+  arrays.edge_tokens = storage->edge_tokens.data();
   arrays.terminal_bits = terminal_bits.data();
   arrays.terminal_rank = rank.data();
-  arrays.first_labels = opts.no_labels ? nullptr : first_labels.data();
-  arrays.multi_ranks = multi_ranks.data();
-  arrays.multi_offsets = multi_offsets.data();
-  arrays.multi_labels = multi_labels.data();
+  arrays.first_labels = opts.no_labels ? nullptr : storage->first_labels.data();
+  arrays.multi_ranks = storage->multi_ranks.data();
+  arrays.multi_offsets = storage->multi_offsets.data();
+  arrays.multi_labels = storage->multi_labels.data();
   arrays.stop_tokens = storage->stop_tokens.data();
   arrays.n_nodes = n_nodes;
-  arrays.n_terminals = n_terminals;
-  arrays.n_multi = multi_ranks.size();
-  arrays.n_multi_labels = multi_labels.size();
+  arrays.n_terminals = running;
+  arrays.n_multi = storage->multi_ranks.size();
+  arrays.n_multi_labels = storage->multi_labels.size();
   arrays.n_stop_tokens = static_cast<uint32_t>(storage->stop_tokens.size());
   arrays.vocab_size = opts.vocab_size;
   arrays.max_depth = max_depth;

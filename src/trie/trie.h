@@ -41,6 +41,8 @@
 
 namespace treemask {
 
+class TrieAnnotations;  // trie/annotations.h
+
 // Reserved node ids: the state-array form stores these in place of a node.
 inline constexpr uint32_t kStateTerminated = 0xFFFFFFFEu;
 inline constexpr uint32_t kStateFailed = 0xFFFFFFFFu;
@@ -64,6 +66,8 @@ struct TrieArrays {
   uint64_t n_multi_labels = 0;
   uint32_t n_stop_tokens = 0;
   int32_t vocab_size = 0;
+  // Statistics only: a trusted .tmtrie load takes them from the file unchecked,
+  // so never size a buffer by them.
   uint32_t max_depth = 0;
   uint32_t max_fanout = 0;
 
@@ -190,11 +194,17 @@ class Trie final : public RefCounted {
     return *static_cast<const T *>(d.data.get());
   }
 
+  // Metadata strings and loader warnings (null: none). Set once by whoever
+  // makes the trie, before it is shared.
+  const TrieAnnotations *annotations() const { return annotations_.get(); }
+  void set_annotations(std::shared_ptr<const TrieAnnotations> a) { annotations_ = std::move(a); }
+
  private:
   const uint32_t *cached_row(uint32_t node, const Children &c) const;
 
   std::unique_ptr<TrieStorage> storage_;
   TrieArrays a_;
+  std::shared_ptr<const TrieAnnotations> annotations_;
 
   // Dense-row cache: a fixed open-addressing table (node -> row) allocated on
   // first use. Slots are claimed with a CAS on the key and published with a
@@ -222,6 +232,13 @@ class Trie final : public RefCounted {
 Result<Ref<Trie>> build_trie_from_paths(const TrieBuildOptions &opts,
                                         std::span<const int32_t> tokens,
                                         std::span<const size_t> offsets, const int64_t *label_ids);
+
+// Completes a trie whose storage holds node_offsets (n_nodes + 1 entries),
+// edge_tokens, terminal_bits (trailing zero words may be missing), labels and
+// stop_tokens in the layout above: computes the rank directory and the views.
+// opts.no_labels leaves the trie without labels.
+Ref<Trie> finish_trie(std::unique_ptr<VectorTrieStorage> storage, const TrieBuildOptions &opts,
+                      uint32_t max_depth, uint32_t max_fanout);
 
 // Checks and normalises (sorts, dedupes) stop tokens against vocab_size.
 Status normalize_stop_tokens(int32_t vocab_size, std::vector<int32_t> &stop_tokens);

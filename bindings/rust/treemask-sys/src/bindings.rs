@@ -17,6 +17,8 @@ pub const TREEMASK_ERR_CORRUPT_FILE: i32 = 8;
 pub const TREEMASK_ERR_VERSION_MISMATCH: i32 = 9;
 pub const TREEMASK_ERR_UNSUPPORTED: i32 = 10;
 pub const TREEMASK_ERR_INTERNAL: i32 = 11;
+pub const TREEMASK_TMTRIE_FORMAT_VERSION: i32 = 1;
+pub const TREEMASK_LOAD_TRUSTED: i32 = 1;
 pub const TREEMASK_FAILURE_REJECT: i32 = 0;
 pub const TREEMASK_FAILURE_FAIL_CLOSED: i32 = 1;
 pub const TREEMASK_FAILURE_STICKY_ERROR: i32 = 2;
@@ -59,6 +61,7 @@ pub struct treemask_trie_options {
     pub stop_tokens: *const i32,
     pub n_stop_tokens: usize,
     pub dense_row_cache_bytes: usize,
+    pub rtp_llm_defaults: bool,
 }
 extern "C" {
     pub fn treemask_trie_options_init(opts: *mut treemask_trie_options);
@@ -90,9 +93,57 @@ pub struct treemask_trie_stats {
     pub max_fanout: u32,
     pub bytes: u64,
     pub dense_row_cache_bytes: u64,
+    pub n_warnings: u64,
 }
 extern "C" {
     pub fn treemask_trie_get_stats(trie: *const treemask_trie, out: *mut treemask_trie_stats) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_trie_from_rtp_json(opts: *const treemask_trie_options, json: *const core::ffi::c_char, len: usize, out: *mut *mut treemask_trie) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_trie_from_rtp_json_file(opts: *const treemask_trie_options, path: *const core::ffi::c_char, out: *mut *mut treemask_trie) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_trie_from_rtp_tsv(opts: *const treemask_trie_options, start_token_id: i32, end_token_id: i32, sep: *const core::ffi::c_char, data: *const core::ffi::c_char, len: usize, out: *mut *mut treemask_trie) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_trie_from_rtp_tsv_file(opts: *const treemask_trie_options, start_token_id: i32, end_token_id: i32, sep: *const core::ffi::c_char, path: *const core::ffi::c_char, out: *mut *mut treemask_trie) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_trie_from_jsonl(opts: *const treemask_trie_options, data: *const core::ffi::c_char, len: usize, out: *mut *mut treemask_trie) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_trie_from_jsonl_file(opts: *const treemask_trie_options, path: *const core::ffi::c_char, out: *mut *mut treemask_trie) -> treemask_status;
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct treemask_save_options {
+    pub struct_size: usize,
+    pub metadata_keys: *const *const core::ffi::c_char,
+    pub metadata_values: *const *const core::ffi::c_char,
+    pub n_metadata: usize,
+}
+extern "C" {
+    pub fn treemask_save_options_init(opts: *mut treemask_save_options);
+}
+extern "C" {
+    pub fn treemask_trie_save_with_options(trie: *const treemask_trie, path: *const core::ffi::c_char, opts: *const treemask_save_options) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_trie_save(trie: *const treemask_trie, path: *const core::ffi::c_char) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_trie_load(path: *const core::ffi::c_char, flags: u32, out: *mut *mut treemask_trie) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_trie_metadata_count(trie: *const treemask_trie) -> usize;
+}
+extern "C" {
+    pub fn treemask_trie_metadata_at(trie: *const treemask_trie, index: usize, key: *mut *const core::ffi::c_char, value: *mut *const core::ffi::c_char) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_trie_metadata_get(trie: *const treemask_trie, key: *const core::ffi::c_char) -> *const core::ffi::c_char;
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]

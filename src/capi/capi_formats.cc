@@ -1,0 +1,225 @@
+// The extern "C" entry points of the trie sources in treemask.h section 4:
+// RTP-LLM dictionaries, JSON Lines paths, .tmtrie files and metadata.
+// Argument checks and conversion only; the loaders live in src/json and
+// src/trie/file.cc.
+//
+// Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#include <string>
+#include <vector>
+
+#include "capi/shim.h"
+#include "json/read_file.h"
+#include "json/rtp.h"
+#include "trie/annotations.h"
+#include "trie/file.h"
+
+using treemask::Code;
+using treemask::Diagnostics;
+using treemask::Ref;
+using treemask::Result;
+using treemask::Status;
+using treemask::Trie;
+using treemask::capi::guard;
+using treemask::capi::to_handle;
+using treemask::capi::to_trie;
+
+namespace {
+
+// Reads the fields of treemask_trie_options the RTP-LLM loaders use.
+Status rtp_options(const treemask_trie_options *opts, treemask::RtpOptions &out) {
+  TM_TRY(treemask::capi::trie_build_options(opts, out.build));
+  treemask_trie_options o;
+  treemask_trie_options_init(&o);
+  TM_TRY(treemask::capi::read_options(opts, o, "treemask_trie_options"));
+  if (o.rtp_llm_defaults) {
+    out.start_token_id = treemask::kRtpDefaultStartToken;
+    out.end_token_id = treemask::kRtpDefaultEndToken;
+  }
+  return Status::Ok();
+}
+
+Status publish(Result<Ref<Trie>> trie, treemask_trie **out) {
+  if (!trie.ok()) return trie.take_status();
+  *out = to_handle(trie.value().leak());
+  return Status::Ok();
+}
+
+Status rtp_tsv(const treemask_trie_options *opts, int32_t start, int32_t end, const char *sep,
+               std::string_view data, treemask_trie **out) {
+  treemask::RtpOptions o;
+  TM_TRY(rtp_options(opts, o));
+  o.start_token_id = start;
+  o.end_token_id = end;
+  o.sep = sep ? std::string(sep) : std::string(treemask::kRtpDefaultSep);
+  Diagnostics diag;
+  return publish(treemask::load_rtp_tsv(o, data, diag), out);
+}
+
+Status jsonl(const treemask_trie_options *opts, std::string_view data, treemask_trie **out) {
+  treemask::TrieBuildOptions build;
+  TM_TRY(treemask::capi::trie_build_options(opts, build));
+  Diagnostics diag;
+  return publish(treemask::load_jsonl_paths(build, data, diag), out);
+}
+
+// Prefixes a loader error with the file it came from.
+Status with_path(Status s, const char *path) {
+  if (s.ok()) return s;
+  return Status(s.code(), treemask::cat("\"", path, "\": ", s.message()));
+}
+
+}  // namespace
+
+extern "C" {
+
+treemask_status treemask_trie_from_rtp_json(const treemask_trie_options *opts, const char *json,
+                                            size_t len, treemask_trie **out) {
+  return guard(__func__, [&]() -> Status {
+    TM_REQUIRE_ARG(out);
+    if (!json && len > 0) {
+      return treemask::error(Code::kInvalidArgument, "json is NULL but len is ", len);
+    }
+    treemask::RtpOptions o;
+    TM_TRY(rtp_options(opts, o));
+    Diagnostics diag;
+    return publish(treemask::load_rtp_json(o, {json ? json : "", len}, diag), out);
+  });
+}
+
+treemask_status treemask_trie_from_rtp_json_file(const treemask_trie_options *opts,
+                                                 const char *path, treemask_trie **out) {
+  return guard(__func__, [&]() -> Status {
+    TM_REQUIRE_ARG(out);
+    TM_REQUIRE_ARG(path);
+    treemask::RtpOptions o;
+    TM_TRY(rtp_options(opts, o));
+    Diagnostics diag;
+    return publish(treemask::load_rtp_json_file(o, path, diag), out);
+  });
+}
+
+treemask_status treemask_trie_from_rtp_tsv(const treemask_trie_options *opts,
+                                           int32_t start_token_id, int32_t end_token_id,
+                                           const char *sep, const char *data, size_t len,
+                                           treemask_trie **out) {
+  return guard(__func__, [&]() -> Status {
+    TM_REQUIRE_ARG(out);
+    if (!data && len > 0) {
+      return treemask::error(Code::kInvalidArgument, "data is NULL but len is ", len);
+    }
+    return rtp_tsv(opts, start_token_id, end_token_id, sep, {data ? data : "", len}, out);
+  });
+}
+
+treemask_status treemask_trie_from_rtp_tsv_file(const treemask_trie_options *opts,
+                                                int32_t start_token_id, int32_t end_token_id,
+                                                const char *sep, const char *path,
+                                                treemask_trie **out) {
+  return guard(__func__, [&]() -> Status {
+    TM_REQUIRE_ARG(out);
+    TM_REQUIRE_ARG(path);
+    TM_ASSIGN_OR_RETURN(auto file, treemask::read_file(path, 0));
+    return with_path(rtp_tsv(opts, start_token_id, end_token_id, sep, file.view(), out), path);
+  });
+}
+
+treemask_status treemask_trie_from_jsonl(const treemask_trie_options *opts, const char *data,
+                                         size_t len, treemask_trie **out) {
+  return guard(__func__, [&]() -> Status {
+    TM_REQUIRE_ARG(out);
+    if (!data && len > 0) {
+      return treemask::error(Code::kInvalidArgument, "data is NULL but len is ", len);
+    }
+    return jsonl(opts, {data ? data : "", len}, out);
+  });
+}
+
+treemask_status treemask_trie_from_jsonl_file(const treemask_trie_options *opts, const char *path,
+                                              treemask_trie **out) {
+  return guard(__func__, [&]() -> Status {
+    TM_REQUIRE_ARG(out);
+    TM_REQUIRE_ARG(path);
+    TM_ASSIGN_OR_RETURN(auto file, treemask::read_file(path, 0));
+    return with_path(jsonl(opts, file.view(), out), path);
+  });
+}
+
+void treemask_save_options_init(treemask_save_options *opts) {
+  if (!opts) return;
+  std::memset(static_cast<void *>(opts), 0, sizeof(*opts));
+  opts->struct_size = sizeof(*opts);
+}
+
+treemask_status treemask_trie_save_with_options(const treemask_trie *trie, const char *path,
+                                                const treemask_save_options *opts) {
+  return guard(__func__, [&]() -> Status {
+    TM_REQUIRE_ARG(trie);
+    TM_REQUIRE_ARG(path);
+    treemask_save_options o;
+    treemask_save_options_init(&o);
+    TM_TRY(treemask::capi::read_options(opts, o, "treemask_save_options"));
+    std::vector<std::pair<std::string, std::string>> metadata;
+    if (o.n_metadata > 0 && (!o.metadata_keys || !o.metadata_values)) {
+      return treemask::error(Code::kInvalidArgument,
+                             "opts->metadata_keys or opts->metadata_values is NULL but "
+                             "opts->n_metadata is ",
+                             o.n_metadata);
+    }
+    for (size_t i = 0; i < o.n_metadata; ++i) {
+      if (!o.metadata_keys[i] || !o.metadata_values[i]) {
+        return treemask::error(Code::kInvalidArgument, "opts->metadata_keys[", i,
+                               "] or opts->metadata_values[", i, "] is NULL");
+      }
+      for (size_t j = 0; j < i; ++j) {
+        if (std::strcmp(o.metadata_keys[i], o.metadata_keys[j]) == 0) {
+          return treemask::error(Code::kInvalidArgument, "duplicate metadata key \"",
+                                 o.metadata_keys[i], "\" (opts->metadata_keys[", j, "] and [", i,
+                                 "])");
+        }
+      }
+      metadata.emplace_back(o.metadata_keys[i], o.metadata_values[i]);
+    }
+    return treemask::save_trie(*to_trie(trie), path, metadata);
+  });
+}
+
+treemask_status treemask_trie_save(const treemask_trie *trie, const char *path) {
+  return treemask_trie_save_with_options(trie, path, nullptr);
+}
+
+treemask_status treemask_trie_load(const char *path, uint32_t flags, treemask_trie **out) {
+  return guard(__func__, [&]() -> Status {
+    TM_REQUIRE_ARG(path);
+    TM_REQUIRE_ARG(out);
+    return publish(treemask::load_trie(path, flags), out);
+  });
+}
+
+size_t treemask_trie_metadata_count(const treemask_trie *trie) {
+  const auto *a = trie ? to_trie(trie)->annotations() : nullptr;
+  return a ? a->metadata().size() : 0;
+}
+
+treemask_status treemask_trie_metadata_at(const treemask_trie *trie, size_t index, const char **key,
+                                          const char **value) {
+  return guard(__func__, [&]() -> Status {
+    TM_REQUIRE_ARG(trie);
+    const size_t n = treemask_trie_metadata_count(trie);
+    if (index >= n) {
+      return treemask::error(Code::kOutOfRange, "index ", index, " >= metadata count ", n);
+    }
+    const auto &entry = to_trie(trie)->annotations()->metadata()[index];
+    if (key) *key = entry.key.data();
+    if (value) *value = entry.value.data();
+    return Status::Ok();
+  });
+}
+
+const char *treemask_trie_metadata_get(const treemask_trie *trie, const char *key) {
+  if (!trie || !key) return nullptr;
+  const auto *a = to_trie(trie)->annotations();
+  const auto *entry = a ? a->find(key) : nullptr;
+  return entry ? entry->value.data() : nullptr;
+}
+
+}  // extern "C"

@@ -1,0 +1,180 @@
+// Loading any input the command accepts: a .tmtrie file, an RTP-LLM
+// dictionary (JSON or TSV) or JSONL token paths.
+//
+// Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+
+#include "cli/cli.h"
+#include "json/read_file.h"
+#include "json/rtp.h"
+#include "trie/file.h"
+
+namespace treemask::cli {
+
+const std::vector<FlagSpec> kInputFlags = {
+    {"vocab-size", true}, {"stop-tokens", true}, {"format", true},        {"start-token", true},
+    {"end-token", true},  {"sep", true},         {"rtp-defaults", false}, {"trusted", false},
+};
+
+namespace {
+
+constexpr uint64_t kProgressMinBytes = 4u << 20;
+
+std::optional<UsageError> parse_int(const std::string &flag, const std::string &text,
+                                    int32_t &out) {
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  if (ec != std::errc() || ptr != text.data() + text.size()) {
+    return UsageError{cat("--", flag, " expects an integer, got \"", text, "\"")};
+  }
+  return std::nullopt;
+}
+
+std::optional<UsageError> parse_int_list(const std::string &flag, const std::string &text,
+                                         std::vector<int32_t> &out) {
+  for (size_t pos = 0; pos <= text.size();) {
+    size_t comma = text.find(',', pos);
+    if (comma == std::string::npos) comma = text.size();
+    int32_t v;
+    if (auto e = parse_int(flag, text.substr(pos, comma - pos), v)) return e;
+    out.push_back(v);
+    pos = comma + 1;
+  }
+  return std::nullopt;
+}
+
+bool starts_with_tmtrie_magic(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[8] = {};
+  in.read(magic, 8);
+  return in.gcount() == 8 && std::memcmp(magic, "\x89TMTRIE\n", 8) == 0;
+}
+
+std::string format_from_name(const std::string &path) {
+  const size_t dot = path.rfind('.');
+  const std::string ext = dot == std::string::npos ? "" : path.substr(dot + 1);
+  if (ext == "json") return "rtp-json";
+  if (ext == "txt" || ext == "tsv") return "rtp-tsv";
+  if (ext == "jsonl" || ext == "ndjson") return "jsonl";
+  if (ext == "tmtrie") return "tmtrie";
+  return "";
+}
+
+// Redraws one line on stderr: [#####-----]  45%  12.3 MB/s.
+class ProgressBar {
+ public:
+  explicit ProgressBar(const char *what) : what_(what), start_(Clock::now()) {}
+  ~ProgressBar() {
+    if (drawn_) std::fprintf(stderr, "\r%-70s\r", "");
+  }
+  void update(uint64_t done, uint64_t total) {
+    const double secs = std::chrono::duration<double>(Clock::now() - start_).count();
+    const int width = 30;
+    const int filled = total ? static_cast<int>(width * done / total) : 0;
+    std::string bar(static_cast<size_t>(filled), '#');
+    bar.resize(width, '-');
+    std::fprintf(stderr, "\r%s [%s] %3d%%  %7.1f MB/s", what_, bar.c_str(),
+                 total ? static_cast<int>(100 * done / total) : 0,
+                 secs > 0 ? done / secs / 1e6 : 0.0);
+    drawn_ = true;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  const char *what_;
+  Clock::time_point start_;
+  bool drawn_ = false;
+};
+
+}  // namespace
+
+std::optional<UsageError> load_input(const Args &args, Diagnostics &diag, bool progress,
+                                     Loaded &out) {
+  if (args.positional().size() != 1) {
+    return UsageError{args.positional().empty() ? "missing INPUT" : "give exactly one INPUT"};
+  }
+  Input &in = out.input;
+  in.path = args.positional()[0];
+  struct stat st;
+  if (stat(in.path.c_str(), &st) == 0) in.bytes = static_cast<uint64_t>(st.st_size);
+  if (const std::string *f = args.value("format")) {
+    in.format = *f;
+    if (in.format != "rtp-json" && in.format != "rtp-tsv" && in.format != "jsonl" &&
+        in.format != "tmtrie") {
+      return UsageError{cat("unknown --format \"", *f, "\" (rtp-json, rtp-tsv, jsonl, tmtrie)")};
+    }
+  } else if (starts_with_tmtrie_magic(in.path)) {
+    in.format = "tmtrie";
+  } else {
+    in.format = format_from_name(in.path);
+    if (in.format.empty()) {
+      return UsageError{cat("cannot tell the format of \"", in.path,
+                            "\" from its name; pass --format rtp-json|rtp-tsv|jsonl|tmtrie")};
+    }
+  }
+
+  const auto started = std::chrono::steady_clock::now();
+  auto finish = [&](Result<Ref<Trie>> trie) {
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    out.trie = std::move(trie);
+    return std::nullopt;
+  };
+  if (in.format == "tmtrie") {
+    return finish(load_trie(in.path, args.has("trusted") ? kLoadTrusted : 0));
+  }
+
+  RtpOptions opts;
+  const std::string *vocab = args.value("vocab-size");
+  if (!vocab) return UsageError{cat("--vocab-size is required for ", in.format, " input")};
+  if (auto e = parse_int("vocab-size", *vocab, opts.build.vocab_size)) return e;
+  if (const std::string *s = args.value("stop-tokens")) {
+    if (auto e = parse_int_list("stop-tokens", *s, opts.build.stop_tokens)) return e;
+  }
+  int32_t v;
+  if (const std::string *s = args.value("start-token")) {
+    if (auto e = parse_int("start-token", *s, v)) return e;
+    opts.start_token_id = v;
+  }
+  if (const std::string *s = args.value("end-token")) {
+    if (auto e = parse_int("end-token", *s, v)) return e;
+    opts.end_token_id = v;
+  }
+  if (const std::string *s = args.value("sep")) opts.sep = *s;
+  // Explicit flags say what the user expects the file to hold; RTP-LLM's
+  // defaults only fill what it lacks.
+  opts.values_must_match = args.has("start-token") || args.has("end-token") || args.has("sep");
+  if (args.has("rtp-defaults")) {
+    if (!opts.start_token_id) opts.start_token_id = kRtpDefaultStartToken;
+    if (!opts.end_token_id) opts.end_token_id = kRtpDefaultEndToken;
+  }
+  std::optional<ProgressBar> bar;
+  if (progress && in.bytes > kProgressMinBytes && isatty(STDERR_FILENO)) {
+    bar.emplace("parsing");
+    opts.progress = [&bar](uint64_t done, uint64_t total) { bar->update(done, total); };
+  }
+  if (in.format == "jsonl" && opts.build.stop_tokens.empty()) {
+    return UsageError{"--stop-tokens is required for jsonl input"};
+  }
+  if (in.format == "rtp-tsv" && (!opts.start_token_id || !opts.end_token_id)) {
+    return UsageError{
+        "rtp-tsv input has no header: give --start-token and --end-token (or --rtp-defaults)"};
+  }
+  if (in.format == "rtp-json") return finish(load_rtp_json_file(opts, in.path, diag));
+  auto file = read_file(in.path, 0);
+  if (!file.ok()) return finish(file.take_status());
+  auto with_path = [&](Result<Ref<Trie>> r) -> Result<Ref<Trie>> {
+    if (r.ok()) return r;
+    return Status(r.status().code(), cat("\"", in.path, "\": ", r.status().message()));
+  };
+  if (in.format == "rtp-tsv") {
+    return finish(with_path(load_rtp_tsv(opts, file.value().view(), diag)));
+  }
+  return finish(with_path(load_jsonl_paths(opts.build, file.value().view(), diag, opts.progress)));
+}
+
+}  // namespace treemask::cli

@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""The `treemask` command end to end: `paths` prints exactly the sequences
+RTP-LLM's rule allows (computed here independently, from the raw fixtures),
+compile -> .tmtrie -> paths is lossless, `check` lists every problem, and the
+exit codes are 0 ok / 1 bad input / 2 usage.
+
+usage: test_cli.py TREEMASK_BINARY SOURCE_ROOT
+Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+"""
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import unittest
+
+TREEMASK = sys.argv[1]
+ROOT = sys.argv[2]
+DATA = os.path.join(ROOT, "tests", "data", "rtp-llm")
+
+
+def run(*args, check_rc=None):
+    p = subprocess.run([TREEMASK, *args], capture_output=True, text=True)
+    if check_rc is not None and p.returncode != check_rc:
+        raise AssertionError("treemask %s: rc %d, want %d\nstdout: %s\nstderr: %s"
+                             % (" ".join(args), p.returncode, check_rc, p.stdout[-2000:], p.stderr))
+    return p
+
+
+def rtp_sequences(prefix_dict, start, end, sep="_"):
+    """Every sequence RTP-LLM's mask lets a generation end with: walk the keys
+    as RTP-LLM looks them up; a missing key or empty list allows only end."""
+    out = []
+    stack = [()]
+    while stack:
+        generated = stack.pop()
+        key = sep.join([str(start)] + [str(t) for t in generated])
+        allowed = set(prefix_dict.get(key) or [end])
+        if end in allowed:
+            out.append(generated)
+        stack.extend(generated + (t,) for t in allowed if t != end)
+    return sorted(out)
+
+
+def paths_output(seqs):
+    return "".join(" ".join(map(str, s)) + "\n" for s in seqs)
+
+
+class Paths(unittest.TestCase):
+    def test_json_fixture(self):
+        d = json.load(open(os.path.join(DATA, "gir_prefix_dict.json")))
+        want = paths_output(rtp_sequences(d["prefix_dict"], d["start_token_id"], d["end_token_id"]))
+        got = run("paths", os.path.join(DATA, "gir_prefix_dict.json"), "--vocab-size", "100000",
+                  check_rc=0).stdout
+        self.assertEqual(got, want)
+
+    def test_tsv_fixture_and_its_compiled_file(self):
+        prefix_dict = {}
+        for line in open(os.path.join(DATA, "gir_prefix_dict.txt"), encoding="utf-8"):
+            key, ids = line.rstrip("\n").split("\t")
+            prefix_dict[key] = [int(x) for x in ids.split("\x02") if x]
+        self.assertEqual(len(prefix_dict["225"]), 7835)
+        want = paths_output(rtp_sequences(prefix_dict, 225, 2))
+        src = os.path.join(DATA, "gir_prefix_dict.txt")
+        got = run("paths", src, "--vocab-size", "100000", "--start-token", "225",
+                  "--end-token", "2", check_rc=0).stdout
+        self.assertEqual(got, want)
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "gir.tmtrie")
+            compiled = run("compile", src, "-o", out, "--vocab-size", "100000", "--rtp-defaults",
+                           "--meta", "tokenizer=test-fingerprint", check_rc=0).stdout
+            self.assertIn("nodes", compiled)
+            for flags in ([], ["--trusted"]):
+                self.assertEqual(run("paths", out, *flags, check_rc=0).stdout, want)
+            info = run("inspect", out, check_rc=0).stdout
+            self.assertIn("tokenizer            test-fingerprint", info)
+            self.assertIn("bytes/edge", info)
+            self.assertIn("checksum verified", info)
+
+    def test_jsonl_paths_are_the_sorted_distinct_input(self):
+        rng = random.Random(5)
+        seqs = [tuple(rng.randrange(1, 50) for _ in range(rng.randrange(0, 5))) for _ in range(300)]
+        with tempfile.TemporaryDirectory() as tmp:
+            src = os.path.join(tmp, "paths.jsonl")
+            with open(src, "w") as f:
+                for i, s in enumerate(seqs):
+                    f.write(json.dumps({"tokens": list(s), "label": i} if i % 2 else list(s)) + "\n")
+            got = run("paths", src, "--vocab-size", "50", "--stop-tokens", "0", check_rc=0).stdout
+        self.assertEqual(got, paths_output(sorted(set(seqs))))
+
+
+class Check(unittest.TestCase):
+    def test_lists_every_problem(self):
+        bad = {"start_token_id": 1, "end_token_id": 2, "extra": 1,
+               "prefix_dict": {"1": [3, 4, 500], "1_3": ["x"], "1_x": [2], "7_1": [2],
+                               "1_4": [2], "1_9_9": [2]}}
+        with tempfile.TemporaryDirectory() as tmp:
+            src = os.path.join(tmp, "bad.json")
+            json.dump(bad, open(src, "w"))
+            p = run("check", src, "--vocab-size", "100", check_rc=1)
+        errors = [l for l in p.stdout.splitlines() if l.startswith("error:")]
+        warnings = [l for l in p.stdout.splitlines() if l.startswith("warning:")]
+        self.assertEqual(len(errors), 4, p.stdout)  # 500, "x", key 1_x, key 7_1
+        self.assertTrue(any("id 500 is out of range" in e for e in errors), p.stdout)
+        self.assertTrue(any('key "1_x"' in e for e in errors), p.stdout)
+        self.assertTrue(any('key "7_1"' in e for e in errors), p.stdout)
+        self.assertTrue(any('"extra"' in w for w in warnings), p.stdout)
+        self.assertTrue(any('"1_9_9" is unreachable' in w for w in warnings), p.stdout)
+
+    def test_clean_input_and_the_utils_fixture(self):
+        run("check", os.path.join(DATA, "gir_prefix_dict.json"), "--vocab-size", "100000",
+            check_rc=0)
+        p = run("check", os.path.join(DATA, "utils_test_gir_prefix_dict.json"), "--vocab-size",
+                "100", check_rc=1)
+        self.assertIn('key "1_2"', p.stdout)
+        self.assertIn('key "1_2_3"', p.stdout)
+
+    def test_a_damaged_tmtrie(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "g.tmtrie")
+            run("compile", os.path.join(DATA, "gir_prefix_dict.json"), "-o", out, "--vocab-size",
+                "100000", check_rc=0)
+            run("check", out, check_rc=0)
+            data = bytearray(open(out, "rb").read())
+            data[-20] ^= 0x40
+            open(out, "wb").write(data)
+            p = run("check", out, check_rc=1)
+            self.assertIn("checksum mismatch", p.stdout)
+
+
+class ExitCodes(unittest.TestCase):
+    def test_usage_errors_exit_2(self):
+        src = os.path.join(DATA, "gir_prefix_dict.json")
+        for args in (["frobnicate"], [], ["compile", src, "-o", "/tmp/x.tmtrie"],
+                     ["paths", src, "--vocab-size"], ["paths", src, "--vocab-size", "ten"],
+                     ["compile", src, "--vocab-size", "9"], ["inspect", "file.unknown"],
+                     ["paths", os.path.join(DATA, "gir_prefix_dict.txt"), "--vocab-size", "9"],
+                     ["check", src, "--vocab-size", "10", "--nope"]):
+            self.assertEqual(run(*args).returncode, 2, args)
+
+    def test_bad_input_exits_1(self):
+        self.assertEqual(run("paths", "/nonexistent.json", "--vocab-size", "10").returncode, 1)
+        self.assertEqual(run("paths", os.path.join(DATA, "gir_prefix_dict.json"),
+                             "--vocab-size", "100").returncode, 1)  # ids >= vocab
+
+    def test_flags_that_contradict_the_file_exit_1(self):
+        p = run("paths", os.path.join(DATA, "gir_prefix_dict.json"), "--vocab-size", "100000",
+                "--start-token", "1")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn('"start_token_id" is 225 in the input but 1 was given', p.stderr)
+
+    def test_help_for_every_command(self):
+        for cmd in ("compile", "inspect", "paths", "check", "demo"):
+            p = run(cmd, "--help", check_rc=0)
+            self.assertIn("usage: treemask " + cmd, p.stdout)
+        self.assertIn("commands:", run("--help", check_rc=0).stdout)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1], verbosity=2)

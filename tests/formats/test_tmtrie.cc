@@ -1,0 +1,384 @@
+// The .tmtrie file: save/load round trips are bit for bit, metadata travels,
+// and damaged files (truncated, bit-flipped, wrong magic or version) are
+// clear errors when verified and never crash when loaded trusted.
+//
+// Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "common/oracle.h"
+#include "common/test_util.h"
+#include "trie/file.h"
+#include "trie/trie.h"
+
+namespace {
+
+using testutil::MatcherHandle;
+using testutil::TrieHandle;
+
+std::string last_error() { return treemask_last_error(); }
+
+// A scratch directory removed at the end of the test.
+class TmtrieTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/treemask-tmtrie-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
+  std::string path(const std::string &name) const { return dir_ + "/" + name; }
+
+  std::string dir_;
+};
+
+std::vector<unsigned char> read_bytes(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_bytes(const std::string &path, const unsigned char *data, size_t n) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char *>(data), static_cast<std::streamsize>(n));
+}
+
+const treemask::Trie &internal(const treemask_trie *t) {
+  return *reinterpret_cast<const treemask::Trie *>(t);
+}
+
+template <class T>
+void expect_same_array(const T *a, const T *b, uint64_t n, const char *name) {
+  if (n == 0) return;
+  ASSERT_TRUE(a && b) << name;
+  EXPECT_EQ(std::memcmp(a, b, n * sizeof(T)), 0) << name;
+}
+
+void expect_same_arrays(const treemask_trie *x, const treemask_trie *y) {
+  const treemask::TrieArrays &a = internal(x).arrays(), &b = internal(y).arrays();
+  ASSERT_EQ(a.n_nodes, b.n_nodes);
+  ASSERT_EQ(a.n_terminals, b.n_terminals);
+  ASSERT_EQ(a.n_multi, b.n_multi);
+  ASSERT_EQ(a.n_multi_labels, b.n_multi_labels);
+  ASSERT_EQ(a.n_stop_tokens, b.n_stop_tokens);
+  EXPECT_EQ(a.vocab_size, b.vocab_size);
+  EXPECT_EQ(a.max_depth, b.max_depth);
+  EXPECT_EQ(a.max_fanout, b.max_fanout);
+  EXPECT_EQ(a.first_labels == nullptr, b.first_labels == nullptr);
+  expect_same_array(a.node_offsets, b.node_offsets, a.n_nodes + 1, "node_offsets");
+  expect_same_array(a.edge_tokens, b.edge_tokens, a.n_edges(), "edge_tokens");
+  expect_same_array(a.terminal_bits, b.terminal_bits, a.terminal_words(), "terminal_bits");
+  expect_same_array(a.terminal_rank, b.terminal_rank, a.terminal_words(), "terminal_rank");
+  if (a.first_labels) expect_same_array(a.first_labels, b.first_labels, a.n_terminals, "labels");
+  expect_same_array(a.multi_ranks, b.multi_ranks, a.n_multi, "multi_ranks");
+  expect_same_array(a.multi_offsets, b.multi_offsets, a.n_multi + 1, "multi_offsets");
+  expect_same_array(a.multi_labels, b.multi_labels, a.n_multi_labels, "multi_labels");
+  expect_same_array(a.stop_tokens, b.stop_tokens, a.n_stop_tokens, "stop_tokens");
+}
+
+// Visits every node through the public API (fill, next tokens, labels,
+// forced tokens, accept) and returns how many calls failed. On a sound trie
+// that is 0; on a corrupted one it may not be, but nothing may crash.
+size_t exercise(treemask_trie *t) {
+  treemask_matcher *root = nullptr;
+  if (treemask_matcher_create(t, nullptr, &root) != TREEMASK_OK) return 1;
+  std::vector<MatcherHandle> stack;
+  stack.emplace_back(root);
+  std::vector<int32_t> row(treemask_bitmask_words(treemask_trie_vocab_size(t)));
+  size_t failures = 0, visited = 0;
+  int32_t forced[64];
+  int64_t labels[64];
+  // Corrupted offsets can make nodes share children, turning the walk over
+  // paths exponential; a sound trie has one path per node.
+  const size_t max_visits = 2 * internal(t).n_nodes() + 16;
+  while (!stack.empty() && ++visited <= max_visits) {
+    MatcherHandle m = std::move(stack.back());
+    stack.pop_back();
+    if (treemask_matcher_fill_next_token_bitmask(m.p, row.data(), row.size(), nullptr) !=
+        TREEMASK_OK) {
+      ++failures;
+    }
+    treemask_matcher_forced_tokens(m.p, forced, 64);
+    treemask_matcher_label_ids(m.p, labels, 64);
+    for (int32_t tok : testutil::next_tokens(m.p)) {
+      treemask_matcher *child = nullptr;
+      if (treemask_matcher_clone(m.p, &child) != TREEMASK_OK) continue;
+      bool accepted = false;
+      if (treemask_matcher_accept_token(child, tok, &accepted) != TREEMASK_OK || !accepted) {
+        ++failures;
+      }
+      if (treemask_matcher_is_terminated(child)) {
+        treemask_matcher_free(child);
+      } else {
+        stack.emplace_back(child);
+      }
+    }
+  }
+  return failures;
+}
+
+TEST_F(TmtrieTest, RoundTripIsBitForBit) {
+  std::mt19937_64 rng(7);
+  const int rounds = testutil::scaled(60);
+  for (int round = 0; round < rounds; ++round) {
+    const int32_t vocab = std::uniform_int_distribution<int32_t>(1, 5000)(rng);
+    oracle::RandomTrie r = oracle::random_trie(rng, vocab);
+    treemask_trie_options o;
+    treemask_trie_options_init(&o);
+    o.vocab_size = vocab;
+    o.stop_tokens = r.stops.data();
+    o.n_stop_tokens = r.stops.size();
+    TrieHandle built;
+    ASSERT_EQ(treemask_trie_from_paths(&o, r.tokens.data(), r.offsets.data(), r.offsets.size() - 1,
+                                       r.labels.empty() ? nullptr : r.labels.data(), &built.p),
+              TREEMASK_OK)
+        << last_error();
+    const std::string file = path("t.tmtrie");
+    ASSERT_EQ(treemask_trie_save(built.p, file.c_str()), TREEMASK_OK) << last_error();
+    for (uint32_t flags : {0u, uint32_t{TREEMASK_LOAD_TRUSTED}}) {
+      TrieHandle loaded;
+      ASSERT_EQ(treemask_trie_load(file.c_str(), flags, &loaded.p), TREEMASK_OK) << last_error();
+      expect_same_arrays(built.p, loaded.p);
+      EXPECT_EQ(exercise(loaded.p), 0u);
+    }
+  }
+}
+
+TEST_F(TmtrieTest, RtpTrieWithoutLabelsRoundTrips) {
+  const std::string tsv =
+      "1\t4\x02"
+      "5\x02"
+      "0\n1_4\t6\n";
+  treemask_trie_options o;
+  treemask_trie_options_init(&o);
+  o.vocab_size = 10;
+  TrieHandle built, loaded;
+  ASSERT_EQ(treemask_trie_from_rtp_tsv(&o, 1, 0, nullptr, tsv.data(), tsv.size(), &built.p),
+            TREEMASK_OK)
+      << last_error();
+  const std::string file = path("rtp.tmtrie");
+  ASSERT_EQ(treemask_trie_save(built.p, file.c_str()), TREEMASK_OK) << last_error();
+  ASSERT_EQ(treemask_trie_load(file.c_str(), 0, &loaded.p), TREEMASK_OK) << last_error();
+  EXPECT_EQ(internal(loaded.p).arrays().first_labels, nullptr);
+  expect_same_arrays(built.p, loaded.p);
+}
+
+TEST_F(TmtrieTest, MetadataTravelsAndMerges) {
+  TrieHandle t;
+  ASSERT_EQ(testutil::make_trie({{1, 2}, {3}}, 10, {0}, t), TREEMASK_OK);
+  EXPECT_EQ(treemask_trie_metadata_count(t.p), 0u);
+  const char *keys[] = {"tokenizer", "labels"};
+  const char *values[] = {"sha256:abc", "cat\ndog"};
+  treemask_save_options so;
+  treemask_save_options_init(&so);
+  so.metadata_keys = keys;
+  so.metadata_values = values;
+  so.n_metadata = 2;
+  const std::string a = path("a.tmtrie"), b = path("b.tmtrie");
+  ASSERT_EQ(treemask_trie_save_with_options(t.p, a.c_str(), &so), TREEMASK_OK) << last_error();
+  TrieHandle la;
+  ASSERT_EQ(treemask_trie_load(a.c_str(), 0, &la.p), TREEMASK_OK) << last_error();
+  ASSERT_EQ(treemask_trie_metadata_count(la.p), 2u);
+  const char *k = nullptr, *v = nullptr;
+  ASSERT_EQ(treemask_trie_metadata_at(la.p, 0, &k, &v), TREEMASK_OK);
+  EXPECT_STREQ(k, "labels");  // sorted by key
+  EXPECT_STREQ(v, "cat\ndog");
+  EXPECT_STREQ(treemask_trie_metadata_get(la.p, "tokenizer"), "sha256:abc");
+  EXPECT_EQ(treemask_trie_metadata_get(la.p, "missing"), nullptr);
+  EXPECT_EQ(treemask_trie_metadata_at(la.p, 2, &k, &v), TREEMASK_ERR_OUT_OF_RANGE);
+  // Saving the loaded trie keeps its metadata; a key given again wins.
+  const char *k2[] = {"tokenizer"};
+  const char *v2[] = {"sha256:def"};
+  so.metadata_keys = k2;
+  so.metadata_values = v2;
+  so.n_metadata = 1;
+  ASSERT_EQ(treemask_trie_save_with_options(la.p, b.c_str(), &so), TREEMASK_OK) << last_error();
+  TrieHandle lb;
+  ASSERT_EQ(treemask_trie_load(b.c_str(), TREEMASK_LOAD_TRUSTED, &lb.p), TREEMASK_OK);
+  EXPECT_STREQ(treemask_trie_metadata_get(lb.p, "tokenizer"), "sha256:def");
+  EXPECT_STREQ(treemask_trie_metadata_get(lb.p, "labels"), "cat\ndog");
+  // Bad metadata is rejected with a name.
+  const char *dup[] = {"x", "x"};
+  so.metadata_keys = dup;
+  so.metadata_values = values;
+  so.n_metadata = 2;
+  EXPECT_EQ(treemask_trie_save_with_options(t.p, b.c_str(), &so), TREEMASK_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("duplicate metadata key \"x\""), std::string::npos) << last_error();
+  const char *empty[] = {""};
+  so.metadata_keys = empty;
+  so.n_metadata = 1;
+  EXPECT_EQ(treemask_trie_save_with_options(t.p, b.c_str(), &so), TREEMASK_ERR_INVALID_ARGUMENT);
+  so.metadata_keys = nullptr;
+  EXPECT_EQ(treemask_trie_save_with_options(t.p, b.c_str(), &so), TREEMASK_ERR_INVALID_ARGUMENT);
+}
+
+// A trie with labels and multi-label terminals, so every section is non-empty.
+std::string saved_sample(const std::string &file) {
+  TrieHandle t;
+  const std::vector<int64_t> labels{5, 6, 7, 8, 9, 10};
+  EXPECT_EQ(testutil::make_trie({{1, 2, 3}, {1, 2, 3}, {1, 4}, {5}, {5, 6, 7, 8}, {}}, 40, {0, 39},
+                                t, &labels),
+            TREEMASK_OK);
+  const char *keys[] = {"tokenizer"};
+  const char *values[] = {"qwen2.5"};
+  treemask_save_options so;
+  treemask_save_options_init(&so);
+  so.metadata_keys = keys;
+  so.metadata_values = values;
+  so.n_metadata = 1;
+  EXPECT_EQ(treemask_trie_save_with_options(t.p, file.c_str(), &so), TREEMASK_OK);
+  return file;
+}
+
+TEST_F(TmtrieTest, TruncationAtAnyOffsetIsAnError) {
+  const auto bytes = read_bytes(saved_sample(path("s.tmtrie")));
+  ASSERT_GT(bytes.size(), 400u);
+  const std::string cut = path("cut.tmtrie");
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    write_bytes(cut, bytes.data(), n);
+    for (uint32_t flags : {0u, uint32_t{TREEMASK_LOAD_TRUSTED}}) {
+      TrieHandle t;
+      const treemask_status s = treemask_trie_load(cut.c_str(), flags, &t.p);
+      EXPECT_EQ(s, TREEMASK_ERR_CORRUPT_FILE) << "cut at " << n << ": " << last_error();
+      EXPECT_EQ(t.p, nullptr);
+    }
+  }
+  // Appended bytes are caught too.
+  auto longer = bytes;
+  longer.push_back(0);
+  write_bytes(cut, longer.data(), longer.size());
+  TrieHandle t;
+  EXPECT_EQ(treemask_trie_load(cut.c_str(), TREEMASK_LOAD_TRUSTED, &t.p),
+            TREEMASK_ERR_CORRUPT_FILE);
+  EXPECT_NE(last_error().find("header says"), std::string::npos) << last_error();
+}
+
+// Keeps a damaged image alive behind a Trie made from it.
+struct ImageStorage final : treemask::TrieStorage {
+  std::vector<uint64_t> words;
+};
+
+// Every byte flipped three ways, through the pure image parser (fast, the
+// same checks as a load), and a sample of them through real files.
+TEST_F(TmtrieTest, EveryFlippedByteFailsVerificationAndNeverCrashesTrusted) {
+  const auto bytes = read_bytes(saved_sample(path("s.tmtrie")));
+  std::vector<uint64_t> image((bytes.size() + 7) / 8);
+  std::memcpy(image.data(), bytes.data(), bytes.size());
+  auto *data = reinterpret_cast<unsigned char *>(image.data());
+  const std::string bad = path("bad.tmtrie");
+  size_t trusted_loads = 0;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    for (const unsigned char flip : {0x01, 0x80, 0xFF}) {
+      data[i] ^= flip;
+      const auto verified = treemask::parse_trie_image(data, bytes.size(), 0);
+      EXPECT_TRUE(verified.status().code() == treemask::Code::kCorruptFile ||
+                  verified.status().code() == treemask::Code::kVersionMismatch)
+          << "byte " << i << " ^ " << int(flip) << ": " << verified.status().message();
+      auto trusted = treemask::parse_trie_image(data, bytes.size(), treemask::kLoadTrusted);
+      if (trusted.ok()) {
+        ++trusted_loads;
+        auto storage = std::make_unique<ImageStorage>();
+        storage->words = image;
+        const auto *base = reinterpret_cast<const unsigned char *>(image.data());
+        const auto *copy = reinterpret_cast<const unsigned char *>(storage->words.data());
+        // Re-point the views at the copy the trie owns.
+        treemask::TrieArrays a = trusted.value().arrays;
+        auto rebase = [&](auto *&p) {
+          if (p)
+            p = reinterpret_cast<std::remove_reference_t<decltype(p)>>(
+                copy + (reinterpret_cast<const unsigned char *>(p) - base));
+        };
+        rebase(a.node_offsets), rebase(a.edge_tokens), rebase(a.terminal_bits);
+        rebase(a.terminal_rank), rebase(a.first_labels), rebase(a.multi_ranks);
+        rebase(a.multi_offsets), rebase(a.multi_labels), rebase(a.stop_tokens);
+        auto *trie = new treemask::Trie(std::move(storage), a, size_t{1} << 20);
+        TrieHandle t(reinterpret_cast<treemask_trie *>(trie));
+        exercise(t.p);  // errors allowed; crashes are not
+      }
+      if (i % 97 == 0) {  // the same through the file API
+        write_bytes(bad, data, bytes.size());
+        TrieHandle v, t;
+        const treemask_status s = treemask_trie_load(bad.c_str(), 0, &v.p);
+        EXPECT_TRUE(s == TREEMASK_ERR_CORRUPT_FILE || s == TREEMASK_ERR_VERSION_MISMATCH) << s;
+        if (treemask_trie_load(bad.c_str(), TREEMASK_LOAD_TRUSTED, &t.p) == TREEMASK_OK) {
+          exercise(t.p);
+        }
+      }
+      data[i] ^= flip;
+    }
+  }
+  // Flips in the payload pass a trusted load (that is its point).
+  EXPECT_GT(trusted_loads, 0u);
+}
+
+TEST_F(TmtrieTest, WrongMagicVersionAndFilesThatAreNotTries) {
+  auto bytes = read_bytes(saved_sample(path("s.tmtrie")));
+  const std::string f = path("x.tmtrie");
+  TrieHandle t;
+  auto v2 = bytes;
+  v2[8] = 2;  // format_version, little-endian
+  write_bytes(f, v2.data(), v2.size());
+  EXPECT_EQ(treemask_trie_load(f.c_str(), TREEMASK_LOAD_TRUSTED, &t.p),
+            TREEMASK_ERR_VERSION_MISMATCH);
+  EXPECT_NE(last_error().find("format version 2; this library reads version 1"), std::string::npos)
+      << last_error();
+  auto magic = bytes;
+  magic[1] = 'X';
+  write_bytes(f, magic.data(), magic.size());
+  EXPECT_EQ(treemask_trie_load(f.c_str(), 0, &t.p), TREEMASK_ERR_CORRUPT_FILE);
+  EXPECT_NE(last_error().find("not a .tmtrie file"), std::string::npos) << last_error();
+  const std::string json = "{\"start_token_id\": 1}";
+  write_bytes(f, reinterpret_cast<const unsigned char *>(json.data()), json.size());
+  EXPECT_EQ(treemask_trie_load(f.c_str(), 0, &t.p), TREEMASK_ERR_CORRUPT_FILE);
+  write_bytes(f, nullptr, 0);
+  EXPECT_EQ(treemask_trie_load(f.c_str(), 0, &t.p), TREEMASK_ERR_CORRUPT_FILE);
+  EXPECT_NE(last_error().find("empty file"), std::string::npos) << last_error();
+  EXPECT_EQ(treemask_trie_load(path("missing.tmtrie").c_str(), 0, &t.p), TREEMASK_ERR_IO);
+  EXPECT_NE(last_error().find("missing.tmtrie"), std::string::npos) << last_error();
+  EXPECT_EQ(treemask_trie_load(dir_.c_str(), 0, &t.p), TREEMASK_ERR_IO);
+  EXPECT_EQ(treemask_trie_load(f.c_str(), 0x10, &t.p), TREEMASK_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(treemask_trie_load(nullptr, 0, &t.p), TREEMASK_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(t.p, nullptr);
+}
+
+TEST_F(TmtrieTest, SavingOverALoadedFileKeepsItsMappingValid) {
+  const std::string f = path("live.tmtrie");
+  TrieHandle first, second, old_loaded, new_loaded;
+  ASSERT_EQ(testutil::make_trie({{1, 2}}, 10, {0}, first), TREEMASK_OK);
+  ASSERT_EQ(testutil::make_trie({{3}, {4, 5}}, 10, {0}, second), TREEMASK_OK);
+  ASSERT_EQ(treemask_trie_save(first.p, f.c_str()), TREEMASK_OK);
+  ASSERT_EQ(treemask_trie_load(f.c_str(), TREEMASK_LOAD_TRUSTED, &old_loaded.p), TREEMASK_OK);
+  ASSERT_EQ(treemask_trie_save(second.p, f.c_str()), TREEMASK_OK);
+  ASSERT_EQ(treemask_trie_load(f.c_str(), 0, &new_loaded.p), TREEMASK_OK);
+  expect_same_arrays(first.p, old_loaded.p);
+  expect_same_arrays(second.p, new_loaded.p);
+  // No temporary file is left behind.
+  EXPECT_EQ(std::system(("test $(ls '" + dir_ + "' | wc -l) -eq 1").c_str()), 0);
+}
+
+TEST_F(TmtrieTest, SaveErrorsNameThePath) {
+  TrieHandle t;
+  ASSERT_EQ(testutil::make_trie({{1}}, 10, {0}, t), TREEMASK_OK);
+  EXPECT_EQ(treemask_trie_save(t.p, "/nonexistent-dir/x.tmtrie"), TREEMASK_ERR_IO);
+  EXPECT_NE(last_error().find("/nonexistent-dir/x.tmtrie"), std::string::npos) << last_error();
+  EXPECT_EQ(treemask_trie_save(t.p, dir_.c_str()), TREEMASK_ERR_IO);
+  EXPECT_EQ(treemask_trie_save(nullptr, "x"), TREEMASK_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(treemask_trie_save(t.p, nullptr), TREEMASK_ERR_INVALID_ARGUMENT);
+}
+
+TEST(TrieImage, ParsesOnlyAlignedImages) {
+  alignas(8) unsigned char buf[16] = {};
+  auto r = treemask::parse_trie_image(buf + 1, 8, 0);
+  EXPECT_EQ(r.status().code(), treemask::Code::kInvalidArgument);
+  r = treemask::parse_trie_image(buf, 16, 0);
+  EXPECT_EQ(r.status().code(), treemask::Code::kCorruptFile);
+}
+
+}  // namespace

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,19 +32,35 @@ enum class Code : int32_t {
   kInternal = 11,
 };
 
+// OK is a code and a null pointer, so creating, moving and destroying an OK
+// status on a hot path (one per accepted token, one per filled row) costs
+// about nothing; only errors allocate their message.
 class [[nodiscard]] Status {
  public:
   Status() = default;  // OK
-  Status(Code code, std::string message) : code_(code), message_(std::move(message)) {}
+  Status(Code code, std::string message)
+      : code_(code), message_(std::make_unique<std::string>(std::move(message))) {}
+  Status(const Status &o)
+      : code_(o.code_),
+        message_(o.message_ ? std::make_unique<std::string>(*o.message_) : nullptr) {}
+  Status(Status &&) noexcept = default;
+  Status &operator=(const Status &o) {
+    if (this != &o) *this = Status(o);
+    return *this;
+  }
+  Status &operator=(Status &&) noexcept = default;
 
   static Status Ok() { return Status(); }
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }
-  const std::string &message() const { return message_; }
+  const std::string &message() const {
+    static const std::string kEmpty;
+    return message_ ? *message_ : kEmpty;
+  }
 
  private:
   Code code_ = Code::kOk;
-  std::string message_;
+  std::unique_ptr<std::string> message_;
 };
 
 // A value or an error Status. Deliberately small: no exceptions, no variant.

@@ -146,24 +146,55 @@ Status Batch::select_slots(const int32_t *slots, size_t n_slots, size_t words_pe
   return Status::Ok();
 }
 
+namespace {
+
+// Sets the bits of an ascending token list and appends the distinct words it
+// touched to words (which has room for the list).
+inline uint32_t set_list(uint32_t *row, std::span<const int32_t> tokens, uint32_t *words) {
+  uint32_t n = 0, last = UINT32_MAX;
+  for (int32_t t : tokens) {
+    const uint32_t w = static_cast<uint32_t>(t) >> 5;
+    row[w] |= uint32_t{1} << (static_cast<uint32_t>(t) & 31);
+    if (w != last) words[n++] = last = w;
+  }
+  return n;
+}
+
+}  // namespace
+
 Status Batch::fill_row(size_t slot, uint32_t *row, size_t words_per_row, bool track,
                        bool incremental, bool *need_apply) {
   const Matcher &m = *slots_[slot];
   const size_t cap = incremental_cap(words_per_row);
   RowRecord *record = track ? &records_[slot] : nullptr;
-  if (record && record->tokens.size() != cap) record->tokens.resize(cap);
+  if (record && record->words.size() != cap) {
+    record->words.resize(cap);
+    record->tokens.resize(cap);
+  }
   // In the STICKY_ERROR failed state next_tokens lists nothing while fill
   // writes the stop tokens: only fill can write that row.
   const bool listable = m.state().phase != Phase::kFailed;
-  if (record && incremental && record->known && listable) {
-    for (uint32_t i = 0; i < record->n; ++i) row[static_cast<uint32_t>(record->tokens[i]) >> 5] = 0;
-    record->known = false;
+  const auto vocab = static_cast<size_t>(m.trie().vocab_size());
+  // Plain matchers hand over their allowed set as two lists without copying;
+  // matchers in modes list it through next_tokens.
+  std::span<const int32_t> first, second;
+  auto list_allowed = [&]() -> size_t {
+    if (m.allowed_lists(first, second)) return first.size() + second.size();
     const size_t n = m.next_tokens(record->tokens.data(), cap);
+    first = {record->tokens.data(), std::min(n, cap)};
+    second = {};
+    return n;
+  };
+  if (record && incremental && record->known && listable) {
+    for (uint32_t i = 0; i < record->n_words; ++i) row[record->words[i]] = 0;
+    record->known = false;
+    const size_t n = list_allowed();
     if (n <= cap) {
-      for (size_t i = 0; i < n; ++i) set_bit(row, record->tokens[i]);
-      record->n = static_cast<uint32_t>(n);
+      uint32_t *words = record->words.data();
+      const uint32_t k = set_list(row, first, words);
+      record->n_words = k + set_list(row, second, words + k);
       record->known = true;
-      if (need_apply) need_apply[slot] = n != static_cast<size_t>(m.trie().vocab_size());
+      if (need_apply) need_apply[slot] = n != vocab;
       return Status::Ok();
     }
   }
@@ -171,14 +202,28 @@ Status Batch::fill_row(size_t slot, uint32_t *row, size_t words_per_row, bool tr
   Status s = m.fill(row, words_per_row, &need);
   if (need_apply) need_apply[slot] = need;
   if (record) {
-    // Remember a small allowed set, so the next incremental fill is O(fanout)
-    // even after this full write; a large one is rewritten in full anyway.
-    // Count first: listing a large set only to find it too large costs more
-    // than the query.
-    const size_t n = s.ok() && listable ? m.next_tokens(nullptr, 0) : cap + 1;
-    record->known = n <= cap;
-    record->n = record->known ? static_cast<uint32_t>(n) : 0;
-    if (record->known) m.next_tokens(record->tokens.data(), n);
+    // Remember the words of a small allowed set, so the next incremental
+    // fill is O(fanout) even after this full write; a large set is
+    // rewritten in full anyway. Count first: listing a large set only to
+    // find it too large costs more than the query.
+    record->known = false;
+    const bool small = s.ok() && listable &&
+                       (m.allowed_lists(first, second) ? first.size() + second.size()
+                                                       : m.next_tokens(nullptr, 0)) <= cap;
+    if (small) {
+      list_allowed();
+      uint32_t *words = record->words.data();
+      uint32_t k = 0;
+      for (auto list : {first, second}) {
+        uint32_t last = UINT32_MAX;
+        for (int32_t t : list) {
+          const uint32_t w = static_cast<uint32_t>(t) >> 5;
+          if (w != last) words[k++] = last = w;
+        }
+      }
+      record->n_words = k;
+      record->known = true;
+    }
   }
   return s;
 }

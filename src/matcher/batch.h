@@ -66,12 +66,13 @@ class Batch {
 
  private:
   // What the batch knows about one row of the bound buffer: when `known`, the
-  // row is zero except for the bits of tokens[0 .. n) (the last allowed set).
-  // tokens holds incremental_cap entries once the row was filled.
+  // row is zero outside words[0 .. n_words) (the words the last allowed set
+  // touched), so an incremental fill clears just those.
   struct RowRecord {
     bool known = false;
-    uint32_t n = 0;
-    std::vector<int32_t> tokens;
+    uint32_t n_words = 0;
+    std::vector<uint32_t> words;  // the words that may be non-zero (at most cap)
+    std::vector<int32_t> tokens;  // scratch for next_tokens (matchers in modes)
   };
 
   explicit Batch(const BatchOptions &opts) : pool_(opts.n_threads), slots_(opts.n_slots) {}

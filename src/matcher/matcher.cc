@@ -237,6 +237,10 @@ size_t Matcher::next_tokens(int32_t *out, size_t cap) const {
   const bool terminal = t.is_terminal(state_.node);
   const size_t n = c.count + (terminal ? stops.size() : 0);
   if (cap == 0) return n;
+  if (!terminal) {
+    std::copy_n(c.tokens, std::min<size_t>(cap, c.count), out);
+    return n;
+  }
   // Merge the two ascending lists, writing at most cap.
   size_t i = 0, j = 0, k = 0;
   const size_t ns = terminal ? stops.size() : 0;
@@ -248,6 +252,27 @@ size_t Matcher::next_tokens(int32_t *out, size_t cap) const {
     }
   }
   return n;
+}
+
+bool Matcher::allowed_lists(std::span<const int32_t> &first,
+                            std::span<const int32_t> &second) const {
+  if (!plain()) return false;
+  const auto stops = stop_tokens();
+  switch (state_.phase) {
+    case Phase::kClosed:
+    case Phase::kTerminated:
+      first = stops;
+      second = {};
+      return true;
+    case Phase::kActive: {
+      Children c;
+      if (!trie_->children(state_.node, c)) return false;
+      first = c.span();
+      second = trie_->is_terminal(state_.node) ? stops : std::span<const int32_t>{};
+      return true;
+    }
+    default: return false;
+  }
 }
 
 size_t Matcher::forced_tokens(int32_t *out, size_t cap) const {

@@ -129,6 +129,11 @@ class Matcher {
   const MatcherState &state() const { return state_; }
   const MatcherOptions &options() const { return opts_; }
   const ModeConfig *modes() const { return modes_.get(); }
+  // The allowed set as two disjoint ascending lists (the node's children and
+  // the stop tokens, either may be empty), without copying. Only for a
+  // matcher with plain steps outside the failed state; false otherwise
+  // (then use next_tokens). The lists stay valid until the next mutation.
+  bool allowed_lists(std::span<const int32_t> &first, std::span<const int32_t> &second) const;
   // True when the state-array form (a bare node id) reproduces this matcher
   // exactly: no mode changes its steps and the trie's stop tokens apply.
   bool has_plain_steps() const { return plain() && !(modes_ && !modes_->stops.empty()); }

@@ -269,17 +269,15 @@ class Demo {
     return max + std::log(sum);
   }
 
-  // The CPU masking an engine does with the row: -inf where the bit is 0.
+  // The CPU masking an engine does with the row: the library's apply kernel
+  // (-inf where the bit is 0).
   void apply_mask() {
-    const float neg_inf = -std::numeric_limits<float>::infinity();
-    for (size_t w = 0; w < words_; ++w) {
-      const auto bits = static_cast<uint32_t>(mask_[w]);
-      if (bits == 0xFFFFFFFFu) continue;
-      float *block = logits_.data() + w * 32;
-      const size_t n = std::min<size_t>(32, logits_.size() - w * 32);
-      for (size_t b = 0; b < n; ++b) {
-        if (!((bits >> b) & 1u)) block[b] = neg_inf;
-      }
+    const size_t width = logits_.size();
+    if (treemask_apply_token_bitmask_cpu(logits_.data(), TREEMASK_F32, 1, width, width,
+                                         mask_.data(), words_, vocab_, nullptr,
+                                         0) != TREEMASK_OK) {
+      print_error(cat("apply failed: ", treemask_last_error()));
+      std::exit(1);
     }
   }
 

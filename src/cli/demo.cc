@@ -274,8 +274,7 @@ class Demo {
   void apply_mask() {
     const size_t width = logits_.size();
     if (treemask_apply_token_bitmask_cpu(logits_.data(), TREEMASK_F32, 1, width, width,
-                                         mask_.data(), words_, vocab_, nullptr,
-                                         0) != TREEMASK_OK) {
+                                         mask_.data(), words_, vocab_, nullptr, 0) != TREEMASK_OK) {
       print_error(cat("apply failed: ", treemask_last_error()));
       std::exit(1);
     }

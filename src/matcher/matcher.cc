@@ -53,24 +53,14 @@ Status Matcher::fill(uint32_t *row, size_t n_words, bool *need_apply, const Fill
                  t.vocab_size(), " needs ", words);
   }
   if (!plain() || fo.remaining_tokens) return fill_modes(row, n_words, need_apply, fo);
+  // Closed, terminated and failed rows allow only the stop tokens, as a
+  // reserved state does.
+  const uint32_t state = state_.phase == Phase::kActive ? state_.node : kStateTerminated;
   uint64_t allowed = 0;
-  if (state_.phase == Phase::kActive) {
-    Children c;
-    if (!t.children(state_.node, c) || !t.write_children_row(state_.node, row)) {
-      std::memset(row, 0, n_words * sizeof(uint32_t));
-      return corrupt_node_error();
-    }
-    allowed = c.count;
-    if (t.is_terminal(state_.node)) {
-      for (int32_t s : stop_tokens()) set_bit(row, s);
-      allowed += stop_tokens().size();
-    }
-    finish_fill(row, n_words, need_apply, allowed);
-    return Status::Ok();
+  if (!t.write_state_row(state, stop_tokens(), row, n_words, &allowed)) {
+    return corrupt_node_error();
   }
-  std::memset(row, 0, words * sizeof(uint32_t));
-  for (int32_t s : stop_tokens()) set_bit(row, s);
-  finish_fill(row, n_words, need_apply, stop_tokens().size());
+  if (need_apply) *need_apply = allowed != static_cast<uint64_t>(t.vocab_size());
   if (state_.phase == Phase::kFailed) return failed_state_error();
   return Status::Ok();
 }

@@ -61,18 +61,11 @@ Status fill_states(const Trie &trie, std::span<const uint32_t> states, uint32_t 
   if (!states.empty() && !bitmask) return error(Code::kInvalidArgument, "bitmask is NULL");
   TM_TRY(check_states(trie, states));
   for (size_t i = 0; i < states.size(); ++i) {
-    uint32_t *row = bitmask + i * words_per_row;
-    const uint32_t state = states[i];
-    const bool active = !is_reserved(state);
-    if (active && !trie.write_children_row(state, row)) {
-      std::memset(row, 0, words_per_row * sizeof(uint32_t));
-      return corrupt_at(i, state);
+    uint64_t allowed = 0;
+    if (!trie.write_state_row(states[i], trie.stop_tokens(), bitmask + i * words_per_row,
+                              words_per_row, &allowed)) {
+      return corrupt_at(i, states[i]);
     }
-    if (!active) std::memset(row, 0, words * sizeof(uint32_t));
-    if (!active || trie.is_terminal(state)) {
-      for (int32_t s : trie.stop_tokens()) set_bit(row, s);
-    }
-    std::memset(row + words, 0, (words_per_row - words) * sizeof(uint32_t));
   }
   return Status::Ok();
 }

@@ -24,6 +24,8 @@ namespace {
 
 constexpr unsigned char kMagic[8] = {0x89, 'T', 'M', 'T', 'R', 'I', 'E', '\n'};
 constexpr uint64_t kAlign = 64;
+// Padding between sections (never longer than one alignment unit).
+constexpr unsigned char kZeroPadding[kAlign] = {};
 constexpr size_t kSections = static_cast<size_t>(FileSection::kCount);
 constexpr size_t kHeaderChecksummed = offsetof(FileHeader, header_checksum);
 
@@ -319,12 +321,11 @@ Status save_trie(const Trie &trie, const std::string &path,
   }
   h.file_bytes = offset;
 
-  static const unsigned char zeros[kAlign] = {};
   // Visits the payload as it is laid out: padding, then each section.
   auto for_each_payload_piece = [&](auto &&visit) -> Status {
     uint64_t at = sizeof(FileHeader);
     for (size_t i = 0; i < kSections; ++i) {
-      if (h.sections[i].offset > at) TM_TRY(visit(zeros, h.sections[i].offset - at));
+      if (h.sections[i].offset > at) TM_TRY(visit(kZeroPadding, h.sections[i].offset - at));
       if (pieces[i].bytes > 0) TM_TRY(visit(pieces[i].data, pieces[i].bytes));
       at = h.sections[i].offset + pieces[i].bytes;
     }

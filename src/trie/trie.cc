@@ -88,6 +88,32 @@ bool Trie::write_children_row(uint32_t node, uint32_t *row) const {
   return true;
 }
 
+bool Trie::write_state_row(uint32_t state, std::span<const int32_t> stops, uint32_t *row,
+                           size_t n_words, uint64_t *allowed) const {
+  const size_t words = row_words();
+  const bool node = state != kStateTerminated && state != kStateFailed;
+  uint64_t count = 0;
+  bool with_stops = true;
+  if (node) {
+    Children c;
+    if (!children(state, c) || !write_children_row(state, row)) {
+      std::memset(row, 0, n_words * sizeof(uint32_t));
+      return false;
+    }
+    count = c.count;
+    with_stops = is_terminal(state);
+  } else {
+    std::memset(row, 0, words * sizeof(uint32_t));
+  }
+  if (with_stops) {
+    for (int32_t s : stops) set_bit(row, s);
+    count += stops.size();
+  }
+  if (n_words > words) std::memset(row + words, 0, (n_words - words) * sizeof(uint32_t));
+  *allowed = count;
+  return true;
+}
+
 const uint32_t *Trie::cached_row(uint32_t node, const Children &c) const {
   if (dense_budget_ == 0 || c.count < dense_threshold_) return nullptr;
   const size_t row_bytes = row_words() * sizeof(uint32_t);

@@ -175,6 +175,16 @@ class Trie final : public RefCounted {
   // Returns false for a corrupt node (row contents then unspecified).
   bool write_children_row(uint32_t node, uint32_t *row) const;
 
+  // Writes the whole row (n_words >= row_words(), the extra words zeroed)
+  // for a state: a node id allows its children, plus `stops` if it is
+  // terminal; a reserved state (kStateTerminated / kStateFailed) allows only
+  // `stops`. *allowed gets the number of allowed tokens (stops are never
+  // children). Returns false for a corrupt node (row zeroed). The one place
+  // that turns a trie state into a row: the matcher and the state-array form
+  // both call it.
+  bool write_state_row(uint32_t state, std::span<const int32_t> stops, uint32_t *row,
+                       size_t n_words, uint64_t *allowed) const;
+
   // Memory the dense-row cache holds now.
   uint64_t dense_cache_bytes() const { return dense_cache_used_.load(std::memory_order_relaxed); }
 

@@ -65,17 +65,21 @@
 
 pub use treemask_sys as sys;
 
+mod batch;
 mod bitmask;
 mod error;
 mod list;
 mod matcher;
 mod modes;
+mod states;
 mod trie;
 
+pub use batch::{Batch, BatchOptions, FillMode};
 pub use bitmask::{allocate_token_bitmask, bitmask_words, is_token_allowed};
 pub use error::{last_error_message, Error, ErrorKind, Result};
 pub use matcher::{FailurePolicy, Matcher, MatcherOptions, MatcherRef};
 pub use modes::ExclusionSet;
+pub use states::{STATE_FAILED, STATE_ROOT, STATE_TERMINATED};
 pub use trie::{Trie, TrieOptions, TrieStats};
 
 /// The version of the libtreemask actually loaded, as

@@ -68,6 +68,8 @@ pub use treemask_sys as sys;
 mod batch;
 mod bitmask;
 mod error;
+mod files;
+mod kernels;
 mod list;
 mod matcher;
 mod modes;
@@ -77,6 +79,10 @@ mod trie;
 pub use batch::{Batch, BatchOptions, FillMode};
 pub use bitmask::{allocate_token_bitmask, bitmask_words, is_token_allowed};
 pub use error::{last_error_message, Error, ErrorKind, Result};
+pub use kernels::{
+    apply_token_bitmask_cpu, apply_token_bitmask_cpu_half, apply_token_candidates_cpu,
+    apply_token_candidates_cpu_half, cpu_kernel_isa, ApplyShape, Half,
+};
 pub use matcher::{FailurePolicy, Matcher, MatcherOptions, MatcherRef};
 pub use modes::ExclusionSet;
 pub use states::{STATE_FAILED, STATE_ROOT, STATE_TERMINATED};

@@ -7,6 +7,7 @@
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 use core::ffi::c_void;
+use core::marker::PhantomData;
 
 use treemask_sys as sys;
 
@@ -216,17 +217,7 @@ pub fn apply_token_bitmask_cpu(
     shape: ApplyShape,
     indices: Option<&[i32]>,
 ) -> Result<()> {
-    shape.check_logits(logits.len())?;
-    // Safety: logits holds every row of shape (checked), as f32 elements.
-    unsafe {
-        apply_bitmask(
-            logits.as_mut_ptr().cast(),
-            sys::treemask_dtype_TREEMASK_F32,
-            bitmask,
-            shape,
-            indices,
-        )
-    }
+    apply_bitmask(Logits::f32(logits), bitmask, shape, indices)
 }
 
 /// [`apply_token_bitmask_cpu`] for 16-bit logits given as raw bits, in the
@@ -242,18 +233,7 @@ pub fn apply_token_bitmask_cpu_half(
     shape: ApplyShape,
     indices: Option<&[i32]>,
 ) -> Result<()> {
-    shape.check_logits(logits.len())?;
-    // Safety: logits holds every row of shape (checked), as 16-bit elements
-    // of the format half names.
-    unsafe {
-        apply_bitmask(
-            logits.as_mut_ptr().cast(),
-            half.dtype(),
-            bitmask,
-            shape,
-            indices,
-        )
-    }
+    apply_bitmask(Logits::half(logits, half), bitmask, shape, indices)
 }
 
 /// The sparse form: row `r` keeps only its candidates
@@ -287,18 +267,7 @@ pub fn apply_token_candidates_cpu(
     shape: ApplyShape,
     indices: Option<&[i32]>,
 ) -> Result<()> {
-    shape.check_logits(logits.len())?;
-    // Safety: logits holds every row of shape (checked), as f32 elements.
-    unsafe {
-        apply_candidates(
-            logits.as_mut_ptr().cast(),
-            sys::treemask_dtype_TREEMASK_F32,
-            row_offsets,
-            candidates,
-            shape,
-            indices,
-        )
-    }
+    apply_candidates(Logits::f32(logits), row_offsets, candidates, shape, indices)
 }
 
 /// [`apply_token_candidates_cpu`] for 16-bit logits given as raw bits, in the
@@ -314,19 +283,13 @@ pub fn apply_token_candidates_cpu_half(
     shape: ApplyShape,
     indices: Option<&[i32]>,
 ) -> Result<()> {
-    shape.check_logits(logits.len())?;
-    // Safety: logits holds every row of shape (checked), as 16-bit elements
-    // of the format half names.
-    unsafe {
-        apply_candidates(
-            logits.as_mut_ptr().cast(),
-            half.dtype(),
-            row_offsets,
-            candidates,
-            shape,
-            indices,
-        )
-    }
+    apply_candidates(
+        Logits::half(logits, half),
+        row_offsets,
+        candidates,
+        shape,
+        indices,
+    )
 }
 
 /// The instruction set of the kernel the apply functions use in this
@@ -344,27 +307,54 @@ fn index_list(indices: Option<&[i32]>) -> (*const i32, usize) {
     indices.map_or((core::ptr::null(), 0), |i| (i.as_ptr(), i.len()))
 }
 
-/// # Safety
-/// `logits` must point to writable memory holding every row of `shape` as
-/// elements of `dtype`, not aliased for the call.
-unsafe fn apply_bitmask(
-    logits: *mut c_void,
+/// A caller's logits as the C kernels take them: an untyped pointer, its
+/// length in elements and its dtype, borrowed from a slice for `'a`.
+struct Logits<'a> {
+    data: *mut c_void,
+    len: usize,
     dtype: sys::treemask_dtype,
+    _borrow: PhantomData<&'a mut [u16]>,
+}
+
+impl<'a> Logits<'a> {
+    fn f32(logits: &'a mut [f32]) -> Logits<'a> {
+        Logits {
+            data: logits.as_mut_ptr().cast(),
+            len: logits.len(),
+            dtype: sys::treemask_dtype_TREEMASK_F32,
+            _borrow: PhantomData,
+        }
+    }
+
+    fn half(logits: &'a mut [u16], half: Half) -> Logits<'a> {
+        Logits {
+            data: logits.as_mut_ptr().cast(),
+            len: logits.len(),
+            dtype: half.dtype(),
+            _borrow: PhantomData,
+        }
+    }
+}
+
+fn apply_bitmask(
+    logits: Logits<'_>,
     bitmask: &[i32],
     shape: ApplyShape,
     indices: Option<&[i32]>,
 ) -> Result<()> {
+    shape.check_logits(logits.len)?;
     shape.check_bitmask(bitmask.len())?;
     let (indices_ptr, n_indices) = index_list(indices);
-    // Safety: the caller vouches for logits; bitmask holds rows *
-    // bitmask_row_words words (checked) and the library reads at most that
-    // many per row after checking that they cover the columns; indices has
-    // n_indices entries, each checked against rows before use. The library
-    // checks everything before writing anything.
+    // Safety: logits is an exclusively borrowed slice of its dtype holding
+    // every row of shape (checked); bitmask holds rows * bitmask_row_words
+    // words (checked) and the library reads at most that many per row after
+    // checking that they cover the columns; indices has n_indices entries,
+    // each checked against rows before use. The library checks everything
+    // before writing anything.
     check(unsafe {
         sys::treemask_apply_token_bitmask_cpu(
-            logits,
-            dtype,
+            logits.data,
+            logits.dtype,
             shape.rows,
             shape.logits_row_stride,
             shape.logits_width,
@@ -377,26 +367,25 @@ unsafe fn apply_bitmask(
     })
 }
 
-/// # Safety
-/// As [`apply_bitmask`].
-unsafe fn apply_candidates(
-    logits: *mut c_void,
-    dtype: sys::treemask_dtype,
+fn apply_candidates(
+    logits: Logits<'_>,
     row_offsets: &[usize],
     candidates: &[i32],
     shape: ApplyShape,
     indices: Option<&[i32]>,
 ) -> Result<()> {
+    shape.check_logits(logits.len)?;
     shape.check_candidates(row_offsets, candidates.len())?;
     let (indices_ptr, n_indices) = index_list(indices);
-    // Safety: the caller vouches for logits; row_offsets has rows + 1
-    // non-decreasing entries ending within candidates (checked), so every
-    // candidate the library reads is in bounds; indices has n_indices
-    // entries, each checked against rows before use.
+    // Safety: logits is an exclusively borrowed slice of its dtype holding
+    // every row of shape (checked); row_offsets has rows + 1 non-decreasing
+    // entries ending within candidates (checked), so every candidate the
+    // library reads is in bounds; indices has n_indices entries, each checked
+    // against rows before use.
     check(unsafe {
         sys::treemask_apply_token_candidates_cpu(
-            logits,
-            dtype,
+            logits.data,
+            logits.dtype,
             shape.rows,
             shape.logits_row_stride,
             shape.logits_width,

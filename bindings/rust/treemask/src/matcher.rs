@@ -397,6 +397,24 @@ impl MatcherRef {
         unsafe { &mut *(raw as *mut MatcherRef) }
     }
 
+    /// Replaces `out` with a list the C library reports for this matcher,
+    /// reusing `out`'s allocation.
+    ///
+    /// # Safety
+    /// `query` must follow the header's list convention: given the matcher,
+    /// a buffer and its capacity `cap`, it writes `min(cap, n)` items and
+    /// returns the full count `n`.
+    pub(crate) unsafe fn read_into<T: Copy>(
+        &self,
+        out: &mut Vec<T>,
+        query: unsafe extern "C" fn(*const sys::treemask_matcher, *mut T, usize) -> usize,
+    ) {
+        // Safety: self is live (const queries may run concurrently); the
+        // caller vouches that query follows the list convention, which is
+        // what read_list needs.
+        unsafe { read_list(out, |buf, cap| query(self.as_raw(), buf, cap)) }
+    }
+
     /// The C handle (do not free it); for calling treemask-sys functions this
     /// crate does not wrap.
     pub fn as_raw(&self) -> *mut sys::treemask_matcher {
@@ -514,13 +532,8 @@ impl MatcherRef {
     /// contents and reusing its allocation (no allocation per decode step once
     /// it is large enough).
     pub fn next_tokens_into(&self, out: &mut Vec<i32>) {
-        // Safety: self is live; treemask_matcher_next_tokens writes
-        // min(cap, n) tokens to a buffer with room for cap and returns n.
-        unsafe {
-            read_list(out, |buf, cap| {
-                sys::treemask_matcher_next_tokens(self.as_raw(), buf, cap)
-            })
-        }
+        // Safety: next_tokens follows the list convention.
+        unsafe { self.read_into(out, sys::treemask_matcher_next_tokens) }
     }
 
     /// Jump-forward: the longest chain of tokens each of which is the only
@@ -535,13 +548,8 @@ impl MatcherRef {
     /// [`forced_tokens`](Self::forced_tokens) into a caller's vector, reusing
     /// its allocation.
     pub fn forced_tokens_into(&self, out: &mut Vec<i32>) {
-        // Safety: self is live; treemask_matcher_forced_tokens writes
-        // min(cap, n) tokens to a buffer with room for cap and returns n.
-        unsafe {
-            read_list(out, |buf, cap| {
-                sys::treemask_matcher_forced_tokens(self.as_raw(), buf, cap)
-            })
-        }
+        // Safety: forced_tokens follows the list convention.
+        unsafe { self.read_into(out, sys::treemask_matcher_forced_tokens) }
     }
 
     /// The label ids of the current node, ascending and distinct; empty at a
@@ -549,13 +557,8 @@ impl MatcherRef {
     /// termination (the labels of the node the sequence ended at).
     pub fn label_ids(&self) -> Vec<i64> {
         let mut out = Vec::new();
-        // Safety: self is live; treemask_matcher_label_ids writes
-        // min(cap, n) ids to a buffer with room for cap and returns n.
-        unsafe {
-            read_list(&mut out, |buf, cap| {
-                sys::treemask_matcher_label_ids(self.as_raw(), buf, cap)
-            })
-        };
+        // Safety: label_ids follows the list convention.
+        unsafe { self.read_into(&mut out, sys::treemask_matcher_label_ids) };
         out
     }
 

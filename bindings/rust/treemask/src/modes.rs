@@ -223,13 +223,8 @@ impl MatcherRef {
     /// at, once terminated.
     pub fn produced_labels(&self) -> Vec<i64> {
         let mut out = Vec::new();
-        // Safety: self is live; treemask_matcher_produced_labels writes
-        // min(cap, n) ids to a buffer with room for cap and returns n.
-        unsafe {
-            read_list(&mut out, |buf, cap| {
-                sys::treemask_matcher_produced_labels(self.as_raw(), buf, cap)
-            })
-        };
+        // Safety: produced_labels follows the list convention.
+        unsafe { self.read_into(&mut out, sys::treemask_matcher_produced_labels) };
         out
     }
 
@@ -365,13 +360,8 @@ impl MatcherRef {
     /// trie's), ascending and distinct.
     pub fn stop_tokens(&self) -> Vec<i32> {
         let mut out = Vec::new();
-        // Safety: self is live; treemask_matcher_stop_tokens writes
-        // min(cap, n) tokens to a buffer with room for cap and returns n.
-        unsafe {
-            read_list(&mut out, |buf, cap| {
-                sys::treemask_matcher_stop_tokens(self.as_raw(), buf, cap)
-            })
-        };
+        // Safety: stop_tokens follows the list convention.
+        unsafe { self.read_into(&mut out, sys::treemask_matcher_stop_tokens) };
         out
     }
 

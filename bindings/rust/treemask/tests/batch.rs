@@ -10,7 +10,10 @@
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 mod common;
 
-use common::{garbage, own_row, random_feed, random_trie, scaled, Outcome, RandomTrie, Rng};
+use common::{
+    expect_error, garbage, kind, message, own_row, random_feed, random_trie, scaled, Outcome,
+    RandomTrie, Rng,
+};
 use treemask::{
     Batch, BatchOptions, ErrorKind, FailurePolicy, FillMode, Matcher, MatcherOptions, MatcherRef,
     Trie, TrieOptions, STATE_FAILED, STATE_ROOT, STATE_TERMINATED,
@@ -22,14 +25,6 @@ const POLICIES: [FailurePolicy; 3] = [
     FailurePolicy::FailClosed,
     FailurePolicy::StickyError,
 ];
-
-fn kind<T: std::fmt::Debug>(result: treemask::Result<T>) -> ErrorKind {
-    result.expect_err("expected an error").kind
-}
-
-fn message<T: std::fmt::Debug>(result: treemask::Result<T>) -> String {
-    result.expect_err("expected an error").message
-}
 
 fn matcher_with(trie: &Trie, policy: FailurePolicy, terminate_at_leaf: bool) -> Matcher {
     let mut options = MatcherOptions::default();
@@ -146,10 +141,7 @@ impl BatchWalk {
         } else {
             self.random_slot_list()
         };
-        let mut listed = vec![false; n];
-        for s in 0..n {
-            listed[s] = all && self.refs[s].is_some();
-        }
+        let mut listed: Vec<bool> = self.refs.iter().map(|m| all && m.is_some()).collect();
         for &s in &list {
             listed[s as usize] = true;
         }
@@ -194,9 +186,9 @@ impl BatchWalk {
     fn accept(&mut self) {
         let n = self.n();
         let mut tokens = vec![-1; n];
-        for s in 0..n {
-            if let Some(m) = &self.refs[s] {
-                tokens[s] = random_feed(&mut self.rng, m, self.vocab, &self.stops);
+        for (token, m) in tokens.iter_mut().zip(&self.refs) {
+            if let Some(m) = m {
+                *token = random_feed(&mut self.rng, m, self.vocab, &self.stops);
             }
         }
         let mut accepted = vec![false; n];
@@ -241,7 +233,7 @@ impl BatchWalk {
         let mut next: Vec<Option<Matcher>> = (0..n).map(|_| None).collect();
         for (i, &from) in src.iter().enumerate() {
             if from >= 0 && takes[from as usize] > 1 {
-                next[i] = self.refs[from as usize].as_ref().map(|m| m.clone());
+                next[i] = self.refs[from as usize].clone();
             }
         }
         for (i, &from) in src.iter().enumerate() {
@@ -371,8 +363,8 @@ fn the_bound_buffer_belongs_to_the_batch() {
     );
     batch.accept_tokens(&[1, -1], None).unwrap();
     batch.fill_bound(None, FillMode::Incremental, None).unwrap();
-    let after_1 = vec![(1 << 2) | (1 << 3), 0, 0];
-    let root = vec![1 << 1, 1 << 8, 0];
+    let after_1 = [(1 << 2) | (1 << 3), 0, 0];
+    let root = [1 << 1, 1 << 8, 0];
     assert_eq!(batch.bound_row(0), Some(&after_1[..]));
     assert_eq!(batch.bound_row(1), Some(&root[..]));
     assert_eq!(batch.bound_row(2), None);
@@ -511,27 +503,20 @@ fn batch_arguments_are_checked_and_named() {
     let mut options = MatcherOptions::default();
     options.failure_policy = FailurePolicy::StickyError;
     let mut m = Matcher::with_options(&trie, &options).unwrap();
-    let err = b.set_matcher(3, Some(&m)).unwrap_err();
-    assert_eq!(err.kind, ErrorKind::OutOfRange);
-    assert!(
-        err.message
-            .contains("slot 3 is out of range [0, n_slots=3)"),
-        "{err}"
+    expect_error(
+        b.set_matcher(3, Some(&m)),
+        ErrorKind::OutOfRange,
+        "slot 3 is out of range [0, n_slots=3)",
     );
     b.set_matcher(0, Some(&m)).unwrap();
     b.set_matcher(2, Some(&m)).unwrap();
     assert!(b.matcher(1).is_none() && b.matcher(9).is_none() && b.matcher_mut(9).is_none());
 
     let mut buf = vec![0; 6];
-    let short = b
-        .fill_next_token_bitmask(&mut buf, 3, None, None)
-        .unwrap_err();
-    assert_eq!(short.kind, ErrorKind::BufferTooSmall);
-    assert!(
-        short
-            .message
-            .contains("bitmask has 6 words; n_slots = 3 rows of 3 words"),
-        "{short}"
+    expect_error(
+        b.fill_next_token_bitmask(&mut buf, 3, None, None),
+        ErrorKind::BufferTooSmall,
+        "bitmask has 6 words; n_slots = 3 rows of 3 words",
     );
     let huge = b.fill_next_token_bitmask(&mut buf, usize::MAX, None, None);
     assert_eq!(kind(huge), ErrorKind::BufferTooSmall);
@@ -730,21 +715,16 @@ fn matcher_states_map_onto_the_reserved_values() {
 fn state_array_arguments_are_checked_and_named() {
     let trie = Trie::from_paths(&TrieOptions::new(40, [1]), [[3, 4]]).unwrap(); // nodes 0, 1, 2
     let mut rows = vec![0x1234_5678; 4];
-    let bad = trie.fill_states(&[0, 3], &mut rows, 2).unwrap_err();
-    assert_eq!(bad.kind, ErrorKind::OutOfRange);
-    assert!(
-        bad.message
-            .contains("states[1] = 3 is neither a node id (< n_nodes = 3)"),
-        "{bad}"
+    expect_error(
+        trie.fill_states(&[0, 3], &mut rows, 2),
+        ErrorKind::OutOfRange,
+        "states[1] = 3 is neither a node id (< n_nodes = 3)",
     );
     assert_eq!(rows, vec![0x1234_5678; 4], "nothing written");
-    let short = trie.fill_states(&[0, 2], &mut rows[..3], 2).unwrap_err();
-    assert_eq!(short.kind, ErrorKind::BufferTooSmall);
-    assert!(
-        short
-            .message
-            .contains("bitmask has 3 words; 2 states of 2 words per row"),
-        "{short}"
+    expect_error(
+        trie.fill_states(&[0, 2], &mut rows[..3], 2),
+        ErrorKind::BufferTooSmall,
+        "bitmask has 3 words; 2 states of 2 words per row",
     );
     assert!(message(trie.fill_states(&[0, 2], &mut rows, 1)).contains("words_per_row 1 < 2"));
     assert_eq!(

@@ -9,16 +9,8 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use common::{random_trie, scaled, Rng};
+use common::{expect_error, kind, message, random_trie, scaled, Rng};
 use treemask::{ErrorKind, Matcher, MatcherRef, Trie, TrieOptions};
-
-fn kind<T: std::fmt::Debug>(result: treemask::Result<T>) -> ErrorKind {
-    result.expect_err("expected an error").kind
-}
-
-fn message<T: std::fmt::Debug>(result: treemask::Result<T>) -> String {
-    result.expect_err("expected an error").message
-}
 
 /// The structural counts of a trie (memory figures may differ between a
 /// built and a mapped trie).
@@ -351,9 +343,11 @@ fn rtp_errors_name_the_key_line_and_path() {
         assert_eq!(err.kind, want, "{json}");
         assert!(err.message.contains(part), "{err}");
     }
-    let io = Trie::from_rtp_json_file(&rtp_options(100), "/nonexistent/dict.json").unwrap_err();
-    assert_eq!(io.kind, ErrorKind::Io);
-    assert!(io.message.contains("\"/nonexistent/dict.json\""), "{io}");
+    expect_error(
+        Trie::from_rtp_json_file(&rtp_options(100), "/nonexistent/dict.json"),
+        ErrorKind::Io,
+        "\"/nonexistent/dict.json\"",
+    );
     assert!(
         message(Trie::from_rtp_json_file(&rtp_options(100), "bad\0path"))
             .contains("contains a NUL byte at byte 3")
@@ -578,9 +572,11 @@ fn damaged_and_missing_files_are_clear_errors() {
     let not_a_trie = dir.join("text.tmtrie");
     std::fs::write(&not_a_trie, "hello, world").unwrap();
     assert_eq!(kind(Trie::load(&not_a_trie, false)), ErrorKind::CorruptFile);
-    let missing = Trie::load(dir.join("missing.tmtrie"), false).unwrap_err();
-    assert_eq!(missing.kind, ErrorKind::Io);
-    assert!(missing.message.contains("missing.tmtrie"), "{missing}");
+    expect_error(
+        Trie::load(dir.join("missing.tmtrie"), false),
+        ErrorKind::Io,
+        "missing.tmtrie",
+    );
     assert_eq!(kind(Trie::load(&dir, false)), ErrorKind::Io);
     assert_eq!(
         kind(trie.save(dir.join("no-such-dir/x.tmtrie"))),

@@ -8,7 +8,7 @@
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 mod common;
 
-use common::{random_trie, scaled, Rng};
+use common::{expect_error, kind, message, random_trie, scaled, Rng};
 use treemask::{
     apply_token_bitmask_cpu, apply_token_bitmask_cpu_half, apply_token_candidates_cpu,
     apply_token_candidates_cpu_half, ApplyShape, ErrorKind, Half, Matcher,
@@ -279,13 +279,10 @@ fn shapes_are_checked_before_the_library_touches_memory() {
         (32, 32, 1)
     );
 
-    let short = apply_token_bitmask_cpu(&mut logits[..63], &mask, shape, None).unwrap_err();
-    assert_eq!(short.kind, ErrorKind::BufferTooSmall);
-    assert!(
-        short.message.contains(
-            "logits has 63 elements; 2 rows of logits_width 32 at logits_row_stride 32 need 64"
-        ),
-        "{short}"
+    expect_error(
+        apply_token_bitmask_cpu(&mut logits[..63], &mask, shape, None),
+        ErrorKind::BufferTooSmall,
+        "logits has 63 elements; 2 rows of logits_width 32 at logits_row_stride 32 need 64",
     );
     // The last row needs only its width, not a whole stride.
     let mut wide = vec![1.0f32; 72];
@@ -316,13 +313,10 @@ fn shapes_are_checked_before_the_library_touches_memory() {
         message(apply_token_bitmask_cpu(&mut logits, &mask, narrow, None))
             .contains("logits_row_stride 16 is smaller than logits_width 32")
     );
-    let few_words = apply_token_bitmask_cpu(&mut logits, &mask[..1], shape, None).unwrap_err();
-    assert_eq!(few_words.kind, ErrorKind::BufferTooSmall);
-    assert!(
-        few_words
-            .message
-            .contains("bitmask has 1 words; 2 rows of bitmask_row_words 1 need 2"),
-        "{few_words}"
+    expect_error(
+        apply_token_bitmask_cpu(&mut logits, &mask[..1], shape, None),
+        ErrorKind::BufferTooSmall,
+        "bitmask has 1 words; 2 rows of bitmask_row_words 1 need 2",
     );
     let overflow = ApplyShape::new(usize::MAX, 32).with_logits_row_stride(usize::MAX / 2);
     assert!(
@@ -335,13 +329,10 @@ fn shapes_are_checked_before_the_library_touches_memory() {
         message(apply_token_bitmask_cpu(&mut logits, &mask, row_words, None))
             .contains("bitmask_row_words 1 < 2")
     );
-    let index = apply_token_bitmask_cpu(&mut logits, &mask, shape, Some(&[1, 2])).unwrap_err();
-    assert_eq!(index.kind, ErrorKind::OutOfRange);
-    assert!(
-        index
-            .message
-            .contains("indices[1] = 2 is out of range [0, n_rows=2)"),
-        "{index}"
+    expect_error(
+        apply_token_bitmask_cpu(&mut logits, &mask, shape, Some(&[1, 2])),
+        ErrorKind::OutOfRange,
+        "indices[1] = 2 is out of range [0, n_rows=2)",
     );
     assert!(message(apply_token_bitmask_cpu(
         &mut logits,
@@ -401,12 +392,4 @@ fn shapes_are_checked_before_the_library_touches_memory() {
         ErrorKind::BufferTooSmall
     );
     assert_eq!(logits, vec![1.0; 64]);
-}
-
-fn kind<T: std::fmt::Debug>(result: treemask::Result<T>) -> ErrorKind {
-    result.expect_err("expected an error").kind
-}
-
-fn message<T: std::fmt::Debug>(result: treemask::Result<T>) -> String {
-    result.expect_err("expected an error").message
 }

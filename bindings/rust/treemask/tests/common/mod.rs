@@ -98,6 +98,27 @@ struct Snapshot {
 /// What a call returned: Ok(value) or the error kind.
 pub type Outcome<T> = Result<T, treemask::ErrorKind>;
 
+/// The kind of the error a call must have returned.
+pub fn kind<T: std::fmt::Debug>(result: treemask::Result<T>) -> treemask::ErrorKind {
+    result.expect_err("expected an error").kind
+}
+
+/// Checks that a call failed with `want` and a message containing `text`.
+pub fn expect_error<T: std::fmt::Debug>(
+    result: treemask::Result<T>,
+    want: treemask::ErrorKind,
+    text: &str,
+) {
+    let err = result.expect_err("expected an error");
+    assert_eq!(err.kind, want, "{err}");
+    assert!(err.message.contains(text), "wanted {text:?} in: {err}");
+}
+
+/// The message of the error a call must have returned.
+pub fn message<T: std::fmt::Debug>(result: treemask::Result<T>) -> String {
+    result.expect_err("expected an error").message
+}
+
 #[derive(Clone)]
 pub struct ModelMatcher<'a> {
     pub trie: &'a ModelTrie,

@@ -102,44 +102,71 @@ impl ApplyShape {
         self
     }
 
-    /// Checks that `len` logits hold every row.
-    fn check_logits(&self, len: usize) -> Result<()> {
-        if self.rows == 0 {
-            return Ok(());
-        }
+    /// The checks both forms share: the vocabulary size, the stride, that
+    /// `len` logits hold every row, and that every index names a row.
+    fn check_logits(&self, len: usize, indices: Option<&[i32]>) -> Result<()> {
         let (rows, width, stride) = (self.rows, self.logits_width, self.logits_row_stride);
+        if self.vocab_size <= 0 {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!("vocab_size must be positive, got {}", self.vocab_size),
+            ));
+        }
         if stride < width {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
                 format!("logits_row_stride {stride} is smaller than logits_width {width}"),
             ));
         }
-        let needed = (rows - 1)
-            .checked_mul(stride)
-            .and_then(|n| n.checked_add(width));
-        if needed.map_or(true, |n| n > len) {
-            return Err(Error::new(
-                ErrorKind::BufferTooSmall,
-                format!(
-                    "logits has {len} elements; {rows} rows of logits_width {width} at \
-                     logits_row_stride {stride} need {}",
-                    needed.map_or_else(|| "more than usize holds".to_string(), |n| n.to_string())
-                ),
-            ));
+        if rows > 0 {
+            let needed = (rows - 1)
+                .checked_mul(stride)
+                .and_then(|n| n.checked_add(width));
+            if needed.map_or(true, |n| n > len) {
+                return Err(Error::new(
+                    ErrorKind::BufferTooSmall,
+                    format!(
+                        "logits has {len} elements; {rows} rows of logits_width {width} at \
+                         logits_row_stride {stride} need {}",
+                        describe(needed)
+                    ),
+                ));
+            }
+        }
+        for (i, &row) in indices.unwrap_or(&[]).iter().enumerate() {
+            if usize::try_from(row).map_or(true, |r| r >= rows) {
+                return Err(Error::new(
+                    ErrorKind::OutOfRange,
+                    format!("indices[{i}] = {row} is out of range [0, n_rows={rows})"),
+                ));
+            }
         }
         Ok(())
     }
 
-    /// Checks that `len` words hold every bitmask row.
+    /// Checks that bitmask rows cover the masked columns and that `len`
+    /// words hold every row.
     fn check_bitmask(&self, len: usize) -> Result<()> {
         let (rows, words) = (self.rows, self.bitmask_row_words);
+        let columns = self.logits_width.min(self.vocab_size.max(0) as usize);
+        let covering = columns / 32 + usize::from(columns % 32 != 0);
+        if words < covering {
+            return Err(Error::new(
+                ErrorKind::BufferTooSmall,
+                format!(
+                    "bitmask_row_words {words} < {covering}, the words covering \
+                     min(vocab_size={}, logits_width={}) columns",
+                    self.vocab_size, self.logits_width
+                ),
+            ));
+        }
         let needed = rows.checked_mul(words);
         if needed.map_or(true, |n| n > len) {
             return Err(Error::new(
                 ErrorKind::BufferTooSmall,
                 format!(
                     "bitmask has {len} words; {rows} rows of bitmask_row_words {words} need {}",
-                    needed.map_or_else(|| "more than usize holds".to_string(), |n| n.to_string())
+                    describe(needed)
                 ),
             ));
         }
@@ -301,6 +328,11 @@ pub fn cpu_kernel_isa() -> &'static str {
     text.to_str().unwrap_or("(non-UTF-8 ISA name)")
 }
 
+/// A needed length, or that it overflows.
+fn describe(needed: Option<usize>) -> String {
+    needed.map_or_else(|| "more than usize holds".to_string(), |n| n.to_string())
+}
+
 /// A C indices argument: NULL with 0 = every row. A slice pointer is never
 /// NULL, so `Some(&[])` stays "no rows".
 fn index_list(indices: Option<&[i32]>) -> (*const i32, usize) {
@@ -342,15 +374,13 @@ fn apply_bitmask(
     shape: ApplyShape,
     indices: Option<&[i32]>,
 ) -> Result<()> {
-    shape.check_logits(logits.len)?;
+    shape.check_logits(logits.len, indices)?;
     shape.check_bitmask(bitmask.len())?;
     let (indices_ptr, n_indices) = index_list(indices);
     // Safety: logits is an exclusively borrowed slice of its dtype holding
-    // every row of shape (checked); bitmask holds rows * bitmask_row_words
-    // words (checked) and the library reads at most that many per row after
-    // checking that they cover the columns; indices has n_indices entries,
-    // each checked against rows before use. The library checks everything
-    // before writing anything.
+    // every row of shape; bitmask holds rows of bitmask_row_words words, and
+    // the library reads only the words covering the masked columns of each;
+    // every index names a row; all checked above.
     check(unsafe {
         sys::treemask_apply_token_bitmask_cpu(
             logits.data,
@@ -374,14 +404,13 @@ fn apply_candidates(
     shape: ApplyShape,
     indices: Option<&[i32]>,
 ) -> Result<()> {
-    shape.check_logits(logits.len)?;
+    shape.check_logits(logits.len, indices)?;
     shape.check_candidates(row_offsets, candidates.len())?;
     let (indices_ptr, n_indices) = index_list(indices);
     // Safety: logits is an exclusively borrowed slice of its dtype holding
-    // every row of shape (checked); row_offsets has rows + 1 non-decreasing
-    // entries ending within candidates (checked), so every candidate the
-    // library reads is in bounds; indices has n_indices entries, each checked
-    // against rows before use.
+    // every row of shape; row_offsets has rows + 1 non-decreasing entries
+    // ending within candidates, so every candidate the library reads is in
+    // bounds; every index names a row; all checked above.
     check(unsafe {
         sys::treemask_apply_token_candidates_cpu(
             logits.data,

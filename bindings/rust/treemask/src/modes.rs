@@ -268,8 +268,9 @@ impl MatcherRef {
     ///
     /// # Errors
     /// Nothing written: `parents` of another length than `tokens`
-    /// (`InvalidArgument`), a bad parent (named), a short buffer or row; in
-    /// the `StickyError` failed state `InvalidState`.
+    /// (`InvalidArgument`), a bad parent (named), a buffer shorter than the
+    /// rows or rows narrower than the vocabulary (`BufferTooSmall`); in the
+    /// `StickyError` failed state `InvalidState`.
     pub fn fill_draft_bitmasks(
         &self,
         tokens: &[i32],
@@ -289,11 +290,25 @@ impl MatcherRef {
                 ));
             }
         }
+        let rows = tokens.len() + 1;
+        if rows
+            .checked_mul(words_per_row)
+            .map_or(true, |n| n > bitmask.len())
+        {
+            return Err(Error::new(
+                ErrorKind::BufferTooSmall,
+                format!(
+                    "bitmask has {} words; {rows} rows (one per draft token plus one) of \
+                     {words_per_row} words need more",
+                    bitmask.len()
+                ),
+            ));
+        }
         let mut n_valid = 0;
         // Safety: self is live (a const function: it changes no matcher
-        // state); tokens and parents (same length, checked) are read for
-        // tokens.len() entries; the library checks that tokens.len() + 1 rows
-        // of words_per_row words fit in bitmask.len() before writing.
+        // state); tokens and parents (same length) are read for tokens.len()
+        // entries; tokens.len() + 1 rows of words_per_row words fit in bitmask
+        // (all checked above), and the library also gets bitmask.len().
         check(unsafe {
             sys::treemask_matcher_fill_draft_bitmasks(
                 self.as_raw(),

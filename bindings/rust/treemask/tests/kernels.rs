@@ -323,11 +323,24 @@ fn shapes_are_checked_before_the_library_touches_memory() {
         message(apply_token_bitmask_cpu(&mut logits, &mask, overflow, None))
             .contains("more than usize holds")
     );
-    // What only the library knows is checked there, still before writing.
+    // Rows too narrow for the columns, bad indices and vocabulary sizes are
+    // refused too, with the library's own wording.
     let row_words = ApplyShape::new(1, 64).with_bitmask_row_words(1);
     assert!(
         message(apply_token_bitmask_cpu(&mut logits, &mask, row_words, None))
             .contains("bitmask_row_words 1 < 2")
+    );
+    let padded = ApplyShape::new(1, 33)
+        .with_logits_width(64)
+        .with_bitmask_row_words(1);
+    assert!(
+        message(apply_token_bitmask_cpu(&mut logits, &mask, padded, None))
+            .contains("min(vocab_size=33, logits_width=64)")
+    );
+    expect_error(
+        apply_token_candidates_cpu(&mut logits, &[0, 0, 0], &[], shape, Some(&[-1])),
+        ErrorKind::OutOfRange,
+        "indices[0] = -1 is out of range",
     );
     expect_error(
         apply_token_bitmask_cpu(&mut logits, &mask, shape, Some(&[1, 2])),

@@ -427,6 +427,14 @@ fn speculative_drafts_are_checked_and_filled_without_moving() {
         .fill_draft_bitmasks(&tokens, None, &mut rows[1..], w)
         .unwrap_err();
     assert_eq!(short.kind, ErrorKind::BufferTooSmall);
+    assert!(
+        short.message.contains("bitmask has 13 words; 7 rows"),
+        "{short}"
+    );
+    let narrow = m
+        .fill_draft_bitmasks(&tokens, None, &mut rows, 1)
+        .unwrap_err();
+    assert_eq!(narrow.kind, ErrorKind::BufferTooSmall, "{narrow}");
 }
 
 #[test]

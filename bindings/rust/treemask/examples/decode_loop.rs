@@ -1,13 +1,13 @@
 //! A constrained greedy decode loop, the shape an engine's sampler takes:
-//! build a trie once, then per step fill the mask, mask the logits, pick a
-//! token and accept it. Logits come from a seeded generator instead of a
-//! model. Where the trie leaves only one way on, the forced tokens are taken
-//! without asking the model (jump-forward).
+//! build a trie once, then per step fill the mask, mask the logits with the
+//! CPU apply kernel, pick a token and accept it. Logits come from a seeded
+//! generator instead of a model. Where the trie leaves only one way on, the
+//! forced tokens are taken without asking the model (jump-forward).
 //!
 //! Run: `cargo run --example decode_loop` (meson runs it as a test).
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
-use treemask::{Matcher, Trie, TrieOptions};
+use treemask::{ApplyShape, Matcher, Trie, TrieOptions};
 
 const VOCAB: i32 = 151_936;
 const EOS: i32 = 151_645;
@@ -22,18 +22,6 @@ impl FakeModel {
             self.0 ^= self.0 << 25;
             self.0 ^= self.0 >> 27;
             *logit = (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 40) as f32 / (1 << 24) as f32;
-        }
-    }
-}
-
-/// logits[t] = -inf wherever bit t of the row is 0 (an engine would run its
-/// own masking kernel here).
-fn mask_logits(logits: &mut [f32], row: &[i32]) {
-    for (word, chunk) in row.iter().zip(logits.chunks_mut(32)) {
-        for (bit, logit) in chunk.iter_mut().enumerate() {
-            if (*word as u32 >> bit) & 1 == 0 {
-                *logit = f32::NEG_INFINITY;
-            }
         }
     }
 }
@@ -62,6 +50,7 @@ fn main() -> Result<(), treemask::Error> {
     let mut model = FakeModel(42);
     let mut row = treemask::allocate_token_bitmask(1, VOCAB);
     let mut logits = vec![0.0f32; VOCAB as usize];
+    let shape = ApplyShape::new(1, VOCAB); // one row of VOCAB logits
     let mut forced = Vec::new();
     let (mut steps, mut forward_passes) = (0, 0);
     let mut generated = Vec::new();
@@ -73,7 +62,10 @@ fn main() -> Result<(), treemask::Error> {
                 model.forward(&mut logits);
                 forward_passes += 1;
                 if matcher.fill_next_token_bitmask(&mut row)? {
-                    mask_logits(&mut logits, &row);
+                    // -inf wherever the row's bit is 0 (AVX2 where the CPU
+                    // has it); an engine with half-precision logits calls
+                    // apply_token_bitmask_cpu_half with Half::F16 or Bf16.
+                    treemask::apply_token_bitmask_cpu(&mut logits, &row, shape, None)?;
                 }
                 argmax(&logits)
             }

@@ -127,7 +127,7 @@ pub type Result<T> = core::result::Result<T, Error>;
 /// The message of the last failing call, or of the last token rejection,
 /// made on this thread (`treemask_last_error()`); empty if none yet.
 ///
-/// Right after [`Matcher::accept_token`](crate::Matcher::accept_token)
+/// Right after [`MatcherRef::accept_token`](crate::MatcherRef::accept_token)
 /// returns `Ok(false)` this says why the token was rejected.
 pub fn last_error_message() -> String {
     // Safety: treemask_last_error returns a NUL-terminated thread-local string,

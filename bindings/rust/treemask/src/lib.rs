@@ -7,7 +7,7 @@
 //! bitmask row, mask the logits, sample, and accept the sampled token:
 //!
 //! ```
-//! use treemask::{Matcher, Trie, TrieOptions};
+//! use treemask::{ApplyShape, Matcher, Trie, TrieOptions};
 //!
 //! const VOCAB: i32 = 151_936;
 //! const EOS: i32 = 151_645;
@@ -21,11 +21,7 @@
 //!         *logit = ((t * 7919) % 1009) as f32; // a stand-in for the model
 //!     }
 //!     if matcher.fill_next_token_bitmask(&mut row)? {
-//!         for (t, logit) in logits.iter_mut().enumerate() {
-//!             if !treemask::is_token_allowed(&row, t as i32) {
-//!                 *logit = f32::NEG_INFINITY;
-//!             }
-//!         }
+//!         treemask::apply_token_bitmask_cpu(&mut logits, &row, ApplyShape::new(1, VOCAB), None)?;
 //!     }
 //!     let best = (0..VOCAB).max_by(|&a, &b| logits[a as usize].total_cmp(&logits[b as usize]));
 //!     assert!(matcher.accept_token(best.unwrap())?);
@@ -36,15 +32,31 @@
 //!
 //! Every fallible call returns [`Result`]; an [`Error`] carries the
 //! [`ErrorKind`] and the library's message naming the problem. A rejected
-//! token is not an error: [`Matcher::accept_token`] returns `Ok(false)`.
+//! token is not an error: [`MatcherRef::accept_token`] returns `Ok(false)`.
+//!
+//! What else the crate wraps, by area of the C header:
+//! - tries from RTP-LLM prefix dictionaries ([`Trie::from_rtp_json`],
+//!   [`Trie::from_rtp_tsv`]), JSON Lines ([`Trie::from_jsonl`]) and compiled
+//!   `.tmtrie` files ([`Trie::load`], [`Trie::save`], [`Trie::metadata`]);
+//! - decoding modes: the mode fields of [`MatcherOptions`] (multi-label,
+//!   hierarchical labels, think budget, length budget, stop-token override),
+//!   [`ExclusionSet`] and [`MatcherRef::set_label_filter`], speculative
+//!   decoding ([`MatcherRef::accept_tokens`],
+//!   [`MatcherRef::fill_draft_bitmasks`]);
+//! - many sequences at once: [`Batch`] (slots filled on worker threads, an
+//!   owned bound bitmask with O(fanout) incremental fills, beam reordering)
+//!   and state arrays ([`Trie::fill_states`], [`Trie::advance_states`]);
+//! - masking logits on the CPU: [`apply_token_bitmask_cpu`] (`f32`),
+//!   [`apply_token_bitmask_cpu_half`] (`f16` / `bf16` bits) and the sparse
+//!   [`apply_token_candidates_cpu`].
 //!
 //! The crate links libtreemask through `treemask-sys` (re-exported as
 //! [`sys`]); see that crate for how the library is found.
 //
-// Modules follow the sections of treemask.h. Later sections get their own
-// modules (batch and state arrays, the CPU apply kernels, loaders and
-// .tmtrie files, matcher modes), adding `impl Trie` / `impl Matcher` blocks
-// and option fields there rather than reshaping these types.
+// Modules follow the sections of treemask.h: the trie and its other sources
+// (trie, files), the matcher and its modes (matcher, modes), batch and state
+// arrays (batch, states), the CPU kernels (kernels). Each adds `impl Trie` /
+// `impl MatcherRef` blocks for its area rather than reshaping those types.
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -53,15 +65,27 @@
 
 pub use treemask_sys as sys;
 
+mod batch;
 mod bitmask;
 mod error;
+mod files;
+mod kernels;
 mod list;
 mod matcher;
+mod modes;
+mod states;
 mod trie;
 
+pub use batch::{Batch, BatchOptions, FillMode};
 pub use bitmask::{allocate_token_bitmask, bitmask_words, is_token_allowed};
 pub use error::{last_error_message, Error, ErrorKind, Result};
-pub use matcher::{FailurePolicy, Matcher, MatcherOptions};
+pub use kernels::{
+    apply_token_bitmask_cpu, apply_token_bitmask_cpu_half, apply_token_candidates_cpu,
+    apply_token_candidates_cpu_half, cpu_kernel_isa, ApplyShape, Half,
+};
+pub use matcher::{FailurePolicy, Matcher, MatcherOptions, MatcherRef};
+pub use modes::ExclusionSet;
+pub use states::{STATE_FAILED, STATE_ROOT, STATE_TERMINATED};
 pub use trie::{Trie, TrieOptions, TrieStats};
 
 /// The version of the libtreemask actually loaded, as

@@ -1,8 +1,12 @@
-//! [`Matcher`]: the decoding state of one sequence (one beam).
+//! [`Matcher`]: the decoding state of one sequence (one beam), and
+//! [`MatcherRef`], the borrowed form every matcher method lives on.
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+use core::borrow::{Borrow, BorrowMut};
 use core::fmt;
+use core::marker::{PhantomData, PhantomPinned};
 use core::mem::MaybeUninit;
+use core::ops::{Deref, DerefMut};
 use core::ptr::{self, NonNull};
 
 use treemask_sys as sys;
@@ -11,8 +15,8 @@ use crate::error::{check, Error, ErrorKind, Result};
 use crate::list::read_list;
 use crate::trie::Trie;
 
-/// What [`Matcher::accept_token`] does with a token that is not allowed. In
-/// every policy the call returns `Ok(false)` and
+/// What [`MatcherRef::accept_token`] does with a token that is not allowed.
+/// In every policy the call returns `Ok(false)` and
 /// [`last_error_message`](crate::last_error_message) says why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum FailurePolicy {
@@ -21,14 +25,14 @@ pub enum FailurePolicy {
     Reject,
     /// From then on only stop tokens are allowed (RTP-LLM).
     FailClosed,
-    /// The matcher is failed until [`Matcher::reset`] (llguidance): fills
+    /// The matcher is failed until [`MatcherRef::reset`] (llguidance): fills
     /// write only the stop tokens and return `InvalidState`, accepts and
     /// rollbacks return `InvalidState`.
     StickyError,
 }
 
 impl FailurePolicy {
-    fn to_raw(self) -> i32 {
+    pub(crate) fn to_raw(self) -> i32 {
         match self {
             FailurePolicy::Reject => sys::TREEMASK_FAILURE_REJECT,
             FailurePolicy::FailClosed => sys::TREEMASK_FAILURE_FAIL_CLOSED,
@@ -40,20 +44,72 @@ impl FailurePolicy {
 /// How a matcher behaves. `MatcherOptions::default()` gives the library's
 /// defaults; fields may be added in later versions (hence
 /// `#[non_exhaustive]`).
+///
+/// The decoding modes (multi-label, hierarchical labels, think mode, length
+/// budget, stop-token override) compose freely; see "Decoding modes" in
+/// `treemask.h` for the full rules. An inconsistent combination is an error
+/// at [`Matcher::with_options`] that names the option and token.
+///
+/// ```
+/// use treemask::{Matcher, MatcherOptions, Trie, TrieOptions};
+///
+/// // Labels [10], [12 13]; "10, 12 13" separated by token 20.
+/// let trie = Trie::from_paths(&TrieOptions::new(32, [0]), [&[10][..], &[12, 13]])?;
+/// let mut options = MatcherOptions::default();
+/// options.label_separator = vec![20];
+/// options.max_labels = 2;
+/// let mut m = Matcher::with_options(&trie, &options)?;
+/// assert_eq!(m.accept_tokens(&[10, 20, 12, 13])?, 4);
+/// assert_eq!(m.next_tokens(), vec![0]); // max_labels reached: only the stop token
+/// assert!(m.accept_token(0)? && m.is_terminated());
+/// assert_eq!(m.produced_labels(), vec![0, 1]);
+/// # Ok::<(), treemask::Error>(())
+/// ```
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MatcherOptions {
     /// What a rejected token does (default: [`FailurePolicy::Reject`]).
     pub failure_policy: FailurePolicy,
-    /// Terminate as soon as a node without children is reached, in the accept
-    /// that reached it, with no stop token needed (default: false).
+    /// Terminate as soon as a node without children is reached (with modes:
+    /// as soon as only stop tokens are allowed), in the accept that reached
+    /// it, with no stop token needed (default: false).
     pub terminate_without_stop_token: bool,
-    /// How many accepts [`Matcher::rollback`] may undo; 0 = unlimited (the
+    /// How many accepts [`MatcherRef::rollback`] may undo; 0 = unlimited (the
     /// history is then bounded by the longest path). Default: 0.
     pub max_rollback_tokens: usize,
     /// After termination this token is accepted and changes nothing, like a
     /// stop token (for engines that pad finished rows). Default: none.
     pub pad_token: Option<i32>,
+    /// Multi-label mode: after a complete label this token sequence (e.g. the
+    /// tokens of `" |"`) leads back to the root for another label; each label
+    /// is produced at most once. Empty (default): one label per sequence.
+    pub label_separator: Vec<i32>,
+    /// At most this many labels per sequence; 0 = unlimited (default). Needs
+    /// `label_separator`.
+    pub max_labels: usize,
+    /// Hierarchical labels: true = a sequence may end (or take the separator)
+    /// only at a leaf; false (default) = at any terminal node.
+    pub leaves_only: bool,
+    /// Think mode: the token sequence that closes thinking (e.g.
+    /// `"</think>"` plus a newline). While thinking every token is allowed.
+    /// Empty (default): no think mode.
+    pub think_end_tokens: Vec<i32>,
+    /// A token that opens thinking when it is the first token (e.g.
+    /// `"<think>"`). Default: none.
+    pub think_begin_token: Option<i32>,
+    /// True: the sequence starts inside thinking (the prompt ended with
+    /// `"<think>"`). Default: false.
+    pub start_in_thinking: bool,
+    /// Thinking tokens allowed before the end sequence is forced; `Some(0)`
+    /// forces it at once. Default: `None` (unlimited).
+    pub max_thinking_tokens: Option<u64>,
+    /// Length budget: the engine's `max_new_tokens`. Only branches that reach
+    /// a label end within the tokens left are offered, so the budget never
+    /// cuts a label in half. Default: `None`.
+    pub max_new_tokens: Option<u64>,
+    /// Replaces the trie's stop tokens for this matcher (xgrammar's
+    /// `override_stop_tokens`). Empty (default): the trie's.
+    pub override_stop_tokens: Vec<i32>,
 }
 
 impl Default for MatcherOptions {
@@ -64,28 +120,67 @@ impl Default for MatcherOptions {
             terminate_without_stop_token: raw.terminate_without_stop_token,
             max_rollback_tokens: raw.max_rollback_tokens,
             pad_token: None,
+            label_separator: Vec::new(),
+            max_labels: raw.max_labels,
+            leaves_only: raw.leaves_only,
+            think_end_tokens: Vec::new(),
+            think_begin_token: None,
+            start_in_thinking: raw.start_in_thinking,
+            max_thinking_tokens: None,
+            max_new_tokens: None,
+            override_stop_tokens: Vec::new(),
         }
     }
 }
 
 impl MatcherOptions {
+    /// The C options struct. It borrows the vectors of `self`, so it must
+    /// not outlive `self` (the library copies them at create).
     fn to_raw(&self) -> Result<sys::treemask_matcher_options> {
         let mut raw = raw_matcher_options_defaults();
         raw.failure_policy = self.failure_policy.to_raw();
         raw.terminate_without_stop_token = self.terminate_without_stop_token;
         raw.max_rollback_tokens = self.max_rollback_tokens;
-        raw.pad_token = match self.pad_token {
-            None => -1,
-            // -1 means "none" to the C library; a negative Some is a mistake.
-            Some(token) if token < 0 => {
-                return Err(Error::new(
-                    ErrorKind::InvalidArgument,
-                    format!("pad_token is Some({token}); use None for no pad token"),
-                ))
-            }
-            Some(token) => token,
-        };
+        raw.pad_token = optional_token("pad_token", self.pad_token)?;
+        raw.label_separator = self.label_separator.as_ptr();
+        raw.n_label_separator = self.label_separator.len();
+        raw.max_labels = self.max_labels;
+        raw.leaves_only = self.leaves_only;
+        raw.think_end_tokens = self.think_end_tokens.as_ptr();
+        raw.n_think_end_tokens = self.think_end_tokens.len();
+        raw.think_begin_token = optional_token("think_begin_token", self.think_begin_token)?;
+        raw.start_in_thinking = self.start_in_thinking;
+        raw.max_thinking_tokens = optional_count("max_thinking_tokens", self.max_thinking_tokens)?;
+        raw.max_new_tokens = optional_count("max_new_tokens", self.max_new_tokens)?;
+        raw.override_stop_tokens = self.override_stop_tokens.as_ptr();
+        raw.n_override_stop_tokens = self.override_stop_tokens.len();
         Ok(raw)
+    }
+}
+
+/// An optional token as the C library spells it: -1 = none. A negative
+/// `Some` would silently mean "none", so it is refused.
+fn optional_token(name: &str, token: Option<i32>) -> Result<i32> {
+    match token {
+        None => Ok(-1),
+        Some(t) if t < 0 => Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("{name} is Some({t}); use None for no {name}"),
+        )),
+        Some(t) => Ok(t),
+    }
+}
+
+/// An optional count as the C library spells it: -1 = none.
+pub(crate) fn optional_count(name: &str, count: Option<u64>) -> Result<i64> {
+    match count {
+        None => Ok(-1),
+        Some(n) => i64::try_from(n).map_err(|_| {
+            Error::new(
+                ErrorKind::OutOfRange,
+                format!("{name} is {n}, more than the library's limit {}", i64::MAX),
+            )
+        }),
     }
 }
 
@@ -100,12 +195,15 @@ fn raw_matcher_options_defaults() -> sys::treemask_matcher_options {
 }
 
 /// Follows one generated sequence through a [`Trie`]: every decode step, fill
-/// the next-token bitmask, sample, and [`accept_token`](Self::accept_token)
+/// the next-token bitmask, sample, and [`accept_token`](MatcherRef::accept_token)
 /// the sampled token.
 ///
-/// A matcher holds its own reference to the trie, so it may outlive the
-/// `Trie` value it was made from. `Clone` makes an independent copy with the
-/// same state (cheap: the rollback history is shared copy-on-write).
+/// `Matcher` owns its C matcher; every method lives on [`MatcherRef`], which
+/// `Matcher` dereferences to (so does a matcher borrowed from a
+/// [`Batch`](crate::Batch) slot). A matcher holds its own reference to the
+/// trie, so it may outlive the `Trie` value it was made from. `Clone` makes an
+/// independent copy with the same state (cheap: the rollback history is
+/// shared copy-on-write).
 ///
 /// ```
 /// use treemask::{Matcher, Trie, TrieOptions};
@@ -133,9 +231,9 @@ pub struct Matcher {
 // it may be moved to another thread; &mut self keeps use to one thread at a
 // time.
 unsafe impl Send for Matcher {}
-// Safety: `&Matcher` methods call only functions taking a const matcher,
-// which the header allows to run concurrently with each other; everything
-// that changes the state takes `&mut self`.
+// Safety: `&Matcher` reaches only `&MatcherRef` methods, which call only
+// functions taking a const matcher; the header allows those to run
+// concurrently with each other.
 unsafe impl Sync for Matcher {}
 
 impl Matcher {
@@ -151,13 +249,18 @@ impl Matcher {
     ///
     /// # Errors
     /// A `pad_token` outside `[0, vocab_size)` (`OutOfRange`, or
-    /// `InvalidArgument` for a negative one); `OutOfMemory`.
+    /// `InvalidArgument` for a negative one); an inconsistent decoding-mode
+    /// option (a separator or stop-token override that is out of range or
+    /// occurs inside a path, a separator that is ambiguous after a label,
+    /// `max_labels` without a separator, ...: the message names the option
+    /// and token); `OutOfMemory`.
     pub fn with_options(trie: &Trie, options: &MatcherOptions) -> Result<Matcher> {
         let raw_options = options.to_raw()?;
         let mut out = ptr::null_mut();
         // Safety: trie.as_raw() is a live trie (the matcher retains its own
-        // reference); raw_options is a fully initialised options struct; out
-        // is written only on success.
+        // reference); raw_options is a fully initialised options struct whose
+        // arrays borrow `options`, alive for the call (the library copies
+        // them); out is written only on success.
         check(unsafe { sys::treemask_matcher_create(trie.as_raw(), &raw_options, &mut out) })?;
         // Safety: on success out is a new matcher that we own.
         Ok(unsafe { Matcher::from_raw(out) })
@@ -176,11 +279,146 @@ impl Matcher {
             raw: NonNull::new(raw).expect("Matcher::from_raw: NULL treemask_matcher"),
         }
     }
+}
 
-    /// The C handle, still owned by `self` (do not free it); for calling
-    /// treemask-sys functions this crate does not wrap.
+impl Deref for Matcher {
+    type Target = MatcherRef;
+
+    fn deref(&self) -> &MatcherRef {
+        // Safety: self.raw is a live matcher for as long as self exists, and
+        // the shared borrow of self keeps it alive and unchanged through the
+        // returned reference's lifetime.
+        unsafe { MatcherRef::from_ptr(self.raw.as_ptr()) }
+    }
+}
+
+impl DerefMut for Matcher {
+    fn deref_mut(&mut self) -> &mut MatcherRef {
+        // Safety: as in deref; the exclusive borrow of self makes the
+        // returned reference the only way to reach the matcher.
+        unsafe { MatcherRef::from_ptr_mut(self.raw.as_ptr()) }
+    }
+}
+
+impl Borrow<MatcherRef> for Matcher {
+    fn borrow(&self) -> &MatcherRef {
+        self
+    }
+}
+
+impl BorrowMut<MatcherRef> for Matcher {
+    fn borrow_mut(&mut self) -> &mut MatcherRef {
+        self
+    }
+}
+
+impl AsRef<MatcherRef> for Matcher {
+    fn as_ref(&self) -> &MatcherRef {
+        self
+    }
+}
+
+impl AsMut<MatcherRef> for Matcher {
+    fn as_mut(&mut self) -> &mut MatcherRef {
+        self
+    }
+}
+
+impl Clone for Matcher {
+    /// See [`try_clone`](MatcherRef::try_clone).
+    ///
+    /// # Panics
+    /// In the `StickyError` failed state, or when out of memory; use
+    /// `try_clone` to handle those.
+    fn clone(&self) -> Matcher {
+        (**self).to_owned()
+    }
+}
+
+impl Drop for Matcher {
+    fn drop(&mut self) {
+        // Safety: self owns the matcher; nothing else uses it afterwards (every
+        // &MatcherRef borrowed from self has ended). The matcher releases its
+        // own trie reference.
+        unsafe { sys::treemask_matcher_free(self.raw.as_ptr()) }
+    }
+}
+
+impl fmt::Debug for Matcher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
+
+/// A matcher borrowed: `&MatcherRef` and `&mut MatcherRef` are the C
+/// `const treemask_matcher*` and `treemask_matcher*`, so a [`Matcher`] and a
+/// [`Batch`](crate::Batch) slot lend theirs without copying. Every matcher
+/// method lives here; `&self` methods are the header's const functions (safe
+/// to call from several threads at once), `&mut self` ones change the state.
+///
+/// A `MatcherRef` cannot be created, moved or dropped by value, only
+/// borrowed; `to_owned()` / [`try_clone`](Self::try_clone) copy the matcher
+/// into an owned [`Matcher`].
+pub struct MatcherRef {
+    // Zero-sized and never constructed: the reference's address is the C
+    // handle. PhantomPinned and the raw pointer keep the type !Unpin and
+    // !Send/!Sync unless declared below with a reason.
+    _opaque: [u8; 0],
+    _marker: PhantomData<(*mut u8, PhantomPinned)>,
+}
+
+// Safety: as for Matcher: a matcher has no thread affinity, and `&mut
+// MatcherRef` is exclusive. A matcher borrowed from a batch is not touched by
+// the batch's workers outside the batch's own calls, which the borrow of the
+// batch rules out.
+unsafe impl Send for MatcherRef {}
+// Safety: `&MatcherRef` methods call only functions taking a const matcher,
+// which may run concurrently with each other.
+unsafe impl Sync for MatcherRef {}
+
+impl MatcherRef {
+    /// # Safety
+    /// `raw` must be a live matcher that stays valid, and is changed by
+    /// nothing else, for `'a`.
+    pub(crate) unsafe fn from_ptr<'a>(raw: *mut sys::treemask_matcher) -> &'a MatcherRef {
+        debug_assert!(!raw.is_null());
+        // Safety: MatcherRef is zero-sized with alignment 1, so any non-NULL
+        // pointer is a valid reference to it; the caller vouches for the
+        // lifetime.
+        unsafe { &*(raw as *const MatcherRef) }
+    }
+
+    /// # Safety
+    /// As [`from_ptr`](Self::from_ptr), and nothing else may reach the
+    /// matcher for `'a`.
+    pub(crate) unsafe fn from_ptr_mut<'a>(raw: *mut sys::treemask_matcher) -> &'a mut MatcherRef {
+        debug_assert!(!raw.is_null());
+        // Safety: as in from_ptr; the caller vouches for exclusivity.
+        unsafe { &mut *(raw as *mut MatcherRef) }
+    }
+
+    /// Replaces `out` with a list the C library reports for this matcher,
+    /// reusing `out`'s allocation.
+    ///
+    /// # Safety
+    /// `query` must follow the header's list convention: given the matcher,
+    /// a buffer and its capacity `cap`, it writes `min(cap, n)` items and
+    /// returns the full count `n`.
+    pub(crate) unsafe fn read_into<T: Copy>(
+        &self,
+        out: &mut Vec<T>,
+        query: unsafe extern "C" fn(*const sys::treemask_matcher, *mut T, usize) -> usize,
+    ) {
+        // Safety: self is live (const queries may run concurrently); the
+        // caller vouches that query follows the list convention, which is
+        // what read_list needs.
+        unsafe { read_list(out, |buf, cap| query(self.as_raw(), buf, cap)) }
+    }
+
+    /// The C handle (do not free it); for calling treemask-sys functions this
+    /// crate does not wrap.
     pub fn as_raw(&self) -> *mut sys::treemask_matcher {
-        self.raw.as_ptr()
+        self as *const MatcherRef as *mut sys::treemask_matcher
     }
 
     /// A copy with the same state, history and options.
@@ -190,8 +428,8 @@ impl Matcher {
     /// `OutOfMemory`.
     pub fn try_clone(&self) -> Result<Matcher> {
         let mut out = ptr::null_mut();
-        // Safety: self.raw is live; out is written only on success.
-        check(unsafe { sys::treemask_matcher_clone(self.raw.as_ptr(), &mut out) })?;
+        // Safety: self is a live matcher; out is written only on success.
+        check(unsafe { sys::treemask_matcher_clone(self.as_raw(), &mut out) })?;
         // Safety: on success out is a new matcher that we own.
         Ok(unsafe { Matcher::from_raw(out) })
     }
@@ -200,7 +438,7 @@ impl Matcher {
     /// bits at or beyond `vocab_size` are 0): bit `t` is set iff `t` is a child
     /// token of the current node, or a stop token at a terminal node. Once
     /// terminated (or closed after a `FailClosed` rejection) only the stop
-    /// tokens are set.
+    /// tokens are set. Decoding modes change the set as the header describes.
     ///
     /// Returns `need_apply`: false iff every token is allowed, so masking the
     /// logits can be skipped.
@@ -211,11 +449,11 @@ impl Matcher {
     /// with the row written (stop tokens only).
     pub fn fill_next_token_bitmask(&mut self, row: &mut [i32]) -> Result<bool> {
         let mut need_apply = true;
-        // Safety: self.raw is live and exclusively borrowed; the library
-        // writes at most row.len() words.
+        // Safety: self is live and exclusively borrowed; the library writes
+        // at most row.len() words.
         check(unsafe {
             sys::treemask_matcher_fill_next_token_bitmask(
-                self.raw.as_ptr(),
+                self.as_raw(),
                 row.as_mut_ptr(),
                 row.len(),
                 &mut need_apply,
@@ -236,10 +474,8 @@ impl Matcher {
     /// `InvalidState` in the `StickyError` failed state.
     pub fn accept_token(&mut self, token: i32) -> Result<bool> {
         let mut accepted = false;
-        // Safety: self.raw is live and exclusively borrowed.
-        check(unsafe {
-            sys::treemask_matcher_accept_token(self.raw.as_ptr(), token, &mut accepted)
-        })?;
+        // Safety: self is live and exclusively borrowed.
+        check(unsafe { sys::treemask_matcher_accept_token(self.as_raw(), token, &mut accepted) })?;
         Ok(accepted)
     }
 
@@ -252,38 +488,40 @@ impl Matcher {
     /// `FailClosed` rejection or failed after a `StickyError` one
     /// (`InvalidState`: use [`reset`](Self::reset)).
     pub fn rollback(&mut self, n_tokens: usize) -> Result<()> {
-        // Safety: self.raw is live and exclusively borrowed.
-        check(unsafe { sys::treemask_matcher_rollback(self.raw.as_ptr(), n_tokens) })
+        // Safety: self is live and exclusively borrowed.
+        check(unsafe { sys::treemask_matcher_rollback(self.as_raw(), n_tokens) })
     }
 
-    /// Back to the root with an empty history, whatever the state.
+    /// Back to the root with an empty history, whatever the state (the label
+    /// filter and `max_new_tokens` budget are kept).
     pub fn reset(&mut self) {
-        // Safety: self.raw is live and exclusively borrowed.
-        unsafe { sys::treemask_matcher_reset(self.raw.as_ptr()) }
+        // Safety: self is live and exclusively borrowed.
+        unsafe { sys::treemask_matcher_reset(self.as_raw()) }
     }
 
     /// True once a stop token (or, with `terminate_without_stop_token`, a
     /// leaf) ended the sequence. False in the `StickyError` failed state.
     pub fn is_terminated(&self) -> bool {
-        // Safety: self.raw is live; const functions may run concurrently.
-        unsafe { sys::treemask_matcher_is_terminated(self.raw.as_ptr()) }
+        // Safety: self is live; const functions may run concurrently.
+        unsafe { sys::treemask_matcher_is_terminated(self.as_raw()) }
     }
 
     /// True iff accepting a stop token now would terminate: the current node
     /// is terminal, or the matcher is closed after a `FailClosed` rejection.
     pub fn can_terminate(&self) -> bool {
-        // Safety: self.raw is live; const functions may run concurrently.
-        unsafe { sys::treemask_matcher_can_terminate(self.raw.as_ptr()) }
+        // Safety: self is live; const functions may run concurrently.
+        unsafe { sys::treemask_matcher_can_terminate(self.as_raw()) }
     }
 
     /// How many accepts [`rollback`](Self::rollback) can undo right now.
     pub fn rollback_depth(&self) -> usize {
-        // Safety: self.raw is live; const functions may run concurrently.
-        unsafe { sys::treemask_matcher_rollback_depth(self.raw.as_ptr()) }
+        // Safety: self is live; const functions may run concurrently.
+        unsafe { sys::treemask_matcher_rollback_depth(self.as_raw()) }
     }
 
     /// The allowed next tokens, ascending (stop tokens included when
-    /// allowed). Empty in the `StickyError` failed state.
+    /// allowed): exactly the bits a fill sets. Empty in the `StickyError`
+    /// failed state.
     pub fn next_tokens(&self) -> Vec<i32> {
         let mut out = Vec::new();
         self.next_tokens_into(&mut out);
@@ -294,18 +532,13 @@ impl Matcher {
     /// contents and reusing its allocation (no allocation per decode step once
     /// it is large enough).
     pub fn next_tokens_into(&self, out: &mut Vec<i32>) {
-        // Safety: self.raw is live; treemask_matcher_next_tokens writes
-        // min(cap, n) tokens to a buffer with room for cap and returns n.
-        unsafe {
-            read_list(out, |buf, cap| {
-                sys::treemask_matcher_next_tokens(self.raw.as_ptr(), buf, cap)
-            })
-        }
+        // Safety: next_tokens follows the list convention.
+        unsafe { self.read_into(out, sys::treemask_matcher_next_tokens) }
     }
 
     /// Jump-forward: the longest chain of tokens each of which is the only
-    /// child of a non-terminal node, starting here. Stop tokens are never
-    /// included; empty once terminated, closed or failed.
+    /// token allowed (no stop token) where it is taken, starting here. Stop
+    /// tokens are never included; empty once terminated, closed or failed.
     pub fn forced_tokens(&self) -> Vec<i32> {
         let mut out = Vec::new();
         self.forced_tokens_into(&mut out);
@@ -315,13 +548,8 @@ impl Matcher {
     /// [`forced_tokens`](Self::forced_tokens) into a caller's vector, reusing
     /// its allocation.
     pub fn forced_tokens_into(&self, out: &mut Vec<i32>) {
-        // Safety: self.raw is live; treemask_matcher_forced_tokens writes
-        // min(cap, n) tokens to a buffer with room for cap and returns n.
-        unsafe {
-            read_list(out, |buf, cap| {
-                sys::treemask_matcher_forced_tokens(self.raw.as_ptr(), buf, cap)
-            })
-        }
+        // Safety: forced_tokens follows the list convention.
+        unsafe { self.read_into(out, sys::treemask_matcher_forced_tokens) }
     }
 
     /// The label ids of the current node, ascending and distinct; empty at a
@@ -329,55 +557,42 @@ impl Matcher {
     /// termination (the labels of the node the sequence ended at).
     pub fn label_ids(&self) -> Vec<i64> {
         let mut out = Vec::new();
-        // Safety: self.raw is live; treemask_matcher_label_ids writes
-        // min(cap, n) ids to a buffer with room for cap and returns n.
-        unsafe {
-            read_list(&mut out, |buf, cap| {
-                sys::treemask_matcher_label_ids(self.raw.as_ptr(), buf, cap)
-            })
-        };
+        // Safety: label_ids follows the list convention.
+        unsafe { self.read_into(&mut out, sys::treemask_matcher_label_ids) };
         out
     }
 
     /// The trie this matcher follows (another reference to it).
     pub fn trie(&self) -> Trie {
-        // Safety: self.raw is live and treemask_matcher_trie returns its
-        // trie, borrowed and non-NULL; retain gives the new value its own
+        // Safety: self is live and treemask_matcher_trie returns its trie,
+        // borrowed and non-NULL; retain gives the new value its own
         // reference, so it stays valid after the matcher is gone.
         unsafe {
             Trie::from_raw(sys::treemask_trie_retain(sys::treemask_matcher_trie(
-                self.raw.as_ptr(),
+                self.as_raw(),
             )))
         }
     }
 }
 
-impl Clone for Matcher {
-    /// See [`try_clone`](Matcher::try_clone).
+impl ToOwned for MatcherRef {
+    type Owned = Matcher;
+
+    /// See [`try_clone`](MatcherRef::try_clone).
     ///
     /// # Panics
-    /// In the `StickyError` failed state, or when out of memory; use
-    /// `try_clone` to handle those.
-    fn clone(&self) -> Matcher {
+    /// In the `StickyError` failed state, or when out of memory.
+    fn to_owned(&self) -> Matcher {
         self.try_clone()
             .unwrap_or_else(|e| panic!("Matcher::clone failed: {e}"))
     }
 }
 
-impl Drop for Matcher {
-    fn drop(&mut self) {
-        // Safety: self owns the matcher; nothing else uses it afterwards. The
-        // matcher releases its own trie reference.
-        unsafe { sys::treemask_matcher_free(self.raw.as_ptr()) }
-    }
-}
-
-impl fmt::Debug for Matcher {
+impl fmt::Debug for MatcherRef {
+    /// `Matcher("<debug_string>")`: phase, node, path, allowed count, modes.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Matcher")
-            .field("can_terminate", &self.can_terminate())
-            .field("is_terminated", &self.is_terminated())
-            .field("rollback_depth", &self.rollback_depth())
-            .finish_non_exhaustive()
+        f.debug_tuple("Matcher")
+            .field(&self.debug_string())
+            .finish()
     }
 }

@@ -24,6 +24,10 @@ pub struct TrieOptions {
     /// Memory budget for cached dense bitmask rows of high-fanout nodes;
     /// 0 disables the cache. Defaults to the C library's default (64 MiB).
     pub dense_row_cache_bytes: usize,
+    /// RTP-LLM JSON loader only: when the JSON lacks `"start_token_id"` or
+    /// `"end_token_id"`, use RTP-LLM's defaults 225 and 2 instead of failing.
+    /// Default: false.
+    pub rtp_llm_defaults: bool,
 }
 
 impl TrieOptions {
@@ -35,6 +39,7 @@ impl TrieOptions {
             vocab_size,
             stop_tokens: stop_tokens.into(),
             dense_row_cache_bytes: defaults.dense_row_cache_bytes,
+            rtp_llm_defaults: defaults.rtp_llm_defaults,
         }
     }
 
@@ -46,6 +51,7 @@ impl TrieOptions {
         raw.stop_tokens = self.stop_tokens.as_ptr();
         raw.n_stop_tokens = self.stop_tokens.len();
         raw.dense_row_cache_bytes = self.dense_row_cache_bytes;
+        raw.rtp_llm_defaults = self.rtp_llm_defaults;
         raw
     }
 }
@@ -80,6 +86,10 @@ pub struct TrieStats {
     pub bytes: u64,
     /// Memory the lazily built dense-row cache uses now.
     pub dense_row_cache_bytes: u64,
+    /// Problems a loader tolerated: unknown top-level fields, `prefix_dict`
+    /// keys the root cannot reach, unknown JSONL fields. Always 0 for tries
+    /// built from paths or loaded from `.tmtrie` files.
+    pub n_warnings: u64,
 }
 
 /// An immutable set of allowed token sequences plus the stop tokens that may
@@ -282,6 +292,7 @@ impl Trie {
             max_fanout: raw.max_fanout,
             bytes: raw.bytes,
             dense_row_cache_bytes: raw.dense_row_cache_bytes,
+            n_warnings: raw.n_warnings,
         })
     }
 }

@@ -4,7 +4,7 @@
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 mod common;
 
-use common::{scaled, Rng};
+use common::{expect_error, kind, message, scaled, Rng};
 use treemask::{sys, Error, ErrorKind, FailurePolicy, Matcher, MatcherOptions, Trie, TrieOptions};
 
 const EOS: i32 = 9;
@@ -12,14 +12,6 @@ const EOS: i32 = 9;
 fn small_trie() -> Trie {
     // [1 2], [1 3], [4]; label i on path i.
     Trie::from_paths(&TrieOptions::new(10, [EOS]), [&[1, 2][..], &[1, 3], &[4]]).expect("trie")
-}
-
-fn kind<T: std::fmt::Debug>(result: treemask::Result<T>) -> ErrorKind {
-    result.expect_err("expected an error").kind
-}
-
-fn message_of<T: std::fmt::Debug>(result: treemask::Result<T>) -> String {
-    result.expect_err("expected an error").message
 }
 
 #[test]
@@ -77,7 +69,7 @@ fn build_errors_carry_the_library_message() {
     );
     assert_eq!(err.to_string(), format!("out of range: {}", err.message));
 
-    let inside = message_of(Trie::from_paths(&options, [&[1, EOS, 2][..]]));
+    let inside = message(Trie::from_paths(&options, [&[1, EOS, 2][..]]));
     assert!(
         inside.contains(&format!("stop token {EOS} occurs inside path 0")),
         "{inside}"
@@ -93,7 +85,7 @@ fn build_errors_carry_the_library_message() {
         kind(Trie::from_paths(&no_stops, [[1]])),
         ErrorKind::InvalidArgument
     );
-    let bad_vocab = message_of(Trie::from_paths(&TrieOptions::new(0, [0]), [[1]]));
+    let bad_vocab = message(Trie::from_paths(&TrieOptions::new(0, [0]), [[1]]));
     assert!(bad_vocab.contains("vocab_size"), "{bad_vocab}");
     let bad_stop = TrieOptions::new(10, [10]);
     assert_eq!(
@@ -106,30 +98,28 @@ fn build_errors_carry_the_library_message() {
 fn csr_shapes_are_checked_before_the_library_reads_them() {
     let options = TrieOptions::new(10, [EOS]);
     let tokens = [1, 2, 3];
-    let empty = message_of(Trie::from_csr(&options, &tokens, &[], None));
+    let empty = message(Trie::from_csr(&options, &tokens, &[], None));
     assert!(empty.contains("offsets is empty"), "{empty}");
     // An offset past the end would make the library read past `tokens`.
-    let long = Trie::from_csr(&options, &tokens, &[0, 2, 5], None).unwrap_err();
-    assert_eq!(long.kind, ErrorKind::InvalidArgument);
-    assert!(
-        long.message
-            .contains("offsets[2] = 5 but tokens has 3 entries"),
-        "{long}"
+    expect_error(
+        Trie::from_csr(&options, &tokens, &[0, 2, 5], None),
+        ErrorKind::InvalidArgument,
+        "offsets[2] = 5 but tokens has 3 entries",
     );
-    let short = message_of(Trie::from_csr(&options, &tokens, &[0, 2], None));
+    let short = message(Trie::from_csr(&options, &tokens, &[0, 2], None));
     assert!(
         short.contains("offsets[1] = 2 but tokens has 3 entries"),
         "{short}"
     );
-    let labels = message_of(Trie::from_csr(&options, &tokens, &[0, 2, 3], Some(&[7])));
+    let labels = message(Trie::from_csr(&options, &tokens, &[0, 2, 3], Some(&[7])));
     assert!(
         labels.contains("label_ids has 1 entries for 2 paths"),
         "{labels}"
     );
     // The library checks the order of the offsets.
-    let order = message_of(Trie::from_csr(&options, &tokens, &[0, 3, 1, 3], None));
+    let order = message(Trie::from_csr(&options, &tokens, &[0, 3, 1, 3], None));
     assert!(order.contains("non-decreasing"), "{order}");
-    let start = message_of(Trie::from_csr(&options, &tokens, &[1, 3], None));
+    let start = message(Trie::from_csr(&options, &tokens, &[1, 3], None));
     assert!(start.contains("offsets[0] must be 0"), "{start}");
 
     let trie = Trie::from_csr(&options, &tokens, &[0, 2, 3], Some(&[70, 71])).expect("trie");
@@ -143,14 +133,18 @@ fn matcher_errors_map_to_kinds() {
     let trie = small_trie();
     let mut m = Matcher::new(&trie).unwrap();
     let mut empty_row: [i32; 0] = [];
-    let short = m.fill_next_token_bitmask(&mut empty_row).unwrap_err();
-    assert_eq!(short.kind, ErrorKind::BufferTooSmall);
-    assert!(short.message.contains("bitmask row has 0 words"), "{short}");
+    expect_error(
+        m.fill_next_token_bitmask(&mut empty_row),
+        ErrorKind::BufferTooSmall,
+        "bitmask row has 0 words",
+    );
 
     assert!(m.accept_token(1).unwrap());
-    let far = m.rollback(2).unwrap_err();
-    assert_eq!(far.kind, ErrorKind::OutOfRange);
-    assert!(far.message.contains("cannot roll back 2 tokens"), "{far}");
+    expect_error(
+        m.rollback(2),
+        ErrorKind::OutOfRange,
+        "cannot roll back 2 tokens",
+    );
     assert_eq!(m.rollback_depth(), 1, "a failed rollback changes nothing");
 
     let mut options = MatcherOptions::default();
@@ -160,7 +154,7 @@ fn matcher_errors_map_to_kinds() {
         ErrorKind::OutOfRange
     );
     options.pad_token = Some(-1);
-    let negative = message_of(Matcher::with_options(&trie, &options));
+    let negative = message(Matcher::with_options(&trie, &options));
     assert!(negative.contains("use None"), "{negative}");
 }
 

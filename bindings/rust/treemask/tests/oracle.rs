@@ -11,16 +11,6 @@ use treemask::{ErrorKind, FailurePolicy, Matcher, MatcherOptions, Trie};
 
 const VOCABS: [i32; 9] = [1, 2, 31, 32, 33, 64, 100, 1000, 151_936];
 
-fn build(rt: &RandomTrie) -> Trie {
-    let built = match &rt.labels {
-        None => Trie::from_paths(&rt.options, &rt.paths),
-        Some(labels) => {
-            Trie::from_labeled_paths(&rt.options, rt.paths.iter().zip(labels.iter().copied()))
-        }
-    };
-    built.unwrap_or_else(|e| panic!("building {:?} failed: {e}", rt.paths))
-}
-
 fn describe(m: &ModelMatcher) -> String {
     format!("prefix {:?} phase {:?}", m.prefix, m.phase)
 }
@@ -154,7 +144,7 @@ fn random_tries_agree_with_the_model() {
         let seed = rng.next_u64();
         let mut local = Rng::new(seed);
         let rt = random_trie(&mut local, vocab);
-        let trie = build(&rt);
+        let trie = rt.build();
         assert_eq!(trie.vocab_size(), vocab, "trie {i} seed {seed}");
         assert_eq!(trie.stop_tokens(), rt.model.stops, "trie {i} seed {seed}");
         let steps = if vocab > 10_000 { 16 } else { 60 };
@@ -173,7 +163,7 @@ fn stats_match_the_model() {
     let mut rng = Rng::new(7);
     for _ in 0..scaled(300) {
         let rt = random_trie(&mut rng, 1000);
-        let trie = build(&rt);
+        let trie = rt.build();
         let stats = trie.stats().expect("stats");
         // Every distinct non-empty prefix of a sequence is one node.
         let mut prefixes = std::collections::BTreeSet::new();

@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use treemask::{FailurePolicy, MatcherOptions, TrieOptions};
+use treemask::{FailurePolicy, MatcherOptions, MatcherRef, Trie, TrieOptions};
 
 /// splitmix64: small, seeded, good enough to pick test cases.
 pub struct Rng(u64);
@@ -97,6 +97,27 @@ struct Snapshot {
 
 /// What a call returned: Ok(value) or the error kind.
 pub type Outcome<T> = Result<T, treemask::ErrorKind>;
+
+/// The kind of the error a call must have returned.
+pub fn kind<T: std::fmt::Debug>(result: treemask::Result<T>) -> treemask::ErrorKind {
+    result.expect_err("expected an error").kind
+}
+
+/// Checks that a call failed with `want` and a message containing `text`.
+pub fn expect_error<T: std::fmt::Debug>(
+    result: treemask::Result<T>,
+    want: treemask::ErrorKind,
+    text: &str,
+) {
+    let err = result.expect_err("expected an error");
+    assert_eq!(err.kind, want, "{err}");
+    assert!(err.message.contains(text), "wanted {text:?} in: {err}");
+}
+
+/// The message of the error a call must have returned.
+pub fn message<T: std::fmt::Debug>(result: treemask::Result<T>) -> String {
+    result.expect_err("expected an error").message
+}
 
 #[derive(Clone)]
 pub struct ModelMatcher<'a> {
@@ -271,6 +292,21 @@ pub struct RandomTrie {
     pub model: ModelTrie,
 }
 
+impl RandomTrie {
+    /// The trie the description makes, through the labelled or unlabelled
+    /// builder.
+    pub fn build(&self) -> Trie {
+        let built = match &self.labels {
+            None => Trie::from_paths(&self.options, &self.paths),
+            Some(labels) => Trie::from_labeled_paths(
+                &self.options,
+                self.paths.iter().zip(labels.iter().copied()),
+            ),
+        };
+        built.unwrap_or_else(|e| panic!("building {:?} failed: {e}", self.paths))
+    }
+}
+
 pub fn random_trie(rng: &mut Rng, vocab: i32) -> RandomTrie {
     let pick = |rng: &mut Rng, lo: i32, hi: i32| rng.range(lo as i64, hi as i64) as i32;
     // Stop tokens first; the path alphabet avoids them.
@@ -352,4 +388,30 @@ pub fn expected_row(allowed: &[i32], n_words: usize) -> Vec<i32> {
         row[t as usize / 32] |= 1 << (t % 32);
     }
     row.into_iter().map(|w| w as i32).collect()
+}
+
+/// `n` words of noise: a fill must overwrite every word it owns.
+pub fn garbage(rng: &mut Rng, n: usize) -> Vec<i32> {
+    (0..n).map(|_| rng.next_u64() as i32).collect()
+}
+
+/// The row a matcher fills on its own (over garbage), and what the fill
+/// returned.
+pub fn own_row(m: &mut MatcherRef, words: usize, rng: &mut Rng) -> (Vec<i32>, Outcome<bool>) {
+    let mut row = garbage(rng, words);
+    let got = m.fill_next_token_bitmask(&mut row).map_err(|e| e.kind);
+    (row, got)
+}
+
+/// A token a decoder might feed a matcher: mostly allowed ones, sometimes
+/// stop tokens, random ids, out-of-range ids and "no token" (-1).
+pub fn random_feed(rng: &mut Rng, m: &MatcherRef, vocab: i32, stops: &[i32]) -> i32 {
+    let allowed = m.next_tokens();
+    match rng.below(20) {
+        k if k < 13 && !allowed.is_empty() => allowed[rng.below(allowed.len())],
+        k if k < 15 => stops[rng.below(stops.len())],
+        15 => -1,
+        16 => vocab + rng.below(3) as i32,
+        _ => rng.range(0, vocab as i64 - 1) as i32,
+    }
 }

@@ -119,20 +119,21 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
         # Each row's tokens as one bytes object: the dictionary key of its
         # prefix; key[:-8] is the key of the prefix one token shorter.
         keys = generated.view(np.dtype((np.void, 8 * length))).ravel().tolist()
-        previous = self._previous
         unique = list(dict.fromkeys(keys))
-        parents = np.empty(len(unique), dtype=np.uint32)
-        for i, key in enumerate(unique):
-            parent = previous.get(key[:-8])
-            if parent is None:
-                parent = self._state_from_root(np.frombuffer(key[:-8], dtype=np.int64))
-            parents[i] = parent
-        last = np.frombuffer(b"".join(key[-8:] for key in unique), dtype=np.int64)
+        previous = self._previous
+        parents = [previous.get(key[:-8]) for key in unique]
+        if None in parents:
+            parents = [self._state_from_root(np.frombuffer(key[:-8], dtype=np.int64)) if p is None else p
+                       for key, p in zip(unique, parents)]
+        states = np.array(parents, dtype=np.uint32)
+        last = np.frombuffer(b"".join([key[-8:] for key in unique]), dtype=np.int64)
         tokens = np.where((last >= 0) & (last < 2**31), last, -2**31).astype(np.int32)
-        self._advance(parents, tokens)
-        current = dict(zip(unique, parents.tolist()))
+        self._advance(states, tokens)
+        current = dict(zip(unique, states.tolist()))
         self._previous = current
-        return np.fromiter((current[key] for key in keys), dtype=np.uint32, count=n_rows)
+        if len(unique) == n_rows:
+            return states
+        return np.array([current[key] for key in keys], dtype=np.uint32)
 
     # ---- masks -----------------------------------------------------------
 

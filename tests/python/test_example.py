@@ -49,3 +49,4 @@ def test_with_the_qwen_tokenizer():
     if not tokenizer.is_file():
         pytest.skip("%s is absent (a clone without ../shared)" % tokenizer)
     check_listing(run_example("--tokenizer-file", str(tokenizer), "--random-model"))
+

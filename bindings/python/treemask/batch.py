@@ -64,7 +64,7 @@ class BatchMatcher:
         n_threads: worker threads besides the caller's (0 = none; at most 256).
     """
 
-    __slots__ = ("_ptr", "_n", "_tries", "_bound", "_flags", "__weakref__")
+    __slots__ = ("_ptr", "_n", "_tries", "_bound", "__weakref__")
 
     def __init__(self, matchers: Union[int, Iterable[Optional[Matcher]]], *, n_threads: int = 0) -> None:
         initial = None
@@ -89,7 +89,6 @@ class BatchMatcher:
         self._n = n_slots
         self._tries = [None] * n_slots
         self._bound = None  # keeps the bound buffer alive
-        self._flags = np.zeros(n_slots, dtype=np.bool_)
         if initial is not None:
             for slot, m in enumerate(initial):
                 if m is not None:

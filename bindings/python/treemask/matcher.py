@@ -159,23 +159,24 @@ class _MatcherMethods:
         """True while inside thinking (think mode)."""
         return bool(lib.treemask_matcher_is_thinking(self._m))
 
-    def _token_list(self, fn) -> List[int]:
+    def _list(self, fn, ctype: str = "int32_t[]") -> List[int]:
+        """The (out, cap) -> count list a C query function writes."""
         m = self._m
         n = fn(m, ffi.NULL, 0)
         if n == 0:
             return []
-        buf = ffi.new("int32_t[]", n)
+        buf = ffi.new(ctype, n)
         n = min(n, fn(m, buf, n))
         return ffi.unpack(buf, n)
 
     def next_tokens(self) -> List[int]:
         """The allowed next tokens, ascending (exactly the bits a fill sets)."""
-        return self._token_list(lib.treemask_matcher_next_tokens)
+        return self._list(lib.treemask_matcher_next_tokens)
 
     def forced_tokens(self) -> List[int]:
         """Jump-forward: the chain of tokens that are the only choice from here
         (stop tokens never included)."""
-        return self._token_list(lib.treemask_matcher_forced_tokens)
+        return self._list(lib.treemask_matcher_forced_tokens)
 
     def accept_forced_tokens(self) -> List[int]:
         """Accepts the whole :meth:`forced_tokens` chain and returns it."""
@@ -186,19 +187,10 @@ class _MatcherMethods:
             raise_status(status)
         return ffi.unpack(buf, min(n, int(self._count[0])))
 
-    def _id_list(self, fn) -> List[int]:
-        m = self._m
-        n = fn(m, ffi.NULL, 0)
-        if n == 0:
-            return []
-        buf = ffi.new("int64_t[]", n)
-        n = min(n, fn(m, buf, n))
-        return ffi.unpack(buf, n)
-
     def label_ids(self) -> List[int]:
         """The label ids of the current node (empty unless it is terminal);
         still readable after termination."""
-        return self._id_list(lib.treemask_matcher_label_ids)
+        return self._list(lib.treemask_matcher_label_ids, "int64_t[]")
 
     def labels(self) -> List[str]:
         """The label strings of :meth:`label_ids` (tries from Trie.from_labels)."""
@@ -207,11 +199,11 @@ class _MatcherMethods:
     def produced_labels(self) -> List[int]:
         """The labels produced so far, in order (multi-label mode), or the ids
         the sequence terminated at."""
-        return self._id_list(lib.treemask_matcher_produced_labels)
+        return self._list(lib.treemask_matcher_produced_labels, "int64_t[]")
 
     def stop_tokens(self) -> List[int]:
         """This matcher's stop tokens (override_stop_tokens or the trie's)."""
-        return self._token_list(lib.treemask_matcher_stop_tokens)
+        return self._list(lib.treemask_matcher_stop_tokens)
 
     @property
     def remaining_tokens(self) -> Optional[int]:

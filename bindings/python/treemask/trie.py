@@ -137,7 +137,7 @@ class Trie:
     object never invalidates a matcher.
     """
 
-    __slots__ = ("_ptr", "_labels", "_skipped_labels", "__weakref__")
+    __slots__ = ("_ptr", "_words", "_labels", "_skipped_labels", "__weakref__")
 
     def __init__(self) -> None:
         raise TypeError("use Trie.from_paths, from_labels, from_rtp_json, from_rtp_tsv, from_jsonl or load")
@@ -147,6 +147,7 @@ class Trie:
                skipped: Optional[Sequence[str]] = None) -> "Trie":
         self = object.__new__(cls)
         self._ptr = ffi.gc(out[0], lib.treemask_trie_free)
+        self._words = lib.treemask_bitmask_words(lib.treemask_trie_vocab_size(self._ptr))
         self._labels = tuple(labels) if labels is not None else None
         self._skipped_labels = list(skipped or [])
         return self
@@ -270,17 +271,10 @@ class Trie:
         stops = _stop_token_list(stop_tokens)
         opts = _options(vocab_size, stops, None)
         opts.rtp_llm_defaults = bool(rtp_llm_defaults)
-        out = ffi.new("treemask_trie **")
-        if isinstance(source, str) and source.lstrip().startswith("{"):
-            source = source.encode("utf-8")
-        if isinstance(source, (bytes, bytearray, memoryview)):
-            data = ffi.from_buffer("char[]", source)
-            status = lib.treemask_trie_from_rtp_json(opts, data, len(data), out)
-        else:
-            status = lib.treemask_trie_from_rtp_json_file(opts, _fs_path(source), out)
-        if status:
-            raise_status(status)
-        return cls._adopt(out)
+        return cls._from_text_or_file(
+            source, lambda text: text.lstrip().startswith("{"),
+            lambda data, n, out: lib.treemask_trie_from_rtp_json(opts, data, n, out),
+            lambda path, out: lib.treemask_trie_from_rtp_json_file(opts, path, out))
 
     @classmethod
     def from_rtp_tsv(cls, source: Union[bytes, str, "os.PathLike[str]"], vocab_size: int,
@@ -297,19 +291,12 @@ class Trie:
         if not isinstance(sep, str):
             raise InvalidArgumentError("sep must be a str")
         sep_c = sep.encode("utf-8")
-        out = ffi.new("treemask_trie **")
-        if isinstance(source, str) and "\t" in source:
-            source = source.encode("utf-8")
-        if isinstance(source, (bytes, bytearray, memoryview)):
-            data = ffi.from_buffer("char[]", source)
-            status = lib.treemask_trie_from_rtp_tsv(opts, start_token_id, end_token_id, sep_c, data,
-                                                    len(data), out)
-        else:
-            status = lib.treemask_trie_from_rtp_tsv_file(opts, start_token_id, end_token_id, sep_c,
-                                                         _fs_path(source), out)
-        if status:
-            raise_status(status)
-        return cls._adopt(out)
+        return cls._from_text_or_file(
+            source, lambda text: "\t" in text,
+            lambda data, n, out: lib.treemask_trie_from_rtp_tsv(opts, start_token_id, end_token_id, sep_c,
+                                                                data, n, out),
+            lambda path, out: lib.treemask_trie_from_rtp_tsv_file(opts, start_token_id, end_token_id, sep_c,
+                                                                  path, out))
 
     @classmethod
     def from_jsonl(cls, source: Union[bytes, str, "os.PathLike[str]"], vocab_size: int,
@@ -319,14 +306,22 @@ class Trie:
         ``[`` or ``{`` is the text; anything else a path."""
         stops = _stop_token_list(stop_tokens)
         opts = _options(vocab_size, stops, None)
+        return cls._from_text_or_file(
+            source, lambda text: text.lstrip()[:1] in ("[", "{"),
+            lambda data, n, out: lib.treemask_trie_from_jsonl(opts, data, n, out),
+            lambda path, out: lib.treemask_trie_from_jsonl_file(opts, path, out))
+
+    @classmethod
+    def _from_text_or_file(cls, source: Any, str_is_text: Callable[[str], bool], from_text, from_file) -> "Trie":
+        """Loads from bytes, a str that str_is_text says is text, or a path."""
         out = ffi.new("treemask_trie **")
-        if isinstance(source, str) and source.lstrip()[:1] in ("[", "{"):
+        if isinstance(source, str) and str_is_text(source):
             source = source.encode("utf-8")
         if isinstance(source, (bytes, bytearray, memoryview)):
             data = ffi.from_buffer("char[]", source)
-            status = lib.treemask_trie_from_jsonl(opts, data, len(data), out)
+            status = from_text(data, len(data), out)
         else:
-            status = lib.treemask_trie_from_jsonl_file(opts, _fs_path(source), out)
+            status = from_file(_fs_path(source), out)
         if status:
             raise_status(status)
         return cls._adopt(out)
@@ -388,7 +383,7 @@ class Trie:
     @property
     def bitmask_words(self) -> int:
         """int32 words in one bitmask row: ceil(vocab_size / 32)."""
-        return lib.treemask_bitmask_words(lib.treemask_trie_vocab_size(self._ptr))
+        return self._words
 
     @property
     def stop_tokens(self) -> List[int]:

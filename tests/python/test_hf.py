@@ -119,3 +119,12 @@ def test_bfloat16_scores_and_a_transformers_processor_list():
     scores = torch.zeros((2, VOCAB), dtype=torch.bfloat16)
     out = processors(torch.tensor([[0], [0]]), scores)
     assert allowed_in(out[0].float()) == [1, 3] == allowed_in(out[1].float())
+
+
+def test_ids_outside_int32_are_rejected_not_skipped():
+    trie = treemask.Trie.from_paths([[1, 2]], VOCAB, [EOS])
+    processor = TrieLogitsProcessor(trie, prompt_length=0)
+    scores = torch.zeros((2, VOCAB))
+    processor(torch.tensor([[1, 2**40], [1, -5]]), scores)
+    # Both tokens are off the trie: fail_closed leaves only the stop token.
+    assert allowed_in(scores[0]) == [EOS] and allowed_in(scores[1]) == [EOS]

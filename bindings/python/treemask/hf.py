@@ -29,6 +29,11 @@ except ImportError:  # pragma: no cover - transformers is what this module is fo
 
 __all__ = ["TrieLogitsProcessor"]
 
+# Stands in for ids no int32 can hold (and negative ones): an id past any
+# vocab_size, so the trie rejects it. (A negative state-array token would mean
+# "no token" and leave the row's state as it was.)
+_NOT_A_TOKEN = 2**31 - 1
+
 
 class TrieLogitsProcessor(_LogitsProcessorBase):
     """A transformers ``LogitsProcessor`` that lets every row generate only
@@ -107,7 +112,7 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
         state = self._one_state
         state[0] = STATE_ROOT
         for token in generated.tolist():
-            self._one_token[0] = token if 0 <= token < 2**31 else -2**31
+            self._one_token[0] = token if 0 <= token < _NOT_A_TOKEN else _NOT_A_TOKEN
             self._advance(state, self._one_token)
         return int(state[0])
 
@@ -127,7 +132,7 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
                        for key, p in zip(unique, parents)]
         states = np.array(parents, dtype=np.uint32)
         last = np.frombuffer(b"".join([key[-8:] for key in unique]), dtype=np.int64)
-        tokens = np.where((last >= 0) & (last < 2**31), last, -2**31).astype(np.int32)
+        tokens = np.where((last >= 0) & (last < _NOT_A_TOKEN), last, _NOT_A_TOKEN).astype(np.int32)
         self._advance(states, tokens)
         current = dict(zip(unique, states.tolist()))
         self._previous = current

@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""Generates the C source of treemask's cffi module (API mode, out-of-line).
+
+The cdef is derived from the real public headers, not written by hand: the C
+compiler then checks every declaration against the header it includes, so a
+header change that the bindings do not follow fails the build instead of
+corrupting memory at run time.
+
+usage: build_ffi.py INCLUDE_DIR OUTPUT.c
+
+Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+"""
+import os
+import re
+import sys
+
+import cffi
+
+HEADERS = ("treemask/version.h", "treemask/treemask.h", "treemask/treemask_cuda.h")
+MODULE = "treemask._treemask_cffi"
+
+_BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+_LINE_COMMENT = re.compile(r"//[^\n]*")
+# cffi evaluates only `#define NAME <integer literal>`; every other macro is
+# preprocessor plumbing (include guards, TREEMASK_API, stringification).
+_INT_DEFINE = re.compile(r"#\s*define\s+(TREEMASK_\w+)\s+(-?(?:0x[0-9A-Fa-f]+|\d+)[uUlL]*)\s*$")
+
+
+def cdef_from_header(text):
+    """The declarations of one header in the subset of C that cffi parses."""
+    text = _BLOCK_COMMENT.sub(" ", text)
+    text = _LINE_COMMENT.sub("", text)
+    text = re.sub(r"\\\n", " ", text)  # join continued macro lines
+    out = []
+    skip_depth = 0  # inside `#ifdef __cplusplus` (extern "C" braces)
+    depth = 0
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            directive = stripped[1:].split()
+            word = directive[0] if directive else ""
+            if word in ("if", "ifdef", "ifndef"):
+                depth += 1
+                if skip_depth == 0 and word == "ifdef" and directive[1:] == ["__cplusplus"]:
+                    skip_depth = depth
+            elif word == "endif":
+                if skip_depth == depth:
+                    skip_depth = 0
+                depth -= 1
+            elif skip_depth == 0 and word == "define":
+                m = _INT_DEFINE.match(stripped)
+                if m:
+                    out.append("#define %s %s" % (m.group(1), m.group(2)))
+            continue
+        if skip_depth:
+            continue
+        out.append(line.replace("TREEMASK_API ", ""))
+    return "\n".join(out)
+
+
+def build_ffi(include_dir):
+    ffi = cffi.FFI()
+    for header in HEADERS:
+        with open(os.path.join(include_dir, header), encoding="utf-8") as f:
+            ffi.cdef(cdef_from_header(f.read()))
+    ffi.set_source(MODULE, "".join('#include "%s"\n' % h for h in HEADERS))
+    return ffi
+
+
+def main(argv):
+    if len(argv) != 3:
+        sys.exit(__doc__)
+    include_dir, output = argv[1], argv[2]
+    ffi = build_ffi(include_dir)
+    # emit_c_code rewrites the file only when its content changes, so an
+    # unchanged header does not recompile the module.
+    ffi.emit_c_code(output)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,154 @@
+"""Turning numpy arrays, torch tensors and Python sequences into C pointers.
+
+Nothing here copies a caller's output buffer: a bitmask or logits array is
+checked (dtype, device, contiguity, shape) and handed to C by address, or
+rejected with an error that says what to change. Input lists (tokens,
+indices, label ids) are converted to small temporary arrays.
+
+torch is never imported here: a tensor is recognised only when the caller's
+process already imported torch.
+
+Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any, Tuple
+
+import numpy as np
+
+from ._ffi import ffi
+from .errors import BufferTooSmallError, InvalidArgumentError, OutOfRangeError
+
+INT32_MIN = -(2**31)
+INT32_MAX = 2**31 - 1
+
+# treemask_dtype values for each logits dtype name (numpy and torch spell
+# them the same way; numpy has bfloat16 only through ml_dtypes).
+DTYPE_CODES = {"float32": 0, "float16": 1, "bfloat16": 2}
+
+
+def torch_tensor_module(x: Any):
+    """The torch module if x is a torch.Tensor, else None."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        return torch
+    return None
+
+
+def describe(x: Any) -> str:
+    torch = torch_tensor_module(x)
+    if torch is not None:
+        return "torch.Tensor(dtype=%s, shape=%s, device=%s)" % (
+            str(x.dtype).replace("torch.", ""), tuple(x.shape), x.device)
+    if isinstance(x, np.ndarray):
+        return "numpy.ndarray(dtype=%s, shape=%s)" % (x.dtype, x.shape)
+    return type(x).__name__
+
+
+def int_array(values: Any, dtype: type, what: str, lo: int, hi: int) -> np.ndarray:
+    """values (a sequence, numpy array or CPU tensor of integers) as a
+    C-contiguous 1-D array of dtype; every value must lie in [lo, hi]."""
+    torch = torch_tensor_module(values)
+    if torch is not None:
+        if values.device.type != "cpu":
+            raise InvalidArgumentError(
+                "%s: %s is not on the CPU; copy it explicitly with .cpu()" % (what, describe(values)))
+        values = values.numpy()
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError) as e:
+        raise InvalidArgumentError("%s: not a sequence of integers (%s)" % (what, e)) from None
+    if arr.ndim != 1:
+        if arr.ndim == 0 or arr.size != 0:
+            raise InvalidArgumentError("%s: want a 1-D sequence of integers, got shape %s"
+                                       % (what, arr.shape))
+        arr = arr.reshape(0)
+    if arr.size == 0:
+        return np.zeros(0, dtype=dtype)
+    if arr.dtype.kind not in "iub":
+        # Python ints beyond int64, strings, floats: find the first offender.
+        items = values if isinstance(values, (list, tuple)) else arr.reshape(-1).tolist()
+        for i, v in enumerate(items):
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+                raise _at(InvalidArgumentError("%s[%d] = %r is not an integer" % (what, i, v)), i)
+            if not lo <= v <= hi:
+                raise _at(OutOfRangeError("%s[%d] = %d is outside [%d, %d]" % (what, i, v, lo, hi)), i)
+        raise InvalidArgumentError("%s: want integers, got dtype %s" % (what, arr.dtype))
+    if arr.dtype != dtype:
+        if arr.dtype.kind == "u" and arr.dtype.itemsize == 8:
+            out_of_range = arr > np.uint64(hi)
+        else:
+            wide = arr.astype(np.int64, copy=False)
+            out_of_range = (wide < lo) | (wide > hi)
+        if out_of_range.any():
+            bad = int(np.flatnonzero(out_of_range)[0])
+            raise _at(OutOfRangeError("%s[%d] = %d is outside [%d, %d]" % (what, bad, int(arr[bad]), lo, hi)), bad)
+        arr = arr.astype(dtype)
+    return np.ascontiguousarray(arr)
+
+
+def _at(error, index: int):
+    """error with the offending element's index attached (for callers that
+    rephrase it in their own coordinates)."""
+    error.index = index
+    return error
+
+
+def int32_array(values: Any, what: str) -> np.ndarray:
+    return int_array(values, np.int32, what, INT32_MIN, INT32_MAX)
+
+
+def int64_array(values: Any, what: str) -> np.ndarray:
+    return int_array(values, np.int64, what, -(2**63), 2**63 - 1)
+
+
+def host_buffer(arr: np.ndarray, ctype: str):
+    """A cdata pointer to a C-contiguous numpy array (kept alive by the caller)."""
+    return ffi.from_buffer(ctype, arr)
+
+
+def int32_rows(bitmask: Any, what: str = "bitmask", writable: bool = True) -> Tuple[Any, int, int]:
+    """(pointer, n_rows, words_per_row) of a CPU int32 bitmask: a C-contiguous
+    numpy array or torch tensor of 1 (one row) or 2 dimensions."""
+    torch = torch_tensor_module(bitmask)
+    if torch is not None:
+        if bitmask.dtype != torch.int32:
+            raise InvalidArgumentError("%s: want dtype int32, got %s" % (what, describe(bitmask)))
+        if bitmask.device.type != "cpu":
+            raise InvalidArgumentError(
+                "%s: %s is not on the CPU; fill a CPU bitmask (pinned for a fast copy) and move it"
+                " explicitly" % (what, describe(bitmask)))
+        if not bitmask.is_contiguous():
+            raise InvalidArgumentError("%s: %s is not contiguous" % (what, describe(bitmask)))
+        shape = tuple(bitmask.shape)
+        pointer = ffi.cast("int32_t *", bitmask.data_ptr())
+    elif isinstance(bitmask, np.ndarray):
+        if bitmask.dtype != np.int32:
+            raise InvalidArgumentError("%s: want dtype int32, got %s" % (what, describe(bitmask)))
+        if not bitmask.flags.c_contiguous:
+            raise InvalidArgumentError("%s: %s is not C-contiguous" % (what, describe(bitmask)))
+        if writable and not bitmask.flags.writeable:
+            raise InvalidArgumentError("%s: the array is read-only" % what)
+        shape = bitmask.shape
+        pointer = ffi.from_buffer("int32_t[]", bitmask, require_writable=writable)
+    else:
+        raise InvalidArgumentError(
+            "%s: want a numpy.ndarray or torch.Tensor of int32, got %s" % (what, describe(bitmask)))
+    if len(shape) == 2:
+        return pointer, shape[0], shape[1]
+    if len(shape) == 1:
+        return pointer, 1, shape[0]
+    raise InvalidArgumentError("%s: want 1 or 2 dimensions, got shape %s" % (what, shape))
+
+
+def bitmask_row(bitmask: Any, index: int, words_needed: int):
+    """(pointer to row `index`, words in the row) after the checks of
+    int32_rows and a row-length check."""
+    pointer, n_rows, words = int32_rows(bitmask)
+    if not 0 <= index < n_rows:
+        raise OutOfRangeError("index %d is outside the bitmask's %d rows" % (index, n_rows))
+    if words < words_needed:
+        raise BufferTooSmallError(
+            "bitmask rows have %d words, the trie's vocab_size needs %d" % (words, words_needed))
+    return pointer + index * words, words

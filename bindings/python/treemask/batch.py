@@ -1,0 +1,217 @@
+"""BatchMatcher: many sequences filled and advanced together in single C calls.
+
+Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _buffers
+from ._ffi import ffi, lib
+from .errors import InvalidArgumentError, InvalidStateError, OutOfRangeError, raise_status
+from .matcher import Matcher, _MatcherMethods
+
+__all__ = ["BatchMatcher"]
+
+
+class _SlotMatcher(_MatcherMethods):
+    """The matcher in one slot of a BatchMatcher. It looks the slot up on
+    every call, so it stays valid (and always means "whatever is in slot i")
+    across set_matcher and reorder; an empty slot raises InvalidStateError."""
+
+    __slots__ = ("_batch", "_slot", "_flag", "_count")
+
+    def __init__(self, batch: "BatchMatcher", slot: int) -> None:
+        self._batch = batch
+        self._slot = slot
+        self._flag = ffi.new("bool *")
+        self._count = ffi.new("size_t *")
+
+    @property
+    def _m(self):
+        pointer = lib.treemask_batch_get_matcher(self._batch._ptr, self._slot)
+        if pointer == ffi.NULL:
+            raise InvalidStateError("batch slot %d is empty" % self._slot)
+        return pointer
+
+    @property
+    def _trie(self):
+        trie = self._batch._tries[self._slot]
+        if trie is None:
+            raise InvalidStateError("batch slot %d is empty" % self._slot)
+        return trie
+
+    def __repr__(self) -> str:
+        return "<treemask batch slot %d: %s>" % (self._slot, self.debug_string())
+
+
+class BatchMatcher:
+    """A fixed number of slots, each empty or holding a matcher, filled and
+    advanced together: one C call fills every row (optionally on worker
+    threads, optionally incrementally at O(fanout) per row), one call
+    accepts a token per slot, one call reorders slots for beam search.
+
+    Slot i always writes row i of a bitmask of ``n_slots`` rows.
+    ``batch[i]`` is the matcher in slot i (every Matcher method works on it
+    between batch calls). One thread at a time.
+
+    Args:
+        matchers: the number of slots (all empty), or an iterable of Matcher
+            / None; each matcher is cloned into its slot (the caller keeps
+            the original).
+        n_threads: worker threads besides the caller's (0 = none; at most 256).
+    """
+
+    __slots__ = ("_ptr", "_n", "_tries", "_bound", "__weakref__")
+
+    def __init__(self, matchers: Union[int, Iterable[Optional[Matcher]]], *, n_threads: int = 0) -> None:
+        initial = None
+        if isinstance(matchers, (int, np.integer)):
+            n_slots = int(matchers)
+        else:
+            initial = list(matchers)
+            n_slots = len(initial)
+        if n_slots < 1:
+            raise InvalidArgumentError("a batch needs at least one slot, got %d" % n_slots)
+        if n_threads < 0:
+            raise InvalidArgumentError("n_threads %d must be >= 0" % n_threads)
+        opts = ffi.new("treemask_batch_options *")
+        lib.treemask_batch_options_init(opts)
+        opts.n_slots = n_slots
+        opts.n_threads = n_threads
+        out = ffi.new("treemask_batch **")
+        status = lib.treemask_batch_create(opts, out)
+        if status:
+            raise_status(status)
+        self._ptr = ffi.gc(out[0], lib.treemask_batch_free)
+        self._n = n_slots
+        self._tries = [None] * n_slots
+        self._bound = None  # keeps the bound buffer alive
+        if initial is not None:
+            for slot, m in enumerate(initial):
+                if m is not None:
+                    self.set_matcher(slot, m)
+
+    @property
+    def n_slots(self) -> int:
+        return self._n
+
+    def __len__(self) -> int:
+        return self._n
+
+    def _check_slot(self, slot: int) -> int:
+        if not -self._n <= slot < self._n:
+            raise OutOfRangeError("slot %d is outside [0, %d)" % (slot, self._n))
+        return slot % self._n
+
+    def __getitem__(self, slot: int) -> _SlotMatcher:
+        return _SlotMatcher(self, self._check_slot(slot))
+
+    def set_matcher(self, slot: int, matcher: Optional[Matcher]) -> None:
+        """Puts a clone of ``matcher`` in ``slot`` (None empties it)."""
+        slot = self._check_slot(slot)
+        if matcher is not None and not isinstance(matcher, _MatcherMethods):
+            raise InvalidArgumentError("set_matcher: want a treemask.Matcher or None, got %s"
+                                       % type(matcher).__name__)
+        status = lib.treemask_batch_set_matcher(self._ptr, slot, ffi.NULL if matcher is None else matcher._m)
+        if status:
+            raise_status(status)
+        self._tries[slot] = None if matcher is None else matcher._trie
+
+    def _slot_list(self, slots: Optional[Iterable[int]]):
+        if slots is None:
+            return None, ffi.NULL, 0
+        arr = _buffers.int32_array(slots, "slots")
+        return arr, (_buffers.host_buffer(arr, "int32_t[]") if arr.size else ffi.new("int32_t[1]")), arr.size
+
+    def fill_next_token_bitmask(self, bitmask: Any, slots: Optional[Iterable[int]] = None) -> np.ndarray:
+        """Writes the rows of the listed slots (default: every non-empty
+        slot) of ``bitmask`` (CPU int32, C-contiguous, ``n_slots`` rows) in
+        one call, each exactly as Matcher.fill_next_token_bitmask would.
+        Returns ``need_apply`` per slot (a numpy bool array of n_slots;
+        meaningful for the filled slots)."""
+        pointer, n_rows, words = _buffers.int32_rows(bitmask)
+        if n_rows != self._n:
+            raise InvalidArgumentError("bitmask has %d rows, the batch %d slots" % (n_rows, self._n))
+        keep, slot_ptr, n = self._slot_list(slots)
+        need_apply = np.zeros(self._n, dtype=np.bool_)
+        status = lib.treemask_batch_fill_next_token_bitmask(
+            self._ptr, pointer, words, slot_ptr, n, _buffers.host_buffer(need_apply, "bool[]"))
+        if status:
+            raise_status(status)
+        return need_apply
+
+    def bind_bitmask(self, bitmask: Any) -> None:
+        """Binds a CPU int32 bitmask of ``n_slots`` rows for :meth:`fill_bound`
+        (None unbinds). The batch keeps a reference to it. Binding again
+        forgets what the batch knew about every row."""
+        if bitmask is None:
+            status = lib.treemask_batch_bind_bitmask(self._ptr, ffi.NULL, 0)
+            if status:
+                raise_status(status)
+            self._bound = None
+            return
+        pointer, n_rows, words = _buffers.int32_rows(bitmask)
+        if n_rows != self._n:
+            raise InvalidArgumentError("bitmask has %d rows, the batch %d slots" % (n_rows, self._n))
+        status = lib.treemask_batch_bind_bitmask(self._ptr, pointer, words)
+        if status:
+            raise_status(status)
+        self._bound = bitmask
+
+    def fill_bound(self, slots: Optional[Iterable[int]] = None, *, incremental: bool = True) -> np.ndarray:
+        """Fills the listed slots' rows of the bound bitmask. Incremental
+        (the default) costs O(fanout) per row the batch already wrote: the
+        promise is that nothing else wrote those rows since (call
+        :meth:`invalidate` otherwise). Returns need_apply per slot."""
+        if self._bound is None:
+            raise InvalidStateError("fill_bound: no bitmask is bound (call bind_bitmask first)")
+        keep, slot_ptr, n = self._slot_list(slots)
+        need_apply = np.zeros(self._n, dtype=np.bool_)
+        mode = lib.TREEMASK_FILL_INCREMENTAL if incremental else lib.TREEMASK_FILL_FULL
+        status = lib.treemask_batch_fill_bound(self._ptr, slot_ptr, n, mode,
+                                               _buffers.host_buffer(need_apply, "bool[]"))
+        if status:
+            raise_status(status)
+        return need_apply
+
+    def invalidate(self, rows: Optional[Iterable[int]] = None) -> None:
+        """Forgets what the listed rows (default: all) of the bound bitmask
+        hold, so their next fill writes them in full."""
+        keep, row_ptr, n = self._slot_list(rows)
+        status = lib.treemask_batch_invalidate(self._ptr, row_ptr, n)
+        if status:
+            raise_status(status)
+
+    def accept_tokens(self, tokens: Any) -> np.ndarray:
+        """Feeds ``tokens[s]`` to slot s for every slot (a negative token: no
+        token this step; required for empty slots). ``tokens`` is a
+        sequence, numpy array or CPU tensor of ``n_slots`` integers. Returns
+        the accepted flags (False only where a token was rejected)."""
+        tok = _buffers.int32_array(tokens, "tokens")
+        if tok.size != self._n:
+            raise InvalidArgumentError("tokens has %d entries for %d slots" % (tok.size, self._n))
+        accepted = np.ones(self._n, dtype=np.bool_)
+        status = lib.treemask_batch_accept_tokens(self._ptr, _buffers.host_buffer(tok, "int32_t[]"), tok.size,
+                                                  _buffers.host_buffer(accepted, "bool[]"))
+        if status:
+            raise_status(status)
+        return accepted
+
+    def reorder(self, src: Sequence[int]) -> None:
+        """Beam reordering: slot i takes the state of slot ``src[i]`` (-1
+        empties it), all at once. Sources taken several times are cloned
+        cheaply."""
+        arr = _buffers.int32_array(src, "src")
+        if arr.size != self._n:
+            raise InvalidArgumentError("src has %d entries for %d slots" % (arr.size, self._n))
+        status = lib.treemask_batch_reorder(self._ptr, _buffers.host_buffer(arr, "int32_t[]"), arr.size)
+        if status:
+            raise_status(status)
+        self._tries = [None if s < 0 else self._tries[s] for s in arr.tolist()]
+
+    def __repr__(self) -> str:
+        used = sum(t is not None for t in self._tries)
+        return "<treemask.BatchMatcher slots=%d used=%d>" % (self._n, used)

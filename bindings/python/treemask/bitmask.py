@@ -1,0 +1,219 @@
+"""Bitmask helpers and logits masking, for numpy arrays and torch tensors.
+
+The layout is xgrammar's: int32 words, shape ``(batch, ceil(vocab_size /
+32))``, token t is bit ``t % 32`` of word ``t // 32``, 1 = allowed. Masks made
+by xgrammar, llguidance or outlines work here and the other way round.
+
+Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import _buffers
+from ._ffi import ffi, lib
+from .errors import InvalidArgumentError, UnsupportedError, raise_status
+
+__all__ = [
+    "get_bitmask_shape",
+    "allocate_token_bitmask",
+    "reset_token_bitmask",
+    "apply_token_bitmask_inplace",
+    "cuda_available",
+    "cpu_kernel_isa",
+]
+
+
+def get_bitmask_shape(batch_size: int, vocab_size: int) -> Tuple[int, int]:
+    """``(batch_size, ceil(vocab_size / 32))``."""
+    if batch_size < 0 or vocab_size < 0:
+        raise InvalidArgumentError("batch_size %d and vocab_size %d must be >= 0" % (batch_size, vocab_size))
+    return (batch_size, (vocab_size + 31) // 32)
+
+
+def allocate_token_bitmask(batch_size: int, vocab_size: int) -> np.ndarray:
+    """A numpy int32 bitmask of :func:`get_bitmask_shape` filled with -1 (every
+    token allowed). ``treemask.torch.allocate_token_bitmask`` returns a torch
+    tensor instead."""
+    return np.full(get_bitmask_shape(batch_size, vocab_size), -1, dtype=np.int32)
+
+
+def reset_token_bitmask(bitmask: Any) -> None:
+    """Sets every word of a numpy or torch bitmask to -1 (all allowed)."""
+    if isinstance(bitmask, np.ndarray) or _buffers.torch_tensor_module(bitmask) is not None:
+        bitmask.fill(-1) if isinstance(bitmask, np.ndarray) else bitmask.fill_(-1)
+        return
+    raise InvalidArgumentError("reset_token_bitmask: want a numpy.ndarray or torch.Tensor, got %s"
+                               % _buffers.describe(bitmask))
+
+
+def cuda_available() -> bool:
+    """True iff libtreemask was built with CUDA and a usable device is present."""
+    return bool(lib.treemask_cuda_available())
+
+
+def cpu_kernel_isa() -> str:
+    """The instruction set of the CPU apply kernel: "avx2" or "scalar"."""
+    return ffi.string(lib.treemask_cpu_kernel_isa()).decode("ascii")
+
+
+class _Logits:
+    """What the apply kernels need to know about a logits array."""
+
+    __slots__ = ("pointer", "dtype", "n_rows", "row_stride", "width", "device", "torch", "one_dim")
+
+
+def _logits_view(logits: Any) -> _Logits:
+    view = _Logits()
+    torch = _buffers.torch_tensor_module(logits)
+    view.torch = torch
+    if torch is not None:
+        name = str(logits.dtype).replace("torch.", "")
+        shape, strides = tuple(logits.shape), tuple(logits.stride())
+        view.device = logits.device
+        itemsize = logits.element_size()
+    elif isinstance(logits, np.ndarray):
+        name = logits.dtype.name
+        shape = logits.shape
+        itemsize = logits.dtype.itemsize
+        strides = tuple(s // itemsize if s % itemsize == 0 else -1 for s in logits.strides)
+        view.device = None
+        if not logits.flags.writeable:
+            raise InvalidArgumentError("logits: the array is read-only")
+    else:
+        raise InvalidArgumentError("logits: want a numpy.ndarray or torch.Tensor, got %s"
+                                   % _buffers.describe(logits))
+    if name not in _buffers.DTYPE_CODES:
+        raise InvalidArgumentError("logits: want float32, float16 or bfloat16, got %s"
+                                   % _buffers.describe(logits))
+    view.dtype = _buffers.DTYPE_CODES[name]
+    view.one_dim = len(shape) == 1
+    if len(shape) == 1:
+        shape, strides = (1,) + shape, (shape[0],) + strides
+    if len(shape) != 2:
+        raise InvalidArgumentError("logits: want 1 or 2 dimensions, got %s" % _buffers.describe(logits))
+    view.n_rows, view.width = shape
+    if view.width and strides[1] != 1:
+        raise InvalidArgumentError("logits: the vocab dimension must be contiguous (stride 1), got strides %s"
+                                   % (strides,))
+    view.row_stride = strides[0] if view.n_rows > 1 else view.width
+    if view.n_rows > 1 and view.row_stride < view.width:
+        raise InvalidArgumentError("logits: rows overlap (row stride %d < width %d)"
+                                   % (view.row_stride, view.width))
+    if torch is not None:
+        view.pointer = logits.data_ptr()
+    elif logits.flags.c_contiguous:
+        view.pointer = ffi.from_buffer(logits)
+    else:
+        view.pointer = logits.__array_interface__["data"][0]
+    return view
+
+
+def _bitmask_view(bitmask: Any):
+    """(pointer, n_rows, words_per_row, device) of a bitmask on any device."""
+    torch = _buffers.torch_tensor_module(bitmask)
+    if torch is not None and bitmask.device.type != "cpu":
+        if bitmask.dtype != torch.int32:
+            raise InvalidArgumentError("bitmask: want dtype int32, got %s" % _buffers.describe(bitmask))
+        if not bitmask.is_contiguous():
+            raise InvalidArgumentError("bitmask: %s is not contiguous" % _buffers.describe(bitmask))
+        if bitmask.dim() not in (1, 2):
+            raise InvalidArgumentError("bitmask: want 1 or 2 dimensions, got %s" % _buffers.describe(bitmask))
+        n_rows, words = (1, bitmask.shape[0]) if bitmask.dim() == 1 else tuple(bitmask.shape)
+        return bitmask.data_ptr(), n_rows, words, bitmask.device
+    pointer, n_rows, words = _buffers.int32_rows(bitmask, writable=False)
+    return pointer, n_rows, words, bitmask.device if torch is not None else None
+
+
+def apply_token_bitmask_inplace(logits: Any, bitmask: Any, *, vocab_size: Optional[int] = None,
+                                indices: Optional[Sequence[int]] = None) -> None:
+    """Sets ``logits[r, t] = -inf`` wherever bit t of bitmask row r is 0, and
+    for every column at or past ``vocab_size``.
+
+    Args:
+        logits: float32 / float16 / bfloat16, shape ``(rows, width)`` or
+            ``(width,)``; a numpy array or a torch tensor (CPU or CUDA). Rows
+            may be strided (a slice of a wider buffer); the vocab dimension
+            must be contiguous.
+        bitmask: int32, shape ``(rows, words)`` or ``(words,)``, on the same
+            device as ``logits`` (numpy counts as CPU). Bits at or above
+            ``vocab_size`` are ignored.
+        vocab_size: default ``min(width, 32 * words)`` (xgrammar's rule).
+        indices: only these rows are masked (each selects both the logits
+            row and the bitmask row).
+
+    CPU arrays go through treemask's CPU kernel (AVX2 where available); CUDA
+    tensors through its CUDA kernel on the tensor's current stream. Nothing
+    is ever copied between devices: a bitmask on another device than the
+    logits is an error, and so is a CUDA tensor when this libtreemask has no
+    usable CUDA (:func:`cuda_available`).
+    """
+    view = _logits_view(logits)
+    mask_pointer, mask_rows, words, mask_device = _bitmask_view(bitmask)
+    logits_device = view.device if view.device is not None and view.device.type != "cpu" else None
+    if mask_device is not None and mask_device.type == "cpu":
+        mask_device = None
+    if logits_device != mask_device:
+        raise InvalidArgumentError(
+            "logits are on %s but the bitmask is on %s: move one explicitly (treemask never copies"
+            " between devices)" % (logits_device or "cpu", mask_device or "cpu"))
+    if mask_rows != view.n_rows:
+        raise InvalidArgumentError("logits have %d rows but the bitmask has %d" % (view.n_rows, mask_rows))
+    if vocab_size is None:
+        vocab_size = min(view.width, 32 * words)
+    elif not 0 < vocab_size <= view.width:
+        raise InvalidArgumentError("vocab_size %d: want 1 .. the logits width %d" % (vocab_size, view.width))
+    if vocab_size > 32 * words:
+        raise InvalidArgumentError("vocab_size %d needs %d bitmask words per row, the bitmask has %d"
+                                   % (vocab_size, (vocab_size + 31) // 32, words))
+    if view.n_rows == 0 or view.width == 0:
+        return
+    if logits_device is None:
+        _apply_cpu(view, mask_pointer, words, vocab_size, indices)
+    else:
+        _apply_cuda(logits, view, mask_pointer, words, vocab_size, indices)
+
+
+def _apply_cpu(view: _Logits, mask_pointer, words: int, vocab_size: int, indices) -> None:
+    index_pointer, n_indices, keep = ffi.NULL, 0, None
+    if indices is not None:
+        keep = _buffers.int32_array(indices, "indices")
+        n_indices = keep.size
+        if n_indices == 0:
+            return
+        index_pointer = _buffers.host_buffer(keep, "int32_t[]")
+    logits_pointer = view.pointer if not isinstance(view.pointer, int) else ffi.cast("void *", view.pointer)
+    status = lib.treemask_apply_token_bitmask_cpu(
+        logits_pointer, view.dtype, view.n_rows, view.row_stride, view.width,
+        ffi.cast("const int32_t *", mask_pointer), words, vocab_size, index_pointer, n_indices)
+    if status:
+        raise_status(status)
+
+
+def _apply_cuda(logits: Any, view: _Logits, mask_pointer, words: int, vocab_size: int, indices) -> None:
+    torch = view.torch
+    if not lib.treemask_cuda_available():
+        raise UnsupportedError(
+            "logits are on %s but this libtreemask has no usable CUDA (built without it, or no driver or"
+            " device): treemask.cuda_available() is False" % view.device)
+    with torch.cuda.device(view.device):
+        stream = torch.cuda.current_stream(view.device).cuda_stream
+        index_pointer, n_indices, keep = ffi.NULL, 0, None
+        if indices is not None:
+            if _buffers.torch_tensor_module(indices) is not None and indices.device == view.device:
+                keep = indices.to(torch.int32).contiguous()
+            else:
+                # A small host list of row numbers; the kernel needs it on the device.
+                keep = torch.as_tensor(_buffers.int32_array(indices, "indices"), device=view.device)
+            n_indices = keep.numel()
+            if n_indices == 0:
+                return
+            index_pointer = ffi.cast("const int32_t *", keep.data_ptr())
+        status = lib.treemask_cuda_apply_token_bitmask(
+            ffi.cast("void *", view.pointer), view.dtype, view.n_rows, view.row_stride, view.width,
+            ffi.cast("const int32_t *", mask_pointer), words, vocab_size, index_pointer, n_indices,
+            ffi.cast("void *", stream))
+        if status:
+            raise_status(status)

@@ -1,0 +1,209 @@
+"""transformers adapter: constrain ``model.generate`` to the sequences of a trie.
+
+    from treemask import Trie
+    from treemask.hf import TrieLogitsProcessor
+
+    trie = Trie.from_labels(labels, tokenizer, model.config.vocab_size, [tokenizer.eos_token_id])
+    out = model.generate(**inputs, logits_processor=[TrieLogitsProcessor(trie)],
+                         num_beams=4, num_return_sequences=4)
+
+Works with greedy search, sampling, beam search and num_return_sequences.
+
+Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Optional, Union
+
+import numpy as np
+
+from ._ffi import ffi, lib
+from .bitmask import apply_token_bitmask_inplace, cuda_available
+from .errors import InvalidArgumentError, raise_status
+from .trie import STATE_ROOT, STATE_TERMINATED, Trie, failure_policy_code
+
+try:  # Subclassing lets transformers' LogitsProcessorList treat it as its own.
+    from transformers import LogitsProcessor as _LogitsProcessorBase
+except ImportError:  # pragma: no cover - transformers is what this module is for
+    _LogitsProcessorBase = object
+
+__all__ = ["TrieLogitsProcessor"]
+
+# Stands in for ids no int32 can hold (and negative ones): an id past any
+# vocab_size, so the trie rejects it. (A negative state-array token would mean
+# "no token" and leave the row's state as it was.)
+_NOT_A_TOKEN = 2**31 - 1
+
+
+class TrieLogitsProcessor(_LogitsProcessorBase):
+    """A transformers ``LogitsProcessor`` that lets every row generate only
+    sequences of ``trie``, each ending with one of its stop tokens.
+
+    transformers passes no beam indices to logits processors, so the state
+    of each row follows from the row's own generated tokens (``input_ids[:,
+    prompt_length:]``). States are cached by prefix: a row whose prefix
+    minus its last token was seen at the previous step costs one dictionary
+    lookup and one transition, so a step is O(rows) whatever the beam
+    reordering did. Tokens after a stop token (padding of finished rows) are
+    ignored. Each step fills every row's bitmask in one C call and masks the
+    scores in one more.
+
+    Args:
+        trie: the allowed sequences. Its stop tokens should be the model's
+            EOS ids (``generation_config.eos_token_id``).
+        prompt_length: where generation starts in ``input_ids``; None means
+            the first call's ``input_ids.shape[1]``. When inferred, a call
+            whose ``input_ids`` are not longer than the previous call's starts
+            a new generation (so one processor can serve successive
+            ``generate`` calls one at a time).
+        pad_token_id: also allowed in finished rows, for engines that pad
+            them with it.
+        failure_policy: what a token the trie does not allow does to its row
+            (it can only come from another processor or a forced token):
+            ``"fail_closed"`` (default: only stop tokens from then on),
+            ``"reject"`` (the token is ignored), ``"sticky_error"``.
+
+    Scores on a CUDA device are masked there: the bitmask is filled on the
+    host, copied with one explicit non-blocking transfer from pinned memory,
+    and applied by treemask's CUDA kernel (or, when this libtreemask has no
+    CUDA, by an equivalent torch expression).
+    """
+
+    def __init__(self, trie: Trie, prompt_length: Optional[int] = None, *, pad_token_id: Optional[int] = None,
+                 failure_policy: Union[str, int] = "fail_closed") -> None:
+        if not isinstance(trie, Trie):
+            raise InvalidArgumentError("trie must be a treemask.Trie, got %s" % type(trie).__name__)
+        if prompt_length is not None and prompt_length < 0:
+            raise InvalidArgumentError("prompt_length %d must be >= 0" % prompt_length)
+        if pad_token_id is not None and not 0 <= pad_token_id < trie.vocab_size:
+            raise InvalidArgumentError("pad_token_id %d is outside [0, %d)" % (pad_token_id, trie.vocab_size))
+        self.trie = trie
+        self.pad_token_id = pad_token_id
+        self._fixed_prompt_length = prompt_length
+        self._policy = failure_policy_code(failure_policy)
+        self._words = trie.bitmask_words
+        self._host_mask: Any = None  # numpy view of the host bitmask
+        self._host_tensor: Any = None  # the same memory as a pinned torch tensor (CUDA scores)
+        self._device_mask: Any = None
+        if pad_token_id is not None:
+            self._pad_bit = np.array([1 << (pad_token_id & 31)], dtype=np.uint32).view(np.int32)[0]
+        self._one_state = np.zeros(1, dtype=np.uint32)
+        self._one_token = np.zeros(1, dtype=np.int32)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forgets every row: the next call starts a new generation."""
+        self.prompt_length = self._fixed_prompt_length
+        self._last_length = -1
+        self._previous: Dict[bytes, int] = {b"": STATE_ROOT}
+
+    # ---- states ----------------------------------------------------------
+
+    def _advance(self, states: np.ndarray, tokens: np.ndarray) -> None:
+        status = lib.treemask_trie_advance_states(
+            self.trie._ptr, ffi.from_buffer("uint32_t[]", states), ffi.from_buffer("int32_t[]", tokens),
+            states.size, self._policy, ffi.NULL)
+        if status:
+            raise_status(status, "TrieLogitsProcessor")
+
+    def _state_from_root(self, generated: np.ndarray) -> int:
+        """The state after a whole prefix, when no cached parent exists (the
+        processor was skipped for a step, or a row appeared from nowhere)."""
+        state = self._one_state
+        state[0] = STATE_ROOT
+        for token in generated.tolist():
+            self._one_token[0] = token if 0 <= token < _NOT_A_TOKEN else _NOT_A_TOKEN
+            self._advance(state, self._one_token)
+        return int(state[0])
+
+    def _row_states(self, generated: np.ndarray) -> np.ndarray:
+        n_rows, length = generated.shape
+        if length == 0:
+            self._previous = {b"": STATE_ROOT}
+            return np.zeros(n_rows, dtype=np.uint32)
+        # Each row's tokens as one bytes object: the dictionary key of its
+        # prefix; key[:-8] is the key of the prefix one token shorter.
+        keys = generated.view(np.dtype((np.void, 8 * length))).ravel().tolist()
+        unique = list(dict.fromkeys(keys))
+        previous = self._previous
+        parents = [previous.get(key[:-8]) for key in unique]
+        if None in parents:
+            parents = [self._state_from_root(np.frombuffer(key[:-8], dtype=np.int64)) if p is None else p
+                       for key, p in zip(unique, parents)]
+        states = np.array(parents, dtype=np.uint32)
+        last = np.frombuffer(b"".join([key[-8:] for key in unique]), dtype=np.int64)
+        tokens = np.where((last >= 0) & (last < _NOT_A_TOKEN), last, _NOT_A_TOKEN).astype(np.int32)
+        self._advance(states, tokens)
+        current = dict(zip(unique, states.tolist()))
+        self._previous = current
+        if len(unique) == n_rows:
+            return states
+        return np.array([current[key] for key in keys], dtype=np.uint32)
+
+    # ---- masks -----------------------------------------------------------
+
+    def _host_bitmask(self, n_rows: int, pinned: bool) -> np.ndarray:
+        if self._host_mask is None or self._host_mask.shape[0] != n_rows or (pinned and self._host_tensor is None):
+            if pinned:
+                import torch
+
+                self._host_tensor = torch.empty((n_rows, self._words), dtype=torch.int32, pin_memory=True)
+                self._host_mask = self._host_tensor.numpy()
+            else:
+                self._host_tensor = None
+                self._host_mask = np.empty((n_rows, self._words), dtype=np.int32)
+        return self._host_mask
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        n_rows, length = input_ids.shape
+        if self._fixed_prompt_length is None:
+            if self.prompt_length is None or length <= self._last_length:
+                self.reset()
+                self.prompt_length = length
+        elif length <= self._last_length:
+            self.reset()
+        if length < self.prompt_length:
+            raise InvalidArgumentError("input_ids has %d columns, fewer than prompt_length %d"
+                                       % (length, self.prompt_length))
+        self._last_length = length
+        generated = input_ids[:, self.prompt_length:]
+        if generated.device.type != "cpu":
+            generated = generated.cpu()  # a few bytes per row; the trie walk is on the host
+        generated = np.ascontiguousarray(generated.numpy(), dtype=np.int64)
+        states = self._row_states(generated)
+
+        on_device = scores.device.type != "cpu"
+        bitmask = self._host_bitmask(n_rows, pinned=on_device)
+        status = lib.treemask_trie_fill_states(self.trie._ptr, ffi.from_buffer("uint32_t[]", states), n_rows,
+                                               ffi.from_buffer("int32_t[]", bitmask), self._words)
+        if status:
+            raise_status(status, "TrieLogitsProcessor")
+        if self.pad_token_id is not None:
+            finished = states == STATE_TERMINATED
+            if finished.any():
+                bitmask[finished, self.pad_token_id >> 5] |= self._pad_bit
+
+        if not on_device:
+            apply_token_bitmask_inplace(scores, bitmask)
+            return scores
+        return self._apply_on_device(scores, n_rows)
+
+    def _apply_on_device(self, scores: Any, n_rows: int) -> Any:
+        import torch
+
+        if self._device_mask is None or self._device_mask.shape[0] != n_rows \
+                or self._device_mask.device != scores.device:
+            self._device_mask = torch.empty((n_rows, self._words), dtype=torch.int32, device=scores.device)
+        # The next call's input_ids.cpu() waits for this copy on the same
+        # stream, so the pinned buffer is never overwritten while in flight.
+        self._device_mask.copy_(self._host_tensor, non_blocking=True)
+        if cuda_available():
+            apply_token_bitmask_inplace(scores, self._device_mask)
+            return scores
+        width = scores.shape[-1]
+        shifts = torch.arange(32, dtype=torch.int32, device=scores.device)
+        allowed = ((self._device_mask.unsqueeze(-1) >> shifts) & 1).view(n_rows, -1)
+        if allowed.shape[1] < width:
+            allowed = torch.nn.functional.pad(allowed, (0, width - allowed.shape[1]))
+        scores.masked_fill_(allowed[:, :width] == 0, float("-inf"))
+        return scores

@@ -1,0 +1,510 @@
+"""Trie: an immutable set of allowed token sequences, built once and shared.
+
+Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Callable, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _buffers
+from ._ffi import ffi, lib
+from .errors import InvalidArgumentError, OutOfRangeError, raise_status
+
+__all__ = ["Trie", "TrieStats", "STATE_ROOT", "STATE_TERMINATED", "STATE_FAILED", "failure_policy_code"]
+
+StrPath = Union[str, "os.PathLike[str]"]
+
+STATE_ROOT = lib.TREEMASK_STATE_ROOT
+STATE_TERMINATED = lib.TREEMASK_STATE_TERMINATED
+STATE_FAILED = lib.TREEMASK_STATE_FAILED
+
+_FAILURE_POLICIES = {
+    "reject": lib.TREEMASK_FAILURE_REJECT,
+    "fail_closed": lib.TREEMASK_FAILURE_FAIL_CLOSED,
+    "sticky_error": lib.TREEMASK_FAILURE_STICKY_ERROR,
+}
+
+# Metadata keys under which save() stores what only Python knows.
+_META_LABELS = "treemask.python.labels"
+_META_SKIPPED = "treemask.python.skipped_labels"
+
+
+def failure_policy_code(policy: Union[str, int]) -> int:
+    """The TREEMASK_FAILURE_* value of "reject", "fail_closed" or "sticky_error"."""
+    if isinstance(policy, str):
+        try:
+            return _FAILURE_POLICIES[policy]
+        except KeyError:
+            raise InvalidArgumentError("failure_policy %r: want one of %s"
+                                       % (policy, ", ".join(_FAILURE_POLICIES))) from None
+    if policy in _FAILURE_POLICIES.values():
+        return int(policy)
+    raise InvalidArgumentError("failure_policy %r: want one of %s" % (policy, ", ".join(_FAILURE_POLICIES)))
+
+
+class TrieStats(NamedTuple):
+    """Counts and sizes of a trie (treemask_trie_stats)."""
+
+    n_nodes: int
+    n_edges: int
+    n_terminals: int
+    n_labels: int
+    max_depth: int
+    max_fanout: int
+    bytes: int
+    dense_row_cache_bytes: int
+    n_warnings: int
+
+
+def _stop_token_list(stop_tokens: Union[int, Iterable[int], None]) -> np.ndarray:
+    if stop_tokens is None:
+        return np.zeros(0, dtype=np.int32)
+    if isinstance(stop_tokens, (int, np.integer)):
+        stop_tokens = [stop_tokens]
+    return _buffers.int32_array(list(stop_tokens), "stop_tokens")
+
+
+def _options(vocab_size: int, stop_tokens: np.ndarray, dense_row_cache_bytes: Optional[int]):
+    """A filled treemask_trie_options; stop_tokens must stay alive while it is used."""
+    if not isinstance(vocab_size, (int, np.integer)) or isinstance(vocab_size, bool):
+        raise InvalidArgumentError("vocab_size must be an int, got %r" % (vocab_size,))
+    if not 0 < vocab_size <= _buffers.INT32_MAX:
+        raise InvalidArgumentError("vocab_size %d: want 1 .. 2^31 - 1" % vocab_size)
+    opts = ffi.new("treemask_trie_options *")
+    lib.treemask_trie_options_init(opts)
+    opts.vocab_size = int(vocab_size)
+    if stop_tokens.size:
+        opts.stop_tokens = _buffers.host_buffer(stop_tokens, "int32_t[]")
+        opts.n_stop_tokens = stop_tokens.size
+    if dense_row_cache_bytes is not None:
+        if dense_row_cache_bytes < 0:
+            raise InvalidArgumentError("dense_row_cache_bytes must be >= 0")
+        opts.dense_row_cache_bytes = dense_row_cache_bytes
+    return opts
+
+
+def _fs_path(path: StrPath, what: str = "path") -> bytes:
+    try:
+        raw = os.fsencode(path)
+    except TypeError:
+        raise InvalidArgumentError("%s: want a str or os.PathLike, got %s" % (what, type(path).__name__)) from None
+    if b"\0" in raw:
+        raise InvalidArgumentError("%s %r contains a NUL byte" % (what, path))
+    return raw
+
+
+def _paths_csr(paths: Any) -> Tuple[np.ndarray, np.ndarray]:
+    """(tokens int32, offsets uintp) of a list of token sequences or a 2-D array."""
+    if isinstance(paths, np.ndarray) or _buffers.torch_tensor_module(paths) is not None:
+        arr = paths.numpy() if _buffers.torch_tensor_module(paths) is not None else paths
+        if arr.ndim != 2:
+            raise InvalidArgumentError("paths: a numpy array must be 2-D (one path per row), got shape %s"
+                                       % (arr.shape,))
+        n, length = arr.shape
+        tokens = _buffers.int32_array(arr.reshape(-1), "paths (flattened)")
+        return tokens, np.arange(n + 1, dtype=np.uintp) * length
+    try:
+        seqs = [p if isinstance(p, np.ndarray) else list(p) for p in paths]
+    except TypeError:
+        raise InvalidArgumentError("paths: want a sequence of token sequences") from None
+    lengths = np.fromiter((len(p) for p in seqs), dtype=np.uintp, count=len(seqs))
+    offsets = np.zeros(len(seqs) + 1, dtype=np.uintp)
+    np.cumsum(lengths, out=offsets[1:])
+    flat: List[int] = []
+    for p in seqs:
+        flat.extend(p.tolist() if isinstance(p, np.ndarray) else p)
+    try:
+        tokens = _buffers.int32_array(flat, "paths")
+    except (InvalidArgumentError, OutOfRangeError) as e:
+        # Name the path and position instead of the flattened index.
+        flat_index = getattr(e, "index", 0)
+        path = int(np.searchsorted(offsets, flat_index, side="right")) - 1
+        raise type(e)("paths[%d][%d] = %r is not an int32 token id"
+                      % (path, flat_index - int(offsets[path]), flat[flat_index])) from None
+    return tokens, offsets
+
+
+class Trie:
+    """An immutable set of allowed token sequences plus the stop tokens that
+    end them. Build one with a ``from_*`` class method or :meth:`load`.
+
+    A trie is shared, read-only, by any number of matchers and threads. A
+    matcher keeps its own reference to the C trie, so dropping the Python
+    object never invalidates a matcher.
+    """
+
+    __slots__ = ("_ptr", "_words", "_labels", "_skipped_labels", "__weakref__")
+
+    def __init__(self) -> None:
+        raise TypeError("use Trie.from_paths, from_labels, from_rtp_json, from_rtp_tsv, from_jsonl or load")
+
+    @classmethod
+    def _adopt(cls, out, labels: Optional[Sequence[str]] = None,
+               skipped: Optional[Sequence[str]] = None) -> "Trie":
+        self = object.__new__(cls)
+        self._ptr = ffi.gc(out[0], lib.treemask_trie_free)
+        self._words = lib.treemask_bitmask_words(lib.treemask_trie_vocab_size(self._ptr))
+        self._labels = tuple(labels) if labels is not None else None
+        self._skipped_labels = list(skipped or [])
+        return self
+
+    # ---- construction -------------------------------------------------
+
+    @classmethod
+    def from_paths(cls, paths: Union[Iterable[Sequence[int]], np.ndarray], vocab_size: int,
+                   stop_tokens: Union[int, Iterable[int]], labels: Optional[Iterable[int]] = None, *,
+                   dense_row_cache_bytes: Optional[int] = None) -> "Trie":
+        """Builds a trie from token sequences.
+
+        Args:
+            paths: token-id sequences (lists, tuples or 1-D arrays), or a 2-D
+                integer array with one equal-length path per row. The empty
+                path makes the root terminal; duplicates merge.
+            vocab_size: every token id and stop token must be below it.
+            stop_tokens: one id or several (a model may have several EOS ids).
+            labels: an integer label id per path (default: path i carries
+                label i), reported by :meth:`Matcher.label_ids`.
+            dense_row_cache_bytes: memory budget for cached dense rows of
+                high-fanout nodes (default 64 MiB; 0 disables).
+
+        Raises:
+            InvalidArgumentError / OutOfRangeError: naming the path and
+            position of a bad token, or the bad argument.
+        """
+        tokens, offsets = _paths_csr(paths)
+        n_paths = offsets.size - 1
+        if n_paths == 0:
+            raise InvalidArgumentError("paths is empty: a trie needs at least one path")
+        stops = _stop_token_list(stop_tokens)
+        opts = _options(vocab_size, stops, dense_row_cache_bytes)
+        label_ptr = ffi.NULL
+        if labels is not None:
+            label_arr = _buffers.int64_array(list(labels), "labels")
+            if label_arr.size != n_paths:
+                raise InvalidArgumentError("labels has %d entries for %d paths" % (label_arr.size, n_paths))
+            label_ptr = _buffers.host_buffer(label_arr, "int64_t[]")
+        out = ffi.new("treemask_trie **")
+        token_ptr = _buffers.host_buffer(tokens, "int32_t[]") if tokens.size else ffi.NULL
+        status = lib.treemask_trie_from_paths(opts, token_ptr, _buffers.host_buffer(offsets, "size_t[]"),
+                                              n_paths, label_ptr, out)
+        if status:
+            raise_status(status)
+        return cls._adopt(out)
+
+    @classmethod
+    def from_labels(cls, labels: Sequence[str], tokenizer: Any, vocab_size: int,
+                    stop_tokens: Union[int, Iterable[int]], prefix: str = " ", strict: bool = False, *,
+                    decode: Optional[Callable[[List[int]], str]] = None) -> "Trie":
+        """Builds a trie of label strings tokenized by ``tokenizer``.
+
+        Label ``i`` is tokenized as ``prefix + labels[i]`` and carries label id
+        ``i`` (:meth:`label` maps it back to the string).
+
+        ``tokenizer`` may be:
+
+        - a transformers tokenizer: called as ``encode(text,
+          add_special_tokens=False)``, checked with ``decode``;
+        - a ``tokenizers.Tokenizer``: ``encode(text,
+          add_special_tokens=False).ids``, checked with ``decode``;
+        - a plain callable ``text -> list[int]``: not checked unless
+          ``decode`` (``ids -> text``) is given.
+
+        A label round-trips when its ids decode to ``prefix + label`` (or to
+        the label alone, for tokenizers that drop a leading space when
+        decoding). One that does not, or whose ids contain a stop token, is
+        left out and listed in :attr:`skipped_labels`; with ``strict=True`` it
+        raises :class:`InvalidArgumentError` instead.
+        """
+        encode, check = _tokenizer_functions(tokenizer, decode)
+        stops = _stop_token_list(stop_tokens)
+        stop_set = set(stops.tolist())
+        paths: List[List[int]] = []
+        ids: List[int] = []
+        skipped: List[str] = []
+        for i, label in enumerate(labels):
+            if not isinstance(label, str):
+                raise InvalidArgumentError("labels[%d] is %s, not a str" % (i, type(label).__name__))
+            text = prefix + label
+            tokens = [int(t) for t in encode(text)]
+            problem = None
+            if stop_set.intersection(tokens):
+                problem = "its tokens %s contain a stop token" % tokens
+            elif check is not None:
+                decoded = check(tokens)
+                if decoded != text and decoded != label:
+                    problem = "tokens %s decode to %r, not %r" % (tokens, decoded, text)
+            if problem is not None:
+                if strict:
+                    raise InvalidArgumentError("labels[%d] %r does not round-trip: %s" % (i, label, problem))
+                skipped.append(label)
+                continue
+            paths.append(tokens)
+            ids.append(i)
+        if not paths:
+            raise InvalidArgumentError("none of the %d labels round-trips through the tokenizer" % len(labels))
+        trie = cls.from_paths(paths, vocab_size, stops, ids)
+        trie._labels = tuple(labels)
+        trie._skipped_labels = skipped
+        return trie
+
+    @classmethod
+    def from_rtp_json(cls, source: Union[bytes, str, "os.PathLike[str]"], vocab_size: int,
+                      stop_tokens: Union[int, Iterable[int], None] = None, *,
+                      rtp_llm_defaults: bool = False) -> "Trie":
+        """Loads an RTP-LLM tree-decode dictionary (``{"start_token_id",
+        "end_token_id", "sep", "prefix_dict"}``).
+
+        ``source``: ``bytes`` or a ``str`` starting with ``{`` is the JSON text;
+        an ``os.PathLike`` or any other ``str`` is a file path. With
+        ``stop_tokens=None`` the dictionary's ``end_token_id`` is the stop
+        token. ``rtp_llm_defaults`` accepts files without start/end ids
+        (RTP-LLM's 225 / 2).
+
+        Raises ParseError (with the byte offset), InvalidArgumentError /
+        OutOfRangeError (naming the key), FileError, UnsupportedError (library
+        built without JSON support).
+        """
+        stops = _stop_token_list(stop_tokens)
+        opts = _options(vocab_size, stops, None)
+        opts.rtp_llm_defaults = bool(rtp_llm_defaults)
+        return cls._from_text_or_file(
+            source, lambda text: text.lstrip().startswith("{"),
+            lambda data, n, out: lib.treemask_trie_from_rtp_json(opts, data, n, out),
+            lambda path, out: lib.treemask_trie_from_rtp_json_file(opts, path, out))
+
+    @classmethod
+    def from_rtp_tsv(cls, source: Union[bytes, str, "os.PathLike[str]"], vocab_size: int,
+                     start_token_id: int, end_token_id: int, sep: str = "_", *,
+                     stop_tokens: Union[int, Iterable[int], None] = None) -> "Trie":
+        """Loads RTP-LLM's text form: lines ``key<TAB>id\\x02id\\x02...``.
+
+        ``source``: ``bytes``, or a ``str`` containing a tab, is the text; an
+        ``os.PathLike`` or any other ``str`` is a file path. The text has no
+        header, so the start and end token ids are arguments.
+        """
+        stops = _stop_token_list(stop_tokens)
+        opts = _options(vocab_size, stops, None)
+        if not isinstance(sep, str):
+            raise InvalidArgumentError("sep must be a str")
+        sep_c = sep.encode("utf-8")
+        return cls._from_text_or_file(
+            source, lambda text: "\t" in text,
+            lambda data, n, out: lib.treemask_trie_from_rtp_tsv(opts, start_token_id, end_token_id, sep_c,
+                                                                data, n, out),
+            lambda path, out: lib.treemask_trie_from_rtp_tsv_file(opts, start_token_id, end_token_id, sep_c,
+                                                                  path, out))
+
+    @classmethod
+    def from_jsonl(cls, source: Union[bytes, str, "os.PathLike[str]"], vocab_size: int,
+                   stop_tokens: Union[int, Iterable[int]]) -> "Trie":
+        """Loads token paths as JSON Lines (``[t0, t1, ...]`` or ``{"tokens":
+        [...], "label": L}`` per line). ``bytes`` or a ``str`` starting with
+        ``[`` or ``{`` is the text; anything else a path."""
+        stops = _stop_token_list(stop_tokens)
+        opts = _options(vocab_size, stops, None)
+        return cls._from_text_or_file(
+            source, lambda text: text.lstrip()[:1] in ("[", "{"),
+            lambda data, n, out: lib.treemask_trie_from_jsonl(opts, data, n, out),
+            lambda path, out: lib.treemask_trie_from_jsonl_file(opts, path, out))
+
+    @classmethod
+    def _from_text_or_file(cls, source: Any, str_is_text: Callable[[str], bool], from_text, from_file) -> "Trie":
+        """Loads from bytes, a str that str_is_text says is text, or a path."""
+        out = ffi.new("treemask_trie **")
+        if isinstance(source, str) and str_is_text(source):
+            source = source.encode("utf-8")
+        if isinstance(source, (bytes, bytearray, memoryview)):
+            data = ffi.from_buffer("char[]", source)
+            status = from_text(data, len(data), out)
+        else:
+            status = from_file(_fs_path(source), out)
+        if status:
+            raise_status(status)
+        return cls._adopt(out)
+
+    @classmethod
+    def load(cls, path: StrPath, *, trusted: bool = False) -> "Trie":
+        """Maps a ``.tmtrie`` file written by :meth:`save` (or ``treemask
+        compile``). ``trusted=True`` skips the payload checksum (constant-time
+        load; every other check still runs). Label names saved with the trie
+        come back.
+
+        Raises FileError, CorruptFileError, VersionMismatchError.
+        """
+        out = ffi.new("treemask_trie **")
+        flags = lib.TREEMASK_LOAD_TRUSTED if trusted else 0
+        status = lib.treemask_trie_load(_fs_path(path), flags, out)
+        if status:
+            raise_status(status)
+        trie = cls._adopt(out)
+        meta = trie.metadata
+        if _META_LABELS in meta:
+            trie._labels = tuple(json.loads(meta[_META_LABELS]))
+        if _META_SKIPPED in meta:
+            trie._skipped_labels = list(json.loads(meta[_META_SKIPPED]))
+        return trie
+
+    def save(self, path: StrPath, metadata: Optional[Mapping[str, str]] = None) -> None:
+        """Writes the trie to a ``.tmtrie`` file (atomically: a temporary file
+        renamed over ``path``). ``metadata`` adds key/value strings (a
+        tokenizer fingerprint, provenance); label names are stored too.
+        """
+        entries = dict(metadata or {})
+        if self._labels is not None:
+            entries.setdefault(_META_LABELS, json.dumps(list(self._labels), ensure_ascii=False))
+            entries.setdefault(_META_SKIPPED, json.dumps(self._skipped_labels, ensure_ascii=False))
+        keep = []
+        keys = ffi.new("const char *[]", len(entries))
+        values = ffi.new("const char *[]", len(entries))
+        for i, (k, v) in enumerate(entries.items()):
+            if not isinstance(k, str) or not isinstance(v, str):
+                raise InvalidArgumentError("metadata keys and values must be str, got %r: %r" % (k, v))
+            kc, vc = ffi.new("char[]", k.encode("utf-8")), ffi.new("char[]", v.encode("utf-8"))
+            keep += (kc, vc)
+            keys[i], values[i] = kc, vc
+        opts = ffi.new("treemask_save_options *")
+        lib.treemask_save_options_init(opts)
+        opts.metadata_keys, opts.metadata_values, opts.n_metadata = keys, values, len(entries)
+        status = lib.treemask_trie_save_with_options(self._ptr, _fs_path(path), opts)
+        if status:
+            raise_status(status)
+
+    # ---- queries ------------------------------------------------------
+
+    @property
+    def vocab_size(self) -> int:
+        """The vocab_size the trie was built with."""
+        return lib.treemask_trie_vocab_size(self._ptr)
+
+    @property
+    def bitmask_words(self) -> int:
+        """int32 words in one bitmask row: ceil(vocab_size / 32)."""
+        return self._words
+
+    @property
+    def stop_tokens(self) -> List[int]:
+        """The stop tokens, ascending."""
+        n = lib.treemask_trie_stop_tokens(self._ptr, ffi.NULL, 0)
+        buf = ffi.new("int32_t[]", n)
+        lib.treemask_trie_stop_tokens(self._ptr, buf, n)
+        return list(buf)
+
+    def stats(self) -> TrieStats:
+        """Node, edge, terminal and label counts, depth, fanout and bytes."""
+        out = ffi.new("treemask_trie_stats *")
+        out.struct_size = ffi.sizeof("treemask_trie_stats")
+        status = lib.treemask_trie_get_stats(self._ptr, out)
+        if status:
+            raise_status(status)
+        return TrieStats(*(int(getattr(out, f)) for f in TrieStats._fields))
+
+    @property
+    def metadata(self) -> dict:
+        """Key/value strings the trie carries (from its ``.tmtrie`` file)."""
+        result = {}
+        key, value = ffi.new("const char **"), ffi.new("const char **")
+        for i in range(lib.treemask_trie_metadata_count(self._ptr)):
+            status = lib.treemask_trie_metadata_at(self._ptr, i, key, value)
+            if status:
+                raise_status(status)
+            result[ffi.string(key[0]).decode("utf-8")] = ffi.string(value[0]).decode("utf-8")
+        return result
+
+    @property
+    def labels(self) -> Optional[Tuple[str, ...]]:
+        """The label strings (label id = index), or None for a trie built
+        without names."""
+        return self._labels
+
+    @property
+    def skipped_labels(self) -> List[str]:
+        """Labels :meth:`from_labels` left out because they did not round-trip."""
+        return list(self._skipped_labels)
+
+    def label(self, label_id: int) -> str:
+        """The string of a label id (tries built by :meth:`from_labels`)."""
+        if self._labels is None:
+            raise InvalidArgumentError("this trie has no label names: build it with Trie.from_labels")
+        if not 0 <= label_id < len(self._labels):
+            raise OutOfRangeError("label id %d is outside [0, %d)" % (label_id, len(self._labels)))
+        return self._labels[label_id]
+
+    # ---- state arrays -------------------------------------------------
+
+    def fill_states(self, states: Any, bitmask: Any) -> None:
+        """Writes bitmask row i from ``states[i]`` (a node id, or
+        STATE_TERMINATED / STATE_FAILED): the state-array form of a fill, for
+        engines that keep one uint32 per sequence themselves (no modes, no
+        rollback). ``bitmask`` needs at least ``len(states)`` rows.
+        """
+        arr = _state_array(states, writable=False)
+        pointer, n_rows, words = _buffers.int32_rows(bitmask)
+        if n_rows < arr.size:
+            raise _buffers.BufferTooSmallError("bitmask has %d rows for %d states" % (n_rows, arr.size))
+        status = lib.treemask_trie_fill_states(self._ptr, _buffers.host_buffer(arr, "uint32_t[]"), arr.size,
+                                               pointer, words)
+        if status:
+            raise_status(status)
+
+    def advance_states(self, states: np.ndarray, tokens: Any,
+                       failure_policy: Union[str, int] = "reject") -> np.ndarray:
+        """Advances ``states`` (a writable C-contiguous numpy uint32 array) in
+        place by ``tokens`` (token < 0: no token for that row) and returns
+        the accepted flags (False only where a token was rejected)."""
+        arr = _state_array(states, writable=True)
+        tok = _buffers.int32_array(tokens, "tokens")
+        if tok.size != arr.size:
+            raise InvalidArgumentError("tokens has %d entries for %d states" % (tok.size, arr.size))
+        accepted = np.ones(arr.size, dtype=np.bool_)
+        status = lib.treemask_trie_advance_states(
+            self._ptr, _buffers.host_buffer(arr, "uint32_t[]"), _buffers.host_buffer(tok, "int32_t[]"),
+            arr.size, failure_policy_code(failure_policy), _buffers.host_buffer(accepted, "bool[]"))
+        if status:
+            raise_status(status)
+        return accepted
+
+    def __repr__(self) -> str:
+        s = self.stats()
+        return "<treemask.Trie vocab_size=%d nodes=%d terminals=%d max_depth=%d%s>" % (
+            self.vocab_size, s.n_nodes, s.n_terminals, s.max_depth,
+            " labels=%d" % len(self._labels) if self._labels is not None else "")
+
+
+def _state_array(states: Any, writable: bool) -> np.ndarray:
+    if writable:
+        if not isinstance(states, np.ndarray) or states.dtype != np.uint32 or not states.flags.c_contiguous \
+                or not states.flags.writeable:
+            raise InvalidArgumentError("states: want a writable C-contiguous numpy uint32 array (it is updated"
+                                       " in place), got %s" % _buffers.describe(states))
+        return states
+    if isinstance(states, np.ndarray) and states.dtype == np.uint32:
+        return np.ascontiguousarray(states)
+    return _buffers.int_array(states, np.uint32, "states", 0, 2**32 - 1)
+
+
+def _tokenizer_functions(tokenizer: Any, decode: Optional[Callable[[List[int]], str]]):
+    """(encode: text -> ids, check: ids -> text or None) for the supported kinds."""
+    encode_method = getattr(tokenizer, "encode", None)
+    if callable(encode_method):
+        def encode(text: str) -> List[int]:
+            result = encode_method(text, add_special_tokens=False)
+            return list(result.ids) if hasattr(result, "ids") else list(result)
+
+        if decode is None:
+            decode_method = getattr(tokenizer, "decode", None)
+            if callable(decode_method):
+                is_fast_tokenizers = type(tokenizer).__module__.split(".")[0] == "tokenizers"
+
+                def decode(ids: List[int]) -> str:
+                    if is_fast_tokenizers:
+                        return decode_method(ids, skip_special_tokens=False)
+                    return decode_method(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+        return encode, decode
+    if callable(tokenizer):
+        return (lambda text: list(tokenizer(text))), decode
+    raise InvalidArgumentError("tokenizer: want a transformers tokenizer, a tokenizers.Tokenizer or a callable"
+                               " text -> ids, got %s" % type(tokenizer).__name__)

@@ -1,0 +1,244 @@
+"""The CUDA paths of the Python package, on a GPU: apply on CUDA tensors on
+the tensor's current stream, DeviceTrie's fused step against the CPU state
+arrays, a CUDA-graph capture of the step, and the transformers processor
+with scores on the GPU.
+
+Without a GPU (or a libtreemask without CUDA) every test skips. On a GPU
+machine without pytest, run it as a script: `python test_cuda.py` (exit 77
+= skipped). See the README's "Python" section for the command.
+
+Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+"""
+import random
+import sys
+
+import numpy as np
+
+try:
+    import pytest
+except ImportError:  # the GPU machine may have no pytest: see main() below
+    pytest = None
+
+import treemask
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+
+def _skip_reason():
+    if torch is None:
+        return "torch is not installed"
+    if not torch.cuda.is_available():
+        return "no CUDA device (torch.cuda.is_available() is False)"
+    if not treemask.cuda_available():
+        return "this libtreemask has no usable CUDA (built without nvcc, or the device is too old)"
+    return None
+
+
+SKIP_REASON = _skip_reason()
+if pytest is not None:
+    pytestmark = pytest.mark.skipif(SKIP_REASON is not None, reason=str(SKIP_REASON))
+
+VOCABS = [1, 31, 32, 33, 1000, 151936]
+
+
+def _cpu_reference(logits_cpu, bitmask_cpu, vocab_size=None, indices=None):
+    out = logits_cpu.clone()
+    treemask.apply_token_bitmask_inplace(out, bitmask_cpu, vocab_size=vocab_size, indices=indices)
+    return out
+
+
+def test_apply_matches_the_cpu_kernel():
+    gen = torch.Generator().manual_seed(1)
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        for vocab in VOCABS:
+            for rows in (1, 5):
+                width = vocab + (3 if vocab > 32 else 0)
+                words = (vocab + 31) // 32
+                logits = torch.randn((rows, width), generator=gen).to(dtype)
+                bitmask = torch.randint(-2**31, 2**31 - 1, (rows, words), generator=gen, dtype=torch.int32)
+                bitmask[0, :] = 0  # an all-masked row (store-only path)
+                if rows > 1:
+                    bitmask[1, :] = -1  # an all-allowed row (skipped words)
+                want = _cpu_reference(logits, bitmask, vocab_size=vocab)
+                dev_logits = logits.cuda()
+                treemask.apply_token_bitmask_inplace(dev_logits, bitmask.cuda(), vocab_size=vocab)
+                assert torch.equal(dev_logits.cpu(), want), (dtype, vocab, rows)
+
+
+def test_apply_strided_rows_and_indices():
+    gen = torch.Generator().manual_seed(2)
+    wide = torch.randn((6, 1100), generator=gen)
+    bitmask = torch.randint(-2**31, 2**31 - 1, (6, 32), generator=gen, dtype=torch.int32)
+    want = wide.clone()
+    want[:, :1000] = _cpu_reference(wide[:, :1000].contiguous(), bitmask, indices=[0, 4])
+    dev = wide.cuda()
+    treemask.apply_token_bitmask_inplace(dev[:, :1000], bitmask.cuda(), indices=[0, 4])
+    assert torch.equal(dev.cpu(), want)
+    dev = wide.cuda()
+    treemask.apply_token_bitmask_inplace(dev[:, :1000], bitmask.cuda(),
+                                         indices=torch.tensor([0, 4], device="cuda"))
+    assert torch.equal(dev.cpu(), want)
+
+
+def test_apply_runs_on_the_current_stream():
+    logits = torch.zeros((64, 151936), device="cuda")
+    bitmask = torch.zeros((64, 4748), dtype=torch.int32, device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        # Enqueued on `side` behind this fill; on another stream it would race.
+        bitmask.fill_(-1)
+        bitmask[:, 0] = 1
+        treemask.apply_token_bitmask_inplace(logits, bitmask)
+    side.synchronize()
+    finite = torch.isfinite(logits)
+    assert int(finite.sum()) == 64 and bool(finite[:, 0].all())
+
+
+def test_device_mismatch_is_an_error():
+    raised = False
+    try:
+        treemask.apply_token_bitmask_inplace(torch.zeros((1, 64), device="cuda"),
+                                             torch.zeros((1, 2), dtype=torch.int32))
+    except treemask.InvalidArgumentError as e:
+        raised = "never copies" in str(e)
+    assert raised
+
+
+def _random_trie(rng, vocab):
+    paths = [[rng.randrange(1, vocab - 1) for _ in range(rng.randint(1, 5))] for _ in range(60)]
+    return treemask.Trie.from_paths(paths, vocab, [vocab - 1]), paths
+
+
+def test_device_trie_step_matches_cpu_state_arrays():
+    import treemask.torch as tt
+
+    rng = random.Random(3)
+    for vocab in (33, 1000, 151936):
+        trie, paths = _random_trie(rng, vocab)
+        dev_trie = tt.DeviceTrie(trie)
+        rows = 16
+        states_cpu = np.zeros(rows, dtype=np.uint32)
+        states = dev_trie.new_states(rows)
+        bitmask = torch.zeros((rows, trie.bitmask_words), dtype=torch.int32, device="cuda")
+        want = treemask.allocate_token_bitmask(rows, vocab)
+        accepted = torch.zeros(rows, dtype=torch.uint8, device="cuda")
+        tokens = None
+        for step in range(8):
+            for policy in ("reject",):
+                dev_tokens = None if tokens is None else torch.tensor(tokens, dtype=torch.int32, device="cuda")
+                dev_trie.advance_fill_bitmask(states, dev_tokens, bitmask, failure_policy=policy, accepted=accepted)
+                if tokens is not None:
+                    want_accepted = trie.advance_states(states_cpu, tokens, failure_policy=policy)
+                    assert accepted.cpu().numpy().astype(bool).tolist() == want_accepted.tolist()
+                trie.fill_states(states_cpu, want)
+                assert states.cpu().numpy().view(np.uint32).tolist() == states_cpu.tolist()
+                assert np.array_equal(bitmask.cpu().numpy(), want)
+            # Mostly allowed tokens, some rejected ones, some rows idle.
+            tokens = []
+            for r in range(rows):
+                row = want[r]
+                allowed = np.flatnonzero(np.unpackbits(row.view(np.uint8), bitorder="little"))
+                pick = rng.random()
+                tokens.append(-1 if pick < 0.1 else rng.randrange(vocab) if pick < 0.2 else int(rng.choice(allowed)))
+
+
+def test_device_trie_masks_logits_and_replays_in_a_cuda_graph():
+    import treemask.torch as tt
+
+    rng = random.Random(5)
+    vocab = 151936
+    trie, paths = _random_trie(rng, vocab)
+    dev_trie = tt.DeviceTrie(trie)
+    rows = 8
+    states = dev_trie.new_states(rows)
+    tokens = torch.full((rows,), -1, dtype=torch.int32, device="cuda")
+    logits = torch.zeros((rows, vocab + 64), dtype=torch.bfloat16, device="cuda")
+    # Warm up on a side stream, as torch's graph capture requires.
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        dev_trie.advance_mask_logits(states, tokens, logits)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        dev_trie.advance_mask_logits(states, tokens, logits)
+    states_cpu = np.zeros(rows, dtype=np.uint32)
+    want_mask = treemask.allocate_token_bitmask(rows, vocab)
+    for step in range(5):
+        trie.fill_states(states_cpu, want_mask)
+        picks = []
+        for r in range(rows):
+            allowed = np.flatnonzero(np.unpackbits(want_mask[r].view(np.uint8), bitorder="little"))
+            picks.append(int(rng.choice(allowed)))
+        tokens.copy_(torch.tensor(picks, dtype=torch.int32))
+        logits.zero_()
+        graph.replay()
+        trie.advance_states(states_cpu, picks)
+        trie.fill_states(states_cpu, want_mask)
+        want = torch.zeros((rows, vocab + 64), dtype=torch.bfloat16)
+        treemask.apply_token_bitmask_inplace(want, torch.from_numpy(want_mask), vocab_size=vocab)
+        torch.cuda.synchronize()
+        assert torch.equal(logits.cpu(), want), step
+        assert states.cpu().numpy().view(np.uint32).tolist() == states_cpu.tolist()
+
+
+def test_device_trie_argument_errors():
+    import treemask.torch as tt
+
+    trie = treemask.Trie.from_paths([[1]], 64, [0])
+    dev_trie = tt.DeviceTrie(trie)
+    states = dev_trie.new_states(2)
+    for bad_call, message in (
+        (lambda: dev_trie.advance_fill_bitmask(states.cpu(), None, torch.zeros((2, 2), dtype=torch.int32,
+                                                                                 device="cuda")), "states"),
+        (lambda: dev_trie.advance_fill_bitmask(states, torch.zeros(2, dtype=torch.int64, device="cuda"),
+                                               torch.zeros((2, 2), dtype=torch.int32, device="cuda")), "int32"),
+        (lambda: dev_trie.advance_mask_logits(states, None, torch.zeros((2, 64), dtype=torch.float64,
+                                                                         device="cuda")), "float32"),
+    ):
+        raised = False
+        try:
+            bad_call()
+        except treemask.InvalidArgumentError as e:
+            raised = message in str(e)
+        assert raised, message
+
+
+def test_processor_masks_cuda_scores():
+    from treemask.hf import TrieLogitsProcessor
+
+    trie = treemask.Trie.from_paths([[1, 2], [1, 3], [4]], 151936, [151645])
+    processor = TrieLogitsProcessor(trie)
+    scores = torch.zeros((2, 151936), device="cuda")
+    processor(torch.tensor([[9], [9]], device="cuda"), scores)
+    assert torch.isfinite(scores).sum(dim=1).tolist() == [2, 2]
+    scores = torch.zeros((2, 151936), device="cuda")
+    processor(torch.tensor([[9, 1], [9, 4]], device="cuda"), scores)
+    assert torch.nonzero(torch.isfinite(scores[0])).flatten().tolist() == [2, 3]
+    assert torch.nonzero(torch.isfinite(scores[1])).flatten().tolist() == [151645]
+
+
+def main():
+    """A runner for machines without pytest: every test_* function in order."""
+    if SKIP_REASON is not None:
+        print("SKIP: %s" % SKIP_REASON)
+        return 77
+    failed = 0
+    tests = [(name, fn) for name, fn in sorted(globals().items()) if name.startswith("test_") and callable(fn)]
+    for name, fn in tests:
+        try:
+            fn()
+            print("PASS %s" % name)
+        except Exception as e:  # report every failure, not just the first
+            failed += 1
+            print("FAIL %s: %r" % (name, e))
+    print("%d passed, %d failed" % (len(tests) - failed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <string>
 
+#include "capi/events.h"
 #include "capi/shim.h"
+#include "core/log.h"
 #include "trie/annotations.h"
 
 using treemask::Code;
@@ -39,9 +41,25 @@ void set_last_error(const char *function, std::string_view message) noexcept {
   }
 }
 
+namespace {
+bool logged_failure(Code code) { return code == Code::kInternal || code == Code::kOutOfMemory; }
+}  // namespace
+
+// Logging comes first: a log callback that calls treemask itself must not
+// overwrite the error the caller is about to read.
 treemask_status fail(const char *function, const Status &status) noexcept {
+  if (logged_failure(status.code())) {
+    log::emit_cat(log::Level::kError, function, ": ", status.message());
+  }
   set_last_error(function, status.message());
   return static_cast<treemask_status>(status.code());
+}
+
+treemask_status fail_with_exception(const char *function, Code code,
+                                    std::string_view what) noexcept {
+  log::emit_cat(log::Level::kError, function, ": ", what);
+  set_last_error(function, what);
+  return static_cast<treemask_status>(code);
 }
 
 Status trie_build_options(const treemask_trie_options *opts, TrieBuildOptions &out) {
@@ -126,6 +144,8 @@ treemask_status treemask_trie_from_paths(const treemask_trie_options *opts, cons
     TM_ASSIGN_OR_RETURN(Ref<Trie> trie,
                         treemask::build_trie_from_paths(build, {tokens, n_tokens},
                                                         {offsets, n_paths + 1}, label_ids));
+    treemask::capi::log_trie_event("built", treemask::cat("trie from ", n_paths, " token paths"),
+                                   *trie);
     *out = to_handle(trie.leak());
     return Status::Ok();
   });

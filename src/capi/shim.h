@@ -22,7 +22,13 @@ namespace treemask::capi {
 void set_last_error(const char *function, std::string_view message) noexcept;
 
 // Records status as the last error of `function` and returns its code.
+// Internal errors and out-of-memory failures also go to the log callback.
 treemask_status fail(const char *function, const Status &status) noexcept;
+
+// Records an exception caught at the C boundary as the last error (and
+// logs it): out of memory or an internal error.
+treemask_status fail_with_exception(const char *function, Code code,
+                                    std::string_view what) noexcept;
 
 template <class... Args>
 treemask_status fail(const char *function, Code code, const Args &...args) noexcept {
@@ -42,14 +48,11 @@ treemask_status guard(const char *function, Body &&body) noexcept {
     Status s = body();
     return s.ok() ? TREEMASK_OK : fail(function, s);
   } catch (const std::bad_alloc &) {
-    set_last_error(function, "out of memory");
-    return TREEMASK_ERR_OUT_OF_MEMORY;
+    return fail_with_exception(function, Code::kOutOfMemory, "out of memory");
   } catch (const std::exception &e) {
-    set_last_error(function, e.what());
-    return TREEMASK_ERR_INTERNAL;
+    return fail_with_exception(function, Code::kInternal, e.what());
   } catch (...) {
-    set_last_error(function, "unknown internal error");
-    return TREEMASK_ERR_INTERNAL;
+    return fail_with_exception(function, Code::kInternal, "unknown internal error");
   }
 }
 
@@ -61,11 +64,11 @@ T query(const char *function, T fallback, Body &&body) noexcept {
   try {
     return body();
   } catch (const std::bad_alloc &) {
-    set_last_error(function, "out of memory");
+    fail_with_exception(function, Code::kOutOfMemory, "out of memory");
   } catch (const std::exception &e) {
-    set_last_error(function, e.what());
+    fail_with_exception(function, Code::kInternal, e.what());
   } catch (...) {
-    set_last_error(function, "unknown internal error");
+    fail_with_exception(function, Code::kInternal, "unknown internal error");
   }
   return fallback;
 }

@@ -163,6 +163,7 @@ Status Batch::fill_row(size_t slot, uint32_t *row, size_t words_per_row, bool tr
       for (size_t i = 0; i < n; ++i) set_bit(row, record->tokens[i]);
       record->n = static_cast<uint32_t>(n);
       record->known = true;
+      m.count_fill();
       if (need_apply) need_apply[slot] = n != static_cast<size_t>(m.trie().vocab_size());
       return Status::Ok();
     }

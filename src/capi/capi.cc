@@ -34,7 +34,7 @@ void set_last_error(const char *function, std::string_view message) noexcept {
   try {
     t_last_error.text.assign(function);
     t_last_error.text.append(": ");
-    t_last_error.text.append(message);
+    t_last_error.text.append(escape_control(message));
     t_last_error.view = t_last_error.text.c_str();
   } catch (...) {
     t_last_error.view = "treemask: out of memory while recording an error message";

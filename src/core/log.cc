@@ -40,7 +40,9 @@ bool enabled() noexcept { return g_enabled.load(std::memory_order_acquire); }
 void emit(Level level, std::string_view message) noexcept {
   if (!enabled()) return;
   try {
-    const std::string line(message);  // the sink gets a NUL-terminated copy
+    // The sink gets a NUL-terminated copy in which quoted input cannot end
+    // the string early or break the line.
+    const std::string line = escape_control(message);
     SinkSlot &s = slot();
     std::lock_guard<std::recursive_mutex> lock(s.mu);
     if (s.sink) s.sink(static_cast<int32_t>(level), line.c_str(), s.user_data);

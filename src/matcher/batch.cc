@@ -159,7 +159,13 @@ Status Batch::fill_row(size_t slot, uint32_t *row, size_t words_per_row, bool tr
     for (uint32_t i = 0; i < record->n; ++i) row[static_cast<uint32_t>(record->tokens[i]) >> 5] = 0;
     record->known = false;
     const size_t n = m.next_tokens(record->tokens.data(), cap);
-    if (n <= cap) {
+    // The list is only as sound as the trie's arrays: a token out of range
+    // (a corrupted file loaded trusted) goes to the full fill, which reports it.
+    const auto vocab = static_cast<uint32_t>(m.trie().vocab_size());
+    const bool in_range =
+        std::all_of(record->tokens.begin(), record->tokens.begin() + std::min(n, cap),
+                    [&](int32_t t) { return static_cast<uint32_t>(t) < vocab; });
+    if (n <= cap && in_range) {
       for (size_t i = 0; i < n; ++i) set_bit(row, record->tokens[i]);
       record->n = static_cast<uint32_t>(n);
       record->known = true;

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <memory>
 #include <vector>
 
 #include "common/test_util.h"
@@ -91,7 +92,19 @@ inline void exercise_trie(treemask_trie *trie, bool sound, const ExerciseLimits 
   };
   std::deque<Visit> queue;
   queue.push_back({testutil::MatcherHandle(root), TREEMASK_STATE_ROOT});
-  std::vector<int32_t> matcher_row(words + 1), state_row(words + 1);
+  std::vector<int32_t> matcher_row(words + 1), state_row(words + 1), batch_row(words);
+  // One batch row, filled incrementally from node to node: the batch lists
+  // the allowed tokens itself and must not trust what a corrupt node lists.
+  treemask_batch_options bo;
+  treemask_batch_options_init(&bo);
+  bo.n_slots = 1;
+  treemask_batch *batch_raw = nullptr;
+  FUZZ_CHECK(treemask_batch_create(&bo, &batch_raw) == TREEMASK_OK);
+  const std::unique_ptr<treemask_batch, void (*)(treemask_batch *)> batch(batch_raw,
+                                                                          treemask_batch_free);
+  if (fill_rows) {
+    FUZZ_CHECK(treemask_batch_bind_bitmask(batch.get(), batch_row.data(), words) == TREEMASK_OK);
+  }
   size_t visited = 0;
   while (!queue.empty() && visited++ < limits.max_nodes) {
     Visit v = std::move(queue.front());
@@ -111,11 +124,18 @@ inline void exercise_trie(treemask_trie *trie, bool sound, const ExerciseLimits 
       const treemask_status state_status =
           treemask_trie_fill_states(trie, &v.state, 1, state_row.data(), state_row.size());
       check_status(state_status, sound);
+      FUZZ_CHECK(treemask_batch_set_matcher(batch.get(), 0, v.m.p) == TREEMASK_OK);
+      const treemask_status batch_status =
+          treemask_batch_fill_bound(batch.get(), nullptr, 0, TREEMASK_FILL_INCREMENTAL, nullptr);
+      check_status(batch_status, sound);
       if (fill_status == TREEMASK_OK && state_status == TREEMASK_OK) {
         FUZZ_CHECK(matcher_row == state_row);
         FUZZ_CHECK(matcher_row[words] == 0);  // a wider buffer's tail is cleared
         FUZZ_CHECK(need_apply == (allowed.size() != static_cast<size_t>(vocab)));
         if (sound) FUZZ_CHECK(testutil::decode_row(matcher_row.data(), words) == allowed);
+        if (batch_status == TREEMASK_OK) {
+          FUZZ_CHECK(std::equal(batch_row.begin(), batch_row.end(), matcher_row.begin()));
+        }
       }
     }
     if (sound) {

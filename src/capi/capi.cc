@@ -175,26 +175,19 @@ treemask_status treemask_trie_get_stats(const treemask_trie *trie, treemask_trie
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(trie);
     TM_REQUIRE_ARG(out);
-    if (out->struct_size < sizeof(size_t)) {
-      return treemask::error(Code::kInvalidArgument, "out->struct_size is ", out->struct_size,
-                             "; set it to sizeof(treemask_trie_stats)");
-    }
-    const auto &a = to_trie(trie)->arrays();
-    treemask_trie_stats s;
-    std::memset(static_cast<void *>(&s), 0, sizeof(s));
-    s.struct_size = std::min(out->struct_size, sizeof(s));
-    s.n_nodes = a.n_nodes;
-    s.n_edges = a.n_edges();
-    s.n_terminals = a.n_terminals;
-    s.n_labels = a.n_labels();
-    s.max_depth = a.max_depth;
-    s.max_fanout = a.max_fanout;
-    s.bytes = a.bytes();
-    s.dense_row_cache_bytes = to_trie(trie)->dense_cache_bytes();
-    const auto *annotations = to_trie(trie)->annotations();
-    s.n_warnings = annotations ? annotations->n_warnings() : 0;
-    std::memcpy(static_cast<void *>(out), &s, s.struct_size);
-    return Status::Ok();
+    return treemask::capi::write_sized(out, "treemask_trie_stats", [&](treemask_trie_stats &s) {
+      const auto &a = to_trie(trie)->arrays();
+      s.n_nodes = a.n_nodes;
+      s.n_edges = a.n_edges();
+      s.n_terminals = a.n_terminals;
+      s.n_labels = a.n_labels();
+      s.max_depth = a.max_depth;
+      s.max_fanout = a.max_fanout;
+      s.bytes = a.bytes();
+      s.dense_row_cache_bytes = to_trie(trie)->dense_cache_bytes();
+      const auto *annotations = to_trie(trie)->annotations();
+      s.n_warnings = annotations ? annotations->n_warnings() : 0;
+    });
   });
 }
 

@@ -2,13 +2,10 @@
 // 3 of treemask.h) and the per-matcher counters (section 5).
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
-#include <algorithm>
-
 #include "capi/events.h"
 #include "capi/shim.h"
 #include "core/log.h"
 
-using treemask::Code;
 using treemask::Status;
 using treemask::capi::guard;
 using treemask::capi::to_matcher;
@@ -44,22 +41,16 @@ treemask_status treemask_matcher_get_counters(const treemask_matcher *m,
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(m);
     TM_REQUIRE_ARG(out);
-    if (out->struct_size < sizeof(size_t)) {
-      return treemask::error(Code::kInvalidArgument, "out->struct_size is ", out->struct_size,
-                             "; set it to sizeof(treemask_matcher_counters)");
-    }
     const treemask::MatcherCounters &c = to_matcher(m)->counters();
-    treemask_matcher_counters counters;
-    std::memset(static_cast<void *>(&counters), 0, sizeof(counters));
-    counters.struct_size = std::min(out->struct_size, sizeof(counters));
-    counters.n_fills = c.fills;
-    counters.n_accepted_tokens = c.accepted_tokens;
-    counters.n_rejected_tokens = c.rejected_tokens;
-    counters.n_fail_closed = c.fail_closed;
-    counters.n_rolled_back_tokens = c.rolled_back_tokens;
-    counters.n_resets = c.resets;
-    std::memcpy(static_cast<void *>(out), &counters, counters.struct_size);
-    return Status::Ok();
+    return treemask::capi::write_sized(out, "treemask_matcher_counters",
+                                       [&](treemask_matcher_counters &counters) {
+                                         counters.n_fills = c.fills;
+                                         counters.n_accepted_tokens = c.accepted_tokens;
+                                         counters.n_rejected_tokens = c.rejected_tokens;
+                                         counters.n_fail_closed = c.fail_closed;
+                                         counters.n_rolled_back_tokens = c.rolled_back_tokens;
+                                         counters.n_resets = c.resets;
+                                       });
   });
 }
 

@@ -93,6 +93,24 @@ Status read_options(const T *in, T &out, const char *name) {
   return Status::Ok();
 }
 
+// Fills a result struct the caller sized (struct_size first, like an options
+// struct): fill(value) sets the fields of a zeroed value, and at most
+// out->struct_size bytes of it are copied out, so a caller compiled against
+// an older header gets the fields it knows. name is the struct's type name.
+template <class T, class Fill>
+Status write_sized(T *out, const char *name, Fill &&fill) {
+  if (out->struct_size < sizeof(size_t)) {
+    return error(Code::kInvalidArgument, "out->struct_size is ", out->struct_size,
+                 "; set it to sizeof(", name, ")");
+  }
+  T value;
+  std::memset(static_cast<void *>(&value), 0, sizeof(value));
+  fill(value);
+  value.struct_size = out->struct_size < sizeof(T) ? out->struct_size : sizeof(T);
+  std::memcpy(static_cast<void *>(out), &value, value.struct_size);
+  return Status::Ok();
+}
+
 inline Trie *to_trie(treemask_trie *t) { return reinterpret_cast<Trie *>(t); }
 inline const Trie *to_trie(const treemask_trie *t) { return reinterpret_cast<const Trie *>(t); }
 inline treemask_trie *to_handle(Trie *t) { return reinterpret_cast<treemask_trie *>(t); }

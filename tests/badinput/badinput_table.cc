@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "treemask/treemask.h"
+#include "common/test_util.h"
 
 namespace {
 
@@ -59,19 +59,10 @@ const char *status_name(treemask_status s) {
 
 // ---- Inputs ----
 
-treemask_trie_options options(int32_t vocab, const std::vector<int32_t> &stops = {}) {
-  static std::vector<int32_t> kept;
-  kept = stops;
-  treemask_trie_options o;
-  treemask_trie_options_init(&o);
-  o.vocab_size = vocab;
-  o.stop_tokens = kept.data();
-  o.n_stop_tokens = kept.size();
-  return o;
-}
+const std::vector<int32_t> kStopZero{0};
 
 treemask_status rtp_json(const std::string &json) {
-  const treemask_trie_options o = options(100000);
+  const treemask_trie_options o = testutil::trie_options(100000);
   treemask_trie *t = nullptr;
   const treemask_status s = treemask_trie_from_rtp_json(&o, json.data(), json.size(), &t);
   treemask_trie_free(t);
@@ -85,7 +76,7 @@ treemask_status rtp_dict(const std::string &entries) {
 }
 
 treemask_status rtp_tsv(const std::string &text, int32_t end = 2) {
-  const treemask_trie_options o = options(100000);
+  const treemask_trie_options o = testutil::trie_options(100000);
   treemask_trie *t = nullptr;
   const treemask_status s =
       treemask_trie_from_rtp_tsv(&o, 225, end, nullptr, text.data(), text.size(), &t);
@@ -94,7 +85,7 @@ treemask_status rtp_tsv(const std::string &text, int32_t end = 2) {
 }
 
 treemask_status jsonl(const std::string &text) {
-  const treemask_trie_options o = options(1000, {0});
+  const treemask_trie_options o = testutil::trie_options(1000, kStopZero);
   treemask_trie *t = nullptr;
   const treemask_status s = treemask_trie_from_jsonl(&o, text.data(), text.size(), &t);
   treemask_trie_free(t);
@@ -128,7 +119,7 @@ void write_bytes(const std::string &path, const std::string &bytes) {
 
 // A small trie with labels, the matchers' and the files' subject.
 treemask_trie *sample_trie() {
-  const treemask_trie_options o = options(100, {0});
+  const treemask_trie_options o = testutil::trie_options(100, kStopZero);
   const std::vector<int32_t> tokens{1, 2, 1, 3, 4};
   const std::vector<size_t> offsets{0, 2, 4, 5};
   treemask_trie *t = nullptr;
@@ -259,19 +250,19 @@ std::vector<Case> cases() {
   // Token paths.
   const std::string paths_call = "treemask_trie_from_paths";
   add("paths: a token >= vocab_size", paths_call, TREEMASK_ERR_OUT_OF_RANGE, [] {
-    const treemask_trie_options o = options(100, {0});
+    const treemask_trie_options o = testutil::trie_options(100, kStopZero);
     return paths(&o, {1, 2, 100}, {0, 1, 3});
   });
   add("paths: decreasing offsets", paths_call, TREEMASK_ERR_INVALID_ARGUMENT, [] {
-    const treemask_trie_options o = options(100, {0});
+    const treemask_trie_options o = testutil::trie_options(100, kStopZero);
     return paths(&o, {1, 2, 3}, {0, 2, 1, 3});
   });
   add("paths: `vocab_size` 0", paths_call, TREEMASK_ERR_INVALID_ARGUMENT, [] {
-    const treemask_trie_options o = options(0, {0});
+    const treemask_trie_options o = testutil::trie_options(0, kStopZero);
     return paths(&o, {1}, {0, 1});
   });
   add("paths: no stop token", paths_call, TREEMASK_ERR_INVALID_ARGUMENT, [] {
-    const treemask_trie_options o = options(100);
+    const treemask_trie_options o = testutil::trie_options(100);
     return paths(&o, {1}, {0, 1});
   });
   add("paths: options NULL", paths_call, TREEMASK_ERR_INVALID_ARGUMENT, [] {

@@ -73,11 +73,7 @@ struct SharedTrie {
     }
     model.stops = {0};
     model.vocab = kVocab;
-    treemask_trie_options o;
-    treemask_trie_options_init(&o);
-    o.vocab_size = kVocab;
-    o.stop_tokens = model.stops.data();
-    o.n_stop_tokens = 1;
+    treemask_trie_options o = testutil::trie_options(kVocab, model.stops);
     o.dense_row_cache_bytes = cache_bytes;
     EXPECT_EQ(
         treemask_trie_from_paths(&o, tokens.data(), offsets.data(), paths.size(), nullptr, &trie.p),
@@ -165,12 +161,8 @@ TEST(Concurrency, ClonesOfOneMatcherTakenAtOnceShareTheirHistory) {
   std::vector<int32_t> path(150, 7);
   std::vector<size_t> offsets{0, path.size()};
   TrieHandle deep;
-  treemask_trie_options o;
-  treemask_trie_options_init(&o);
-  o.vocab_size = 16;
-  const int32_t stop = 0;
-  o.stop_tokens = &stop;
-  o.n_stop_tokens = 1;
+  const std::vector<int32_t> stops{0};
+  const treemask_trie_options o = testutil::trie_options(16, stops);
   ASSERT_EQ(treemask_trie_from_paths(&o, path.data(), offsets.data(), 1, nullptr, &deep.p),
             TREEMASK_OK);
   treemask_matcher *raw = nullptr;

@@ -142,11 +142,7 @@ bool build_trie(World &w) {
   if (w.in.flag()) given_stops.push_back(given_stops.front());  // duplicates merge
 
   static const size_t kCacheBytes[] = {0, 64, size_t{1} << 20};
-  treemask_trie_options o;
-  treemask_trie_options_init(&o);
-  o.vocab_size = w.vocab;
-  o.stop_tokens = given_stops.data();
-  o.n_stop_tokens = given_stops.size();
+  treemask_trie_options o = testutil::trie_options(w.vocab, given_stops);
   o.dense_row_cache_bytes = kCacheBytes[w.in.range(0, 2)];
   const treemask_status s =
       treemask_trie_from_paths(&o, tokens.data(), offsets.data(), paths.size(),

@@ -3,7 +3,7 @@
 // most one sequence per non-blank line, and every sequence carries a label.
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
-#include <algorithm>
+#include <vector>
 
 #include "fuzz/loader_harness.h"
 #include "json/rtp.h"
@@ -11,7 +11,7 @@
 namespace {
 
 constexpr int32_t kVocab = 1024;
-constexpr int32_t kStops[] = {0, 1023};
+const std::vector<int32_t> kStops{0, 1023};
 
 size_t non_blank_lines(const char *text, size_t size) {
   size_t lines = 0;
@@ -31,14 +31,10 @@ size_t non_blank_lines(const char *text, size_t size) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *text = reinterpret_cast<const char *>(data);
-  treemask_trie_options o;
-  treemask_trie_options_init(&o);
-  o.vocab_size = kVocab;
-  o.stop_tokens = kStops;
-  o.n_stop_tokens = 2;
+  const treemask_trie_options o = testutil::trie_options(kVocab, kStops);
   treemask::TrieBuildOptions internal;
   internal.vocab_size = kVocab;
-  internal.stop_tokens.assign(std::begin(kStops), std::end(kStops));
+  internal.stop_tokens = kStops;
   const fuzz::LoaderDoors doors{
       "treemask_trie_from_jsonl",
       "treemask_trie_from_jsonl_file",

@@ -8,9 +8,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *text = reinterpret_cast<const char *>(data);
-  treemask_trie_options o;
-  treemask_trie_options_init(&o);
-  o.vocab_size = 1 << 17;
+  treemask_trie_options o = testutil::trie_options(1 << 17);
   o.rtp_llm_defaults = size % 2 == 1;
   treemask::RtpOptions internal;
   internal.build.vocab_size = o.vocab_size;

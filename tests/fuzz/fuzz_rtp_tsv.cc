@@ -81,9 +81,7 @@ void expect_rule(treemask_trie *trie, std::string_view text) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *text = reinterpret_cast<const char *>(data);
-  treemask_trie_options o;
-  treemask_trie_options_init(&o);
-  o.vocab_size = kVocab;
+  const treemask_trie_options o = testutil::trie_options(kVocab);
   treemask::RtpOptions internal;
   internal.build.vocab_size = kVocab;
   internal.start_token_id = kStart;

@@ -109,9 +109,7 @@ class AllocationFailure : public ::testing::Test {
     const std::string key(4096, 'x');
     const std::string json =
         R"({"start_token_id":1,"end_token_id":0,"prefix_dict":{")" + key + R"(":[]}})";
-    treemask_trie_options o;
-    treemask_trie_options_init(&o);
-    o.vocab_size = 10;
+    const treemask_trie_options o = testutil::trie_options(10);
     treemask_trie *t = nullptr;
     ASSERT_NE(treemask_trie_from_rtp_json(&o, json.data(), json.size(), &t), TREEMASK_OK);
   }
@@ -159,15 +157,6 @@ class AllocationFailure : public ::testing::Test {
   }
 };
 
-treemask_trie_options trie_options(int32_t vocab, const std::vector<int32_t> &stops) {
-  treemask_trie_options o;
-  treemask_trie_options_init(&o);
-  o.vocab_size = vocab;
-  o.stop_tokens = stops.data();
-  o.n_stop_tokens = stops.size();
-  return o;
-}
-
 // ---- Building tries ----
 
 TEST_F(AllocationFailure, BuildingFromPaths) {
@@ -184,7 +173,7 @@ TEST_F(AllocationFailure, BuildingFromPaths) {
   tokens.insert(tokens.end(), {1, 2});
   offsets.push_back(tokens.size());
   const std::vector<int32_t> stops{0};
-  const treemask_trie_options o = trie_options(100, stops);
+  const treemask_trie_options o = testutil::trie_options(100, stops);
   TrieHandle t;
   const int failures = for_every_failure(
       "treemask_trie_from_paths",
@@ -200,9 +189,9 @@ TEST_F(AllocationFailure, BuildingFromPaths) {
 }
 
 TEST_F(AllocationFailure, LoadingDictionariesAndJsonLines) {
-  const treemask_trie_options rtp = trie_options(100000, {});
+  const treemask_trie_options rtp = testutil::trie_options(100000);
   const std::vector<int32_t> stops{0, 1023};
-  const treemask_trie_options paths = trie_options(1024, stops);
+  const treemask_trie_options paths = testutil::trie_options(1024, stops);
   const std::string json = R"({"start_token_id": 225, "end_token_id": 2, "weight_dict": {},
       "prefix_dict": {"225": [64000, 64003, 2], "225_64000": [7, 8], "225_9": [2]}})";
   const std::string tsv =

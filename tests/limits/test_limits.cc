@@ -49,15 +49,6 @@ bool accept(treemask_matcher *m, int32_t token) {
   return ok;
 }
 
-treemask_trie_options options(int32_t vocab, const std::vector<int32_t> &stops) {
-  treemask_trie_options o;
-  treemask_trie_options_init(&o);
-  o.vocab_size = vocab;
-  o.stop_tokens = stops.data();
-  o.n_stop_tokens = stops.size();
-  return o;
-}
-
 // A scratch directory removed at the end of the test.
 class ScratchDir {
  public:
@@ -136,7 +127,7 @@ TEST(Limits, DictionaryWithTenMillionKeys) {
   auto start = std::chrono::steady_clock::now();
   const std::string tsv = cat.tsv();
   const double made = seconds_since(start);
-  const treemask_trie_options o = options(151936, {});
+  const treemask_trie_options o = testutil::trie_options(151936);
   TrieHandle t;
   start = std::chrono::steady_clock::now();
   ASSERT_EQ(treemask_trie_from_rtp_tsv(&o, 225, 2, nullptr, tsv.data(), tsv.size(), &t.p),
@@ -177,7 +168,7 @@ TEST(Limits, PathOfOneHundredThousandTokens) {
   tokens.push_back(5000);
   const std::vector<size_t> offsets{0, kLength, tokens.size()};
   const std::vector<int32_t> stops{0};
-  const treemask_trie_options o = options(8192, stops);
+  const treemask_trie_options o = testutil::trie_options(8192, stops);
   TrieHandle t;
   ASSERT_EQ(treemask_trie_from_paths(&o, tokens.data(), offsets.data(), 2, nullptr, &t.p),
             TREEMASK_OK)
@@ -253,7 +244,7 @@ TEST(Limits, DictionaryChainTwoThousandKeysDeep) {
     key.append("_").append(std::to_string(next));
   }
   tsv += key + "\t2\n";
-  const treemask_trie_options o = options(151936, {});
+  const treemask_trie_options o = testutil::trie_options(151936);
   TrieHandle t;
   ASSERT_EQ(treemask_trie_from_rtp_tsv(&o, 225, 2, "_", tsv.data(), tsv.size(), &t.p), TREEMASK_OK)
       << last_error();
@@ -277,7 +268,7 @@ TEST(Limits, NodesWhoseFanoutIsTheWholeVocabulary) {
     tokens.insert(tokens.end(), {kWide, t});
     offsets.push_back(tokens.size());
   }
-  const treemask_trie_options o = options(kVocab, stops);
+  const treemask_trie_options o = testutil::trie_options(kVocab, stops);
   TrieHandle t;
   ASSERT_EQ(treemask_trie_from_paths(&o, tokens.data(), offsets.data(), offsets.size() - 1, nullptr,
                                      &t.p),
@@ -340,9 +331,7 @@ TEST(Limits, DictionaryKeyListingTheWholeVocabulary) {
   std::string json = R"({"start_token_id": 225, "end_token_id": 2, "prefix_dict": {"225": [)";
   for (int32_t t = 0; t < kVocab; ++t) json.append(t ? "," : "").append(std::to_string(t));
   json += "]}}";
-  treemask_trie_options o;
-  treemask_trie_options_init(&o);
-  o.vocab_size = kVocab;
+  const treemask_trie_options o = testutil::trie_options(kVocab);
   TrieHandle t;
   ASSERT_EQ(treemask_trie_from_rtp_json(&o, json.data(), json.size(), &t.p), TREEMASK_OK)
       << last_error();
@@ -369,7 +358,7 @@ TEST(Limits, VocabularySizesAtTheInt32Limit) {
     const std::vector<int32_t> stops{top};
     const std::vector<int32_t> tokens{below, 0, below};
     const std::vector<size_t> offsets{0, 1, 3};
-    const treemask_trie_options o = options(vocab, stops);
+    const treemask_trie_options o = testutil::trie_options(vocab, stops);
     TrieHandle t;
     ASSERT_EQ(treemask_trie_from_paths(&o, tokens.data(), offsets.data(), 2, nullptr, &t.p),
               TREEMASK_OK)
@@ -415,7 +404,7 @@ TEST(Limits, VocabularySizesAtTheInt32Limit) {
 
     // The top id is fine in a dictionary; one past it is an error naming it.
     const std::string ok_tsv = "225\t" + std::to_string(below) + "\n";
-    const treemask_trie_options ro = options(vocab, {});
+    const treemask_trie_options ro = testutil::trie_options(vocab);
     TrieHandle d;
     EXPECT_EQ(treemask_trie_from_rtp_tsv(&ro, 225, 2, nullptr, ok_tsv.data(), ok_tsv.size(), &d.p),
               TREEMASK_OK)

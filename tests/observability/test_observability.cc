@@ -61,12 +61,7 @@ std::string shape(const treemask_trie *t) {
          std::to_string(s.bytes) + " bytes";
 }
 
-treemask_trie_options rtp_options() {
-  treemask_trie_options o;
-  treemask_trie_options_init(&o);
-  o.vocab_size = 100000;
-  return o;
-}
+treemask_trie_options rtp_options() { return testutil::trie_options(100000); }
 
 TEST(LogCallback, ReportsAFileLoadWithItsShape) {
   LogCapture log;
@@ -171,12 +166,8 @@ void reentrant_callback(int32_t, const char *message, void *user_data) {
     TrieHandle inner;  // logs again, on this thread, from inside the callback
     EXPECT_EQ(testutil::make_trie({{5}}, 10, {0}, inner), TREEMASK_OK);
     treemask_trie *bad = nullptr;
-    const int32_t stop = 0;
-    treemask_trie_options o;
-    treemask_trie_options_init(&o);
-    o.vocab_size = -1;
-    o.stop_tokens = &stop;
-    o.n_stop_tokens = 1;
+    const std::vector<int32_t> stops{0};
+    const treemask_trie_options o = testutil::trie_options(-1, stops);
     const size_t offsets[] = {0, 0};
     EXPECT_NE(treemask_trie_from_paths(&o, nullptr, offsets, 1, nullptr, &bad), TREEMASK_OK);
   } else {

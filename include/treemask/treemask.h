@@ -117,18 +117,21 @@ TREEMASK_API const char *treemask_status_string(treemask_status status);
 
 /* The message of the last failing call made on this thread, or of the last
  * token rejection (accept_token with *accepted = false). It names the problem
- * (which argument, which path and position, which token). Never NULL ("" if
- * nothing failed yet). Valid until the next treemask call on this thread.
- * Successful calls do not clear it. */
+ * (which argument, which path and position, which token); input it quotes
+ * has its control bytes escaped (\x02, \n), so the message is one printable
+ * line. Never NULL ("" if nothing failed yet). Valid until the next treemask
+ * call on this thread. Successful calls do not clear it. */
 TREEMASK_API const char *treemask_last_error(void);
 
 /* ---- Logging --------------------------------------------------------------
  *
  * treemask is silent unless the engine installs a log callback. It then
  * reports:
- * - TREEMASK_LOG_INFO: loads and saves, "loaded <path>: N paths, M nodes,
- *   X bytes" (an in-memory source names its kind and size instead of a
- *   path; N counts the distinct sequences, X the bytes of the trie's arrays);
+ * - TREEMASK_LOG_INFO: every trie built, loaded or saved: "loaded <path>:
+ *   N paths, M nodes, X bytes", "built trie from N token paths: ...",
+ *   "saved <path>: ..." (an in-memory source names its kind and size
+ *   instead of a path; N counts the distinct sequences, X the bytes of the
+ *   trie's arrays);
  * - TREEMASK_LOG_WARNING: each problem a loader tolerated (unknown fields,
  *   prefix_dict keys the root cannot reach), the same ones counted in
  *   treemask_trie_stats.n_warnings, at most 200 per load plus one line that
@@ -155,8 +158,9 @@ typedef void (*treemask_log_fn)(int32_t level, const char *message, void *user_d
  * wait for another thread that is inside a treemask call. Once this function
  * returns, the previous callback is never called again, so its user_data may
  * be freed. fn may call treemask functions, this one included. An exception
- * thrown by a C++ fn is swallowed. With no callback a log event costs one
- * atomic load. Thread-safe. */
+ * thrown by a C++ fn is swallowed. Messages quote input with its control
+ * bytes escaped (\x02, \n), so each is one printable line. With no callback
+ * a log event costs one atomic load. Thread-safe. */
 TREEMASK_API void treemask_set_log_callback(treemask_log_fn fn, void *user_data);
 
 /* ======================================================================== */

@@ -117,10 +117,51 @@ TREEMASK_API const char *treemask_status_string(treemask_status status);
 
 /* The message of the last failing call made on this thread, or of the last
  * token rejection (accept_token with *accepted = false). It names the problem
- * (which argument, which path and position, which token). Never NULL ("" if
- * nothing failed yet). Valid until the next treemask call on this thread.
- * Successful calls do not clear it. */
+ * (which argument, which path and position, which token); input it quotes
+ * has its control bytes escaped (\x02, \n), so the message is one printable
+ * line. Never NULL ("" if nothing failed yet). Valid until the next treemask
+ * call on this thread. Successful calls do not clear it. */
 TREEMASK_API const char *treemask_last_error(void);
+
+/* ---- Logging --------------------------------------------------------------
+ *
+ * treemask is silent unless the engine installs a log callback. It then
+ * reports:
+ * - TREEMASK_LOG_INFO: every trie built, loaded or saved: "loaded <path>:
+ *   N paths, M nodes, X bytes", "built trie from N token paths: ...",
+ *   "saved <path>: ..." (an in-memory source names its kind and size
+ *   instead of a path; N counts the distinct sequences, X the bytes of the
+ *   trie's arrays);
+ * - TREEMASK_LOG_WARNING: each problem a loader tolerated (unknown fields,
+ *   prefix_dict keys the root cannot reach), the same ones counted in
+ *   treemask_trie_stats.n_warnings, at most 200 per load plus one line that
+ *   counts the rest;
+ * - TREEMASK_LOG_ERROR: internal errors and out-of-memory failures, as
+ *   they are returned (TREEMASK_ERR_INTERNAL, TREEMASK_ERR_OUT_OF_MEMORY).
+ * Ordinary failures (bad arguments, malformed input) are not logged: the
+ * caller gets them as statuses. */
+
+/* Pinned log levels. */
+#define TREEMASK_LOG_INFO 1
+#define TREEMASK_LOG_WARNING 2
+#define TREEMASK_LOG_ERROR 3
+
+/* A log callback: level is a TREEMASK_LOG_* value, message a NUL-terminated
+ * line without a trailing newline, valid only during the call (copy it to
+ * keep it), user_data as given to treemask_set_log_callback. */
+typedef void (*treemask_log_fn)(int32_t level, const char *message, void *user_data);
+
+/* Installs fn (with user_data) as the process-wide log callback, replacing
+ * the previous one; NULL restores the default, silence. Calls are
+ * serialised: fn runs on the thread whose treemask call logs, one call at a
+ * time in the whole process, so it needs no locking of its own but must not
+ * wait for another thread that is inside a treemask call. Once this function
+ * returns, the previous callback is never called again, so its user_data may
+ * be freed. fn may call treemask functions, this one included. An exception
+ * thrown by a C++ fn is swallowed. Messages quote input with its control
+ * bytes escaped (\x02, \n), so each is one printable line. With no callback
+ * a log event costs one atomic load. Thread-safe. */
+TREEMASK_API void treemask_set_log_callback(treemask_log_fn fn, void *user_data);
 
 /* ======================================================================== */
 /* Section 4: trie                                                           */
@@ -522,6 +563,44 @@ TREEMASK_API treemask_trie *treemask_matcher_trie(const treemask_matcher *m);
 TREEMASK_API size_t treemask_matcher_rollback_depth(const treemask_matcher *m);
 
 /* <treemask:matcher-extensions> later sections add matcher modes here. */
+
+/* ---- Counters ------------------------------------------------------------
+ *
+ * Each matcher counts what it did, so an engine can export metrics (sum
+ * them over its matchers, or take differences between two reads). Counters
+ * only grow: reset and rollback do not clear them. A matcher starts at zero,
+ * and so does every clone (treemask_matcher_clone, a batch's copy made by
+ * treemask_batch_set_matcher or a reorder that takes a slot twice), so no
+ * event is counted twice. */
+typedef struct treemask_matcher_counters {
+  size_t struct_size; /* set by the caller: the library writes at most this */
+  /* Bitmask rows written for this matcher: its own fills and batch fills of
+   * its slot (incremental ones included). */
+  uint64_t n_fills;
+  /* Accepted tokens that advanced the state: steps, the accepts rollback can
+   * undo (draft and jump-forward tokens included; a stop or pad token
+   * accepted after termination changes nothing and is not counted). */
+  uint64_t n_accepted_tokens;
+  /* Tokens accept_token or a batch accept refused (*accepted = false), in
+   * every failure policy. A draft token treemask_matcher_accept_tokens stops
+   * at is not a failure and is not counted. */
+  uint64_t n_rejected_tokens;
+  /* Rejections that closed (FAIL_CLOSED) or failed (STICKY_ERROR) the
+   * matcher: sequences cut short. Always 0 under TREEMASK_FAILURE_REJECT. */
+  uint64_t n_fail_closed;
+  /* Accepts undone by treemask_matcher_rollback. */
+  uint64_t n_rolled_back_tokens;
+  /* treemask_matcher_reset calls. */
+  uint64_t n_resets;
+} treemask_matcher_counters;
+
+/* Fills *out (up to out->struct_size bytes; set it to sizeof first) with m's
+ * counters. O(1). Errors: NULL m or out, struct_size smaller than
+ * sizeof(size_t). Like every function on a const matcher it may run
+ * concurrently with other such functions, but not with calls that change m
+ * (fill, accept, rollback, reset). */
+TREEMASK_API treemask_status treemask_matcher_get_counters(const treemask_matcher *m,
+                                                           treemask_matcher_counters *out);
 
 /* ------------------------------------------------------------------------ */
 /* Decoding modes                                                            */

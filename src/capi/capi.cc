@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <string>
 
+#include "capi/events.h"
 #include "capi/shim.h"
+#include "core/log.h"
 #include "trie/annotations.h"
 
 using treemask::Code;
@@ -32,16 +34,32 @@ void set_last_error(const char *function, std::string_view message) noexcept {
   try {
     t_last_error.text.assign(function);
     t_last_error.text.append(": ");
-    t_last_error.text.append(message);
+    t_last_error.text.append(escape_control(message));
     t_last_error.view = t_last_error.text.c_str();
   } catch (...) {
     t_last_error.view = "treemask: out of memory while recording an error message";
   }
 }
 
+namespace {
+bool logged_failure(Code code) { return code == Code::kInternal || code == Code::kOutOfMemory; }
+}  // namespace
+
+// Logging comes first: a log callback that calls treemask itself must not
+// overwrite the error the caller is about to read.
 treemask_status fail(const char *function, const Status &status) noexcept {
+  if (logged_failure(status.code())) {
+    log::emit_cat(log::Level::kError, function, ": ", status.message());
+  }
   set_last_error(function, status.message());
   return static_cast<treemask_status>(status.code());
+}
+
+treemask_status fail_with_exception(const char *function, Code code,
+                                    std::string_view what) noexcept {
+  log::emit_cat(log::Level::kError, function, ": ", what);
+  set_last_error(function, what);
+  return static_cast<treemask_status>(code);
 }
 
 Status trie_build_options(const treemask_trie_options *opts, TrieBuildOptions &out) {
@@ -126,6 +144,8 @@ treemask_status treemask_trie_from_paths(const treemask_trie_options *opts, cons
     TM_ASSIGN_OR_RETURN(Ref<Trie> trie,
                         treemask::build_trie_from_paths(build, {tokens, n_tokens},
                                                         {offsets, n_paths + 1}, label_ids));
+    treemask::capi::log_trie_event("built", treemask::cat("trie from ", n_paths, " token paths"),
+                                   *trie);
     *out = to_handle(trie.leak());
     return Status::Ok();
   });
@@ -155,26 +175,19 @@ treemask_status treemask_trie_get_stats(const treemask_trie *trie, treemask_trie
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(trie);
     TM_REQUIRE_ARG(out);
-    if (out->struct_size < sizeof(size_t)) {
-      return treemask::error(Code::kInvalidArgument, "out->struct_size is ", out->struct_size,
-                             "; set it to sizeof(treemask_trie_stats)");
-    }
-    const auto &a = to_trie(trie)->arrays();
-    treemask_trie_stats s;
-    std::memset(static_cast<void *>(&s), 0, sizeof(s));
-    s.struct_size = std::min(out->struct_size, sizeof(s));
-    s.n_nodes = a.n_nodes;
-    s.n_edges = a.n_edges();
-    s.n_terminals = a.n_terminals;
-    s.n_labels = a.n_labels();
-    s.max_depth = a.max_depth;
-    s.max_fanout = a.max_fanout;
-    s.bytes = a.bytes();
-    s.dense_row_cache_bytes = to_trie(trie)->dense_cache_bytes();
-    const auto *annotations = to_trie(trie)->annotations();
-    s.n_warnings = annotations ? annotations->n_warnings() : 0;
-    std::memcpy(static_cast<void *>(out), &s, s.struct_size);
-    return Status::Ok();
+    return treemask::capi::write_sized(out, "treemask_trie_stats", [&](treemask_trie_stats &s) {
+      const auto &a = to_trie(trie)->arrays();
+      s.n_nodes = a.n_nodes;
+      s.n_edges = a.n_edges();
+      s.n_terminals = a.n_terminals;
+      s.n_labels = a.n_labels();
+      s.max_depth = a.max_depth;
+      s.max_fanout = a.max_fanout;
+      s.bytes = a.bytes();
+      s.dense_row_cache_bytes = to_trie(trie)->dense_cache_bytes();
+      const auto *annotations = to_trie(trie)->annotations();
+      s.n_warnings = annotations ? annotations->n_warnings() : 0;
+    });
   });
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "capi/events.h"
 #include "capi/shim.h"
 #include "json/read_file.h"
 #include "json/rtp.h"
@@ -38,28 +39,38 @@ Status rtp_options(const treemask_trie_options *opts, treemask::RtpOptions &out)
   return Status::Ok();
 }
 
-Status publish(Result<Ref<Trie>> trie, treemask_trie **out) {
+// Hands a loaded trie to the caller and logs the load (source: the path, or
+// what the in-memory input was) with the problems the loader tolerated.
+Status publish(Result<Ref<Trie>> trie, treemask_trie **out, std::string_view source,
+               const Diagnostics &diag) {
+  treemask::capi::log_warnings(source, diag);
   if (!trie.ok()) return trie.take_status();
+  treemask::capi::log_trie_event("loaded", source, *trie.value());
   *out = to_handle(trie.value().leak());
   return Status::Ok();
 }
 
+std::string in_memory(std::string_view kind, size_t len) {
+  return treemask::cat(kind, " (", len, " bytes)");
+}
+
 Status rtp_tsv(const treemask_trie_options *opts, int32_t start, int32_t end, const char *sep,
-               std::string_view data, treemask_trie **out) {
+               std::string_view data, std::string_view source, treemask_trie **out) {
   treemask::RtpOptions o;
   TM_TRY(rtp_options(opts, o));
   o.start_token_id = start;
   o.end_token_id = end;
   o.sep = sep ? std::string(sep) : std::string(treemask::kRtpDefaultSep);
   Diagnostics diag;
-  return publish(treemask::load_rtp_tsv(o, data, diag), out);
+  return publish(treemask::load_rtp_tsv(o, data, diag), out, source, diag);
 }
 
-Status jsonl(const treemask_trie_options *opts, std::string_view data, treemask_trie **out) {
+Status jsonl(const treemask_trie_options *opts, std::string_view data, std::string_view source,
+             treemask_trie **out) {
   treemask::TrieBuildOptions build;
   TM_TRY(treemask::capi::trie_build_options(opts, build));
   Diagnostics diag;
-  return publish(treemask::load_jsonl_paths(build, data, diag), out);
+  return publish(treemask::load_jsonl_paths(build, data, diag), out, source, diag);
 }
 
 // Prefixes a loader error with the file it came from.
@@ -82,7 +93,8 @@ treemask_status treemask_trie_from_rtp_json(const treemask_trie_options *opts, c
     treemask::RtpOptions o;
     TM_TRY(rtp_options(opts, o));
     Diagnostics diag;
-    return publish(treemask::load_rtp_json(o, {json ? json : "", len}, diag), out);
+    return publish(treemask::load_rtp_json(o, {json ? json : "", len}, diag), out,
+                   in_memory("RTP-LLM JSON", len), diag);
   });
 }
 
@@ -94,7 +106,7 @@ treemask_status treemask_trie_from_rtp_json_file(const treemask_trie_options *op
     treemask::RtpOptions o;
     TM_TRY(rtp_options(opts, o));
     Diagnostics diag;
-    return publish(treemask::load_rtp_json_file(o, path, diag), out);
+    return publish(treemask::load_rtp_json_file(o, path, diag), out, path, diag);
   });
 }
 
@@ -107,7 +119,8 @@ treemask_status treemask_trie_from_rtp_tsv(const treemask_trie_options *opts,
     if (!data && len > 0) {
       return treemask::error(Code::kInvalidArgument, "data is NULL but len is ", len);
     }
-    return rtp_tsv(opts, start_token_id, end_token_id, sep, {data ? data : "", len}, out);
+    return rtp_tsv(opts, start_token_id, end_token_id, sep, {data ? data : "", len},
+                   in_memory("RTP-LLM TSV", len), out);
   });
 }
 
@@ -119,7 +132,8 @@ treemask_status treemask_trie_from_rtp_tsv_file(const treemask_trie_options *opt
     TM_REQUIRE_ARG(out);
     TM_REQUIRE_ARG(path);
     TM_ASSIGN_OR_RETURN(auto file, treemask::read_file(path, 0));
-    return with_path(rtp_tsv(opts, start_token_id, end_token_id, sep, file.view(), out), path);
+    return with_path(rtp_tsv(opts, start_token_id, end_token_id, sep, file.view(), path, out),
+                     path);
   });
 }
 
@@ -130,7 +144,7 @@ treemask_status treemask_trie_from_jsonl(const treemask_trie_options *opts, cons
     if (!data && len > 0) {
       return treemask::error(Code::kInvalidArgument, "data is NULL but len is ", len);
     }
-    return jsonl(opts, {data ? data : "", len}, out);
+    return jsonl(opts, {data ? data : "", len}, in_memory("JSONL paths", len), out);
   });
 }
 
@@ -140,7 +154,7 @@ treemask_status treemask_trie_from_jsonl_file(const treemask_trie_options *opts,
     TM_REQUIRE_ARG(out);
     TM_REQUIRE_ARG(path);
     TM_ASSIGN_OR_RETURN(auto file, treemask::read_file(path, 0));
-    return with_path(jsonl(opts, file.view(), out), path);
+    return with_path(jsonl(opts, file.view(), path, out), path);
   });
 }
 
@@ -179,7 +193,9 @@ treemask_status treemask_trie_save_with_options(const treemask_trie *trie, const
       }
       metadata.emplace_back(o.metadata_keys[i], o.metadata_values[i]);
     }
-    return treemask::save_trie(*to_trie(trie), path, metadata);
+    TM_TRY(treemask::save_trie(*to_trie(trie), path, metadata));
+    treemask::capi::log_trie_event("saved", path, *to_trie(trie));
+    return Status::Ok();
   });
 }
 
@@ -191,7 +207,7 @@ treemask_status treemask_trie_load(const char *path, uint32_t flags, treemask_tr
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(path);
     TM_REQUIRE_ARG(out);
-    return publish(treemask::load_trie(path, flags), out);
+    return publish(treemask::load_trie(path, flags), out, path, Diagnostics());
   });
 }
 

@@ -22,7 +22,13 @@ namespace treemask::capi {
 void set_last_error(const char *function, std::string_view message) noexcept;
 
 // Records status as the last error of `function` and returns its code.
+// Internal errors and out-of-memory failures also go to the log callback.
 treemask_status fail(const char *function, const Status &status) noexcept;
+
+// Records an exception caught at the C boundary as the last error (and
+// logs it): out of memory or an internal error.
+treemask_status fail_with_exception(const char *function, Code code,
+                                    std::string_view what) noexcept;
 
 template <class... Args>
 treemask_status fail(const char *function, Code code, const Args &...args) noexcept {
@@ -42,14 +48,11 @@ treemask_status guard(const char *function, Body &&body) noexcept {
     Status s = body();
     return s.ok() ? TREEMASK_OK : fail(function, s);
   } catch (const std::bad_alloc &) {
-    set_last_error(function, "out of memory");
-    return TREEMASK_ERR_OUT_OF_MEMORY;
+    return fail_with_exception(function, Code::kOutOfMemory, "out of memory");
   } catch (const std::exception &e) {
-    set_last_error(function, e.what());
-    return TREEMASK_ERR_INTERNAL;
+    return fail_with_exception(function, Code::kInternal, e.what());
   } catch (...) {
-    set_last_error(function, "unknown internal error");
-    return TREEMASK_ERR_INTERNAL;
+    return fail_with_exception(function, Code::kInternal, "unknown internal error");
   }
 }
 
@@ -61,11 +64,11 @@ T query(const char *function, T fallback, Body &&body) noexcept {
   try {
     return body();
   } catch (const std::bad_alloc &) {
-    set_last_error(function, "out of memory");
+    fail_with_exception(function, Code::kOutOfMemory, "out of memory");
   } catch (const std::exception &e) {
-    set_last_error(function, e.what());
+    fail_with_exception(function, Code::kInternal, e.what());
   } catch (...) {
-    set_last_error(function, "unknown internal error");
+    fail_with_exception(function, Code::kInternal, "unknown internal error");
   }
   return fallback;
 }
@@ -87,6 +90,24 @@ Status read_options(const T *in, T &out, const char *name) {
   const size_t n = in->struct_size < sizeof(T) ? in->struct_size : sizeof(T);
   std::memcpy(static_cast<void *>(&out), in, n);
   out.struct_size = sizeof(T);
+  return Status::Ok();
+}
+
+// Fills a result struct the caller sized (struct_size first, like an options
+// struct): fill(value) sets the fields of a zeroed value, and at most
+// out->struct_size bytes of it are copied out, so a caller compiled against
+// an older header gets the fields it knows. name is the struct's type name.
+template <class T, class Fill>
+Status write_sized(T *out, const char *name, Fill &&fill) {
+  if (out->struct_size < sizeof(size_t)) {
+    return error(Code::kInvalidArgument, "out->struct_size is ", out->struct_size,
+                 "; set it to sizeof(", name, ")");
+  }
+  T value;
+  std::memset(static_cast<void *>(&value), 0, sizeof(value));
+  fill(value);
+  value.struct_size = out->struct_size < sizeof(T) ? out->struct_size : sizeof(T);
+  std::memcpy(static_cast<void *>(out), &value, value.struct_size);
   return Status::Ok();
 }
 

@@ -108,6 +108,32 @@ Status error(Code code, const Args &...args) {
   return Status(code, cat(args...));
 }
 
+// text with its control bytes written as escapes (\n, \r, \t, \xNN), so a
+// message that quotes raw input (a key, a line, a list element) stays one
+// printable line and an embedded NUL cannot cut a C string short.
+inline std::string escape_control(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c != 0x7F) {
+      out.push_back(ch);
+    } else if (c == '\n') {
+      out.append("\\n");
+    } else if (c == '\r') {
+      out.append("\\r");
+    } else if (c == '\t') {
+      out.append("\\t");
+    } else {
+      static const char kHex[] = "0123456789abcdef";
+      out.append("\\x");
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
 }  // namespace treemask
 
 #define TM_CONCAT_INNER_(a, b) a##b

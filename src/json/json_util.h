@@ -82,7 +82,20 @@ inline uint64_t indexing_error_offset(simdjson::error_code e, const char *buf, s
   return 0;
 }
 
+// Also the one non-syntax failure simdjson reports the same way: it could
+// not allocate its index (MEMALLOC), which is out of memory, not bad input.
+// Sizes parser's buffers for a document of len bytes (nothing to do when
+// they are large enough). Call it before every iterate(): simdjson 3.0.1's
+// ondemand::parser::allocate() ignores a failed allocation of its string
+// buffer and reports success, and the first string it then unescapes is
+// written through a null pointer. This checks that buffer and reports out
+// of memory instead (parser_memory.cc).
+Status reserve_parser(od::parser &parser, size_t len);
+
 inline Status syntax_error(simdjson::error_code e, uint64_t offset, std::string_view where = {}) {
+  if (e == simdjson::MEMALLOC) {
+    return error(Code::kOutOfMemory, "out of memory while indexing JSON", where);
+  }
   return error(Code::kParse, "malformed JSON", where, " at byte ", offset, ": ",
                simdjson::error_message(e));
 }

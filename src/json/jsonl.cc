@@ -69,6 +69,7 @@ class JsonlReader {
     std::memcpy(padded_.data(), line_.data(), line_.size());
     std::memset(padded_.data() + line_.size(), 0, simdjson::SIMDJSON_PADDING);
     od::document doc;
+    TM_TRY(json::reserve_parser(parser_, line_.size()));
     if (auto e = parser_.iterate(padded_.data(), line_.size(), padded_.size()).get(doc)) {
       failed_line_ = true;
       return diag_.problem(json::syntax_error(

@@ -32,6 +32,7 @@ class RtpJsonParser {
     if (std::string_view(buf_, len_).find_first_not_of(" \t\r\n") == std::string_view::npos) {
       return error(Code::kParse, "empty input: expected a JSON object with a \"prefix_dict\"");
     }
+    TM_TRY(json::reserve_parser(parser_, len_));
     if (auto e = parser_.iterate(buf_, len_, capacity_).get(doc_)) {
       return json::syntax_error(e, json::indexing_error_offset(e, buf_, len_));
     }
@@ -174,6 +175,10 @@ class RtpJsonParser {
 
 Result<Ref<Trie>> load_rtp_json(const RtpOptions &opts, std::string_view json, Diagnostics &diag) {
   const simdjson::padded_string padded(json);
+  // simdjson reports a failed copy as an empty string, not as an error.
+  if (padded.size() != json.size()) {
+    return error(Code::kOutOfMemory, "out of memory copying ", json.size(), " bytes of JSON");
+  }
   return RtpJsonParser(padded.data(), padded.size(), padded.size() + simdjson::SIMDJSON_PADDING,
                        diag)
       .run(opts);

@@ -31,8 +31,12 @@ Result<int32_t> parse_code(std::string_view code, size_t level, int32_t codebook
 Result<SemanticIdCatalogue> parse_semantic_ids(std::string_view json, int32_t base,
                                                int32_t codebook_size) {
   const simdjson::padded_string padded(json);
+  if (padded.size() != json.size()) {
+    return error(Code::kOutOfMemory, "out of memory copying ", json.size(), " bytes of JSON");
+  }
   od::parser parser;
   od::document doc;
+  TM_TRY(json::reserve_parser(parser, padded.size()));
   if (auto e = parser.iterate(padded).get(doc)) {
     return json::syntax_error(e, json::indexing_error_offset(e, padded.data(), padded.size()));
   }

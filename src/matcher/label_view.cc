@@ -136,12 +136,11 @@ void block_keys_of(const LabelView &below, Delta &delta, uint32_t terminal, bool
     if (delta.refs[end]++ > 0) return;      // already blocked by an earlier label
     if (below.info(end).dist != 0) return;  // never available: nothing to count
     const std::vector<uint32_t> path = path_up(trie, end);
-    for (uint32_t node : path) {
-      bool fresh = false;
-      Delta::Node &entry = delta.nodes.get(node, &fresh);
+    const std::vector<uint32_t> ascending(path.rbegin(), path.rend());
+    delta.nodes.merge(ascending, [&](uint32_t node, Delta::Node &entry, bool fresh) {
       if (fresh) entry.dist = below.info(node).dist;
       ++entry.blocked;
-    }
+    });
     if (!track_dist) return;
     for (uint32_t node : path) {
       Delta::Node &entry = *delta.nodes.find(node);
@@ -162,9 +161,9 @@ void unblock_keys_of(const LabelView &below, Delta &delta, uint32_t terminal) {
     delta.refs.erase(ref);
     if (below.info(end).dist != 0) return;
     const std::vector<uint32_t> path = path_up(trie, end);
-    for (uint32_t node : path) {
-      if (--delta.nodes.find(node)->blocked == 0) delta.nodes.erase(node);
-    }
+    for (uint32_t node : path) --delta.nodes.find(node)->blocked;
+    // Every entry counts at least one blocked end until this removes it.
+    delta.nodes.erase_if([](const Delta::Node &entry) { return entry.blocked == 0; });
     // Distances only shrink: each ancestor may now be closer through the
     // child on this path.
     uint32_t child_dist = 0;  // the end itself is available again

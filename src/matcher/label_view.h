@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -56,18 +57,28 @@ class NodeMap {
     return i < items_.size() && items_[i].first == node ? &items_[i].second : nullptr;
   }
   T *find(uint32_t node) { return const_cast<T *>(std::as_const(*this).find(node)); }
-  // The entry for node, value-initialised if new; `fresh` says which.
-  T &get(uint32_t node, bool *fresh) {
-    const size_t i = lower_index(node);
-    *fresh = i == items_.size() || items_[i].first != node;
-    if (*fresh) items_.insert(items_.begin() + static_cast<ptrdiff_t>(i), Item{node, T{}});
-    return items_[i].second;
-  }
-  void erase(uint32_t node) {
-    const size_t i = lower_index(node);
-    if (i < items_.size() && items_[i].first == node) {
-      items_.erase(items_.begin() + static_cast<ptrdiff_t>(i));
+  // Visits the entries of nodes (ascending, distinct) as visit(node, entry,
+  // fresh), creating the missing ones value-initialised. One merge pass:
+  // inserting a deep path's nodes one by one would shift the vector once per
+  // node, quadratic in the depth.
+  template <class Visit>
+  void merge(std::span<const uint32_t> nodes, Visit &&visit) {
+    std::vector<Item> merged;
+    merged.reserve(items_.size() + nodes.size());
+    size_t i = 0;
+    for (const uint32_t node : nodes) {
+      while (i < items_.size() && items_[i].first < node) merged.push_back(std::move(items_[i++]));
+      const bool fresh = i == items_.size() || items_[i].first != node;
+      merged.push_back(fresh ? Item{node, T{}} : std::move(items_[i++]));
+      visit(node, merged.back().second, fresh);
     }
+    while (i < items_.size()) merged.push_back(std::move(items_[i++]));
+    items_ = std::move(merged);
+  }
+  // Removes every entry whose value satisfies pred, in one pass.
+  template <class Pred>
+  void erase_if(Pred &&pred) {
+    std::erase_if(items_, [&](const Item &item) { return pred(item.second); });
   }
 
   // Moves a cursor (an index into items()) forward to node; the entry of

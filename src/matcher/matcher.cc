@@ -27,12 +27,15 @@ Result<std::unique_ptr<Matcher>> Matcher::create(Ref<const Trie> trie, const Mat
     TM_TRY(node_stats(*m->trie_, m->modes_->leaves_only).status);
   }
   m->reset();
+  m->counters_ = {};  // creation is not a reset
   return m;
 }
 
 Result<std::unique_ptr<Matcher>> Matcher::clone() const {
   if (state_.phase == Phase::kFailed) return failed_state_error();
-  return std::unique_ptr<Matcher>(new Matcher(*this));
+  std::unique_ptr<Matcher> copy(new Matcher(*this));
+  copy->counters_ = {};  // each event is counted by one matcher only
+  return copy;
 }
 
 Status Matcher::failed_state_error() const {
@@ -52,6 +55,7 @@ Status Matcher::fill(uint32_t *row, size_t n_words, bool *need_apply, const Fill
     return error(Code::kBufferTooSmall, "bitmask row has ", n_words, " words, vocab_size ",
                  t.vocab_size(), " needs ", words);
   }
+  count_fill();
   if (!plain() || fo.remaining_tokens) return fill_modes(row, n_words, need_apply, fo);
   // Closed, terminated and failed rows allow only the stop tokens, as a
   // reserved state does.
@@ -79,6 +83,7 @@ Status Matcher::accept(int32_t token, bool *accepted, std::string *why, bool app
     case Phase::kTerminated:
       *accepted = is_stop_token(token) || (opts_.pad_token >= 0 && token == opts_.pad_token);
       if (!*accepted && why) *why = describe_rejection(token);
+      if (!*accepted && apply_policy) ++counters_.rejected_tokens;
       return Status::Ok();
     case Phase::kClosed:
       if (is_stop_token(token)) {
@@ -122,8 +127,13 @@ Status Matcher::accept(int32_t token, bool *accepted, std::string *why, bool app
 void Matcher::reject(int32_t token, bool *accepted, std::string *why, bool apply_policy) {
   *accepted = false;
   if (why) *why = describe_rejection(token);
-  if (!apply_policy || opts_.failure_policy == FailurePolicy::kReject) return;
-  if (state_.phase != Phase::kClosed) failed_token_ = token;  // the first rejection is the cause
+  if (!apply_policy) return;  // a draft miss, not a failure
+  ++counters_.rejected_tokens;
+  if (opts_.failure_policy == FailurePolicy::kReject) return;
+  if (state_.phase != Phase::kClosed) {
+    failed_token_ = token;  // the first rejection is the cause
+    ++counters_.fail_closed;
+  }
   state_.phase =
       opts_.failure_policy == FailurePolicy::kFailClosed ? Phase::kClosed : Phase::kFailed;
 }
@@ -176,6 +186,7 @@ Status Matcher::rollback(size_t n_tokens) {
   }
   state_ = history_.from_top(n_tokens);
   history_.pop(n_tokens);
+  counters_.rolled_back_tokens += n_tokens;
   return sync_used_labels();
 }
 
@@ -186,11 +197,13 @@ void Matcher::reset() {
   used_.reset();
   budget_end_ = modes_ ? modes_->max_new_tokens : -1;
   update_plain();
+  ++counters_.resets;
 }
 
 void Matcher::push_state() {
   history_.push(state_);
   ++state_.accepted;
+  ++counters_.accepted_tokens;
 }
 
 bool Matcher::is_stop_token(int32_t token) const {

@@ -58,6 +58,17 @@ struct MatcherState {
   uint64_t accepted = 0;      // state-changing accepts since the start (length budget)
 };
 
+// What a matcher did, for metrics (treemask_matcher_counters). Counts only
+// grow; a new matcher and every clone start at zero.
+struct MatcherCounters {
+  uint64_t fills = 0;
+  uint64_t accepted_tokens = 0;  // state-changing accepts
+  uint64_t rejected_tokens = 0;  // rejections under a failure policy (not draft misses)
+  uint64_t fail_closed = 0;      // rejections that closed or failed the matcher
+  uint64_t rolled_back_tokens = 0;
+  uint64_t resets = 0;
+};
+
 struct FillOptions {
   // Overrides the matcher's own length budget for this fill (tokens the
   // engine will still generate, this one included).
@@ -123,6 +134,11 @@ class Matcher {
   // Accepts the forced chain; writes it to out[0 .. min(cap, n)).
   Status accept_forced(int32_t *out, size_t cap, size_t *n_accepted);
   std::string debug_string() const;
+
+  const MatcherCounters &counters() const { return counters_; }
+  // A row written for this matcher without fill() (the batch's incremental
+  // path). A matcher is used by one thread at a time, so a plain count.
+  void count_fill() const { ++counters_.fills; }
 
   const Trie &trie() const { return *trie_; }
   const Ref<const Trie> &trie_ref() const { return trie_; }
@@ -238,7 +254,8 @@ class Matcher {
   bool mode_steps_ = false;           // fill/accept take the mode paths
   MatcherState state_;
   History<MatcherState> history_;
-  int32_t failed_token_ = -1;  // the token whose rejection entered kClosed / kFailed
+  int32_t failed_token_ = -1;         // the token whose rejection entered kClosed / kFailed
+  mutable MatcherCounters counters_;  // mutable: fill() is const but counts
 };
 
 }  // namespace treemask

@@ -165,11 +165,20 @@ Status Matcher::fill_modes(uint32_t *row, size_t n_words, bool *need_apply,
         }
       } else {
         std::memset(row, 0, words * sizeof(uint32_t));
+        const auto vocab = static_cast<uint32_t>(t.vocab_size());
+        bool corrupt = false;
         s.for_each_allowed_child([&](uint32_t i) {
-          set_bit(row, s.children.tokens[i]);
+          const int32_t token = s.children.tokens[i];
+          corrupt = static_cast<uint32_t>(token) >= vocab;  // a corrupted file's edge
+          if (corrupt) return false;
+          set_bit(row, token);
           ++allowed;
           return true;
         });
+        if (corrupt) {
+          std::memset(row, 0, n_words * sizeof(uint32_t));
+          return corrupt_node_error();
+        }
       }
       if (s.stop) {
         for (int32_t stop : stop_tokens()) set_bit(row, stop);

@@ -53,6 +53,17 @@ struct MatcherHandle {
   ~MatcherHandle() { treemask_matcher_free(p); }
 };
 
+// Trie options with vocab_size and stop tokens; the options point into
+// stops, which must outlive them.
+inline treemask_trie_options trie_options(int32_t vocab, const std::vector<int32_t> &stops = {}) {
+  treemask_trie_options opts;
+  treemask_trie_options_init(&opts);
+  opts.vocab_size = vocab;
+  opts.stop_tokens = stops.data();
+  opts.n_stop_tokens = stops.size();
+  return opts;
+}
+
 // Builds a trie from a list of paths; returns the status.
 inline treemask_status make_trie(const std::vector<std::vector<int32_t>> &paths, int32_t vocab,
                                  const std::vector<int32_t> &stops, TrieHandle &out,
@@ -63,11 +74,7 @@ inline treemask_status make_trie(const std::vector<std::vector<int32_t>> &paths,
     tokens.insert(tokens.end(), p.begin(), p.end());
     offsets.push_back(tokens.size());
   }
-  treemask_trie_options opts;
-  treemask_trie_options_init(&opts);
-  opts.vocab_size = vocab;
-  opts.stop_tokens = stops.data();
-  opts.n_stop_tokens = stops.size();
+  const treemask_trie_options opts = trie_options(vocab, stops);
   treemask_trie *t = nullptr;
   const treemask_status s = treemask_trie_from_paths(
       &opts, tokens.data(), offsets.data(), paths.size(), labels ? labels->data() : nullptr, &t);

@@ -15,8 +15,13 @@
 
 #include <immintrin.h>
 
+// clang ignores GCC's target pragma; its own attribute pragma does the same.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2")
+#endif
 
 namespace treemask::kernels {
 
@@ -164,6 +169,10 @@ void mask_row_avx2(void *logits, DType dtype, const uint32_t *mask, size_t valid
 
 }  // namespace treemask::kernels
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 #endif  // TREEMASK_KERNELS_X86

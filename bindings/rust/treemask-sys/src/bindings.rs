@@ -17,6 +17,9 @@ pub const TREEMASK_ERR_CORRUPT_FILE: i32 = 8;
 pub const TREEMASK_ERR_VERSION_MISMATCH: i32 = 9;
 pub const TREEMASK_ERR_UNSUPPORTED: i32 = 10;
 pub const TREEMASK_ERR_INTERNAL: i32 = 11;
+pub const TREEMASK_LOG_INFO: i32 = 1;
+pub const TREEMASK_LOG_WARNING: i32 = 2;
+pub const TREEMASK_LOG_ERROR: i32 = 3;
 pub const TREEMASK_TMTRIE_FORMAT_VERSION: i32 = 1;
 pub const TREEMASK_LOAD_TRUSTED: i32 = 1;
 pub const TREEMASK_FAILURE_REJECT: i32 = 0;
@@ -49,6 +52,10 @@ extern "C" {
 }
 extern "C" {
     pub fn treemask_last_error() -> *const core::ffi::c_char;
+}
+pub type treemask_log_fn =::core::option::Option < unsafe extern "C" fn(level: i32, message: *const core::ffi::c_char, user_data: *mut core::ffi::c_void) >;
+extern "C" {
+    pub fn treemask_set_log_callback(fn_: treemask_log_fn, user_data: *mut core::ffi::c_void);
 }
 extern "C" {
     pub fn treemask_bitmask_words(vocab_size: i32) -> usize;
@@ -210,6 +217,20 @@ extern "C" {
 }
 extern "C" {
     pub fn treemask_matcher_rollback_depth(m: *const treemask_matcher) -> usize;
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct treemask_matcher_counters {
+    pub struct_size: usize,
+    pub n_fills: u64,
+    pub n_accepted_tokens: u64,
+    pub n_rejected_tokens: u64,
+    pub n_fail_closed: u64,
+    pub n_rolled_back_tokens: u64,
+    pub n_resets: u64,
+}
+extern "C" {
+    pub fn treemask_matcher_get_counters(m: *const treemask_matcher, out: *mut treemask_matcher_counters) -> treemask_status;
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]

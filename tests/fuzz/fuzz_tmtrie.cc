@@ -1,0 +1,122 @@
+// Fuzz target: the .tmtrie reader. The input is the file.
+//
+// Both checksums stop nearly every mutation at the door, so the target also
+// parses a copy whose checksums it recomputes: the mutation then reaches
+// the header checks, the section checks and, loaded trusted, the accessors
+// that must range-check every offset where it is used. Arrays that pass
+// this file's own full validation (sound()) must behave exactly like a
+// built trie; any others may fail, with TREEMASK_ERR_CORRUPT_FILE only.
+// The C API's file load (through a memfd) must agree with the in-memory
+// parser on every input.
+//
+// Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "fuzz/mem_file.h"
+#include "fuzz/trie_checks.h"
+#include "trie/file.h"
+#include "trie/xxh64.h"
+
+namespace {
+
+using treemask::TrieArrays;
+
+// Arrays owned by the fuzzer's buffer.
+struct BorrowedStorage final : treemask::TrieStorage {};
+
+// Everything trie.h promises about a built trie's arrays.
+bool sound(const TrieArrays &a) {
+  const uint64_t n = a.n_nodes;
+  if (n == 0 || a.node_offsets[0] != 0 || a.node_offsets[n] != n - 1) return false;
+  uint64_t terminals = 0;
+  for (uint64_t node = 0; node < n; ++node) {
+    const uint32_t begin = a.node_offsets[node], end = a.node_offsets[node + 1];
+    if (begin > end || end > n - 1 || begin < node) return false;
+    for (uint32_t e = begin; e < end; ++e) {
+      const int32_t t = a.edge_tokens[e];
+      if (t < 0 || t >= a.vocab_size || (e > begin && t <= a.edge_tokens[e - 1]) ||
+          std::binary_search(a.stop_tokens, a.stop_tokens + a.n_stop_tokens, t)) {
+        return false;
+      }
+    }
+    const bool terminal = (a.terminal_bits[node / 64] >> (node % 64)) & 1;
+    if (begin == end && !terminal) return false;  // a dead end: no sequence ends here
+    if (node % 64 == 0 && a.terminal_rank[node / 64] != terminals) return false;
+    terminals += terminal;
+  }
+  const uint64_t words = (n + 63) / 64;
+  if (n % 64 != 0 && (a.terminal_bits[words - 1] >> (n % 64)) != 0) return false;
+  if (terminals != a.n_terminals) return false;
+  for (uint64_t i = 0; i < a.n_multi; ++i) {
+    if (a.multi_ranks[i] >= a.n_terminals || (i > 0 && a.multi_ranks[i] <= a.multi_ranks[i - 1]) ||
+        a.multi_offsets[i + 1] < a.multi_offsets[i] + 2) {
+      return false;
+    }
+  }
+  return a.first_labels != nullptr || a.n_multi == 0;
+}
+
+void exercise_image(const unsigned char *image, size_t size, uint32_t flags) {
+  auto parsed = treemask::parse_trie_image(image, size, flags);
+  if (!parsed.ok()) {
+    const auto code = parsed.status().code();
+    FUZZ_CHECK(code == treemask::Code::kCorruptFile || code == treemask::Code::kVersionMismatch);
+    return;
+  }
+  const TrieArrays &a = parsed.value().arrays;
+  const bool is_sound = sound(a);
+  treemask::Ref<treemask::Trie> trie = treemask::Ref<treemask::Trie>::adopt(
+      new treemask::Trie(std::make_unique<BorrowedStorage>(), a, size_t{1} << 20));
+  fuzz::ExerciseLimits limits;
+  limits.max_nodes = 256;
+  fuzz::exercise_trie(reinterpret_cast<treemask_trie *>(trie.get()), is_sound, limits);
+}
+
+// Recomputes both checksums of a header-sized or larger image in place.
+void fix_checksums(unsigned char *image, size_t size) {
+  if (size < sizeof(treemask::FileHeader)) return;
+  treemask::FileHeader h;
+  std::memcpy(&h, image, sizeof(h));
+  if (h.header_bytes == sizeof(h) && h.file_bytes == size) {
+    h.payload_checksum = treemask::xxh64(image + sizeof(h), size - sizeof(h));
+  }
+  h.header_checksum = treemask::xxh64(&h, offsetof(treemask::FileHeader, header_checksum));
+  std::memcpy(image, &h, sizeof(h));
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  // The reader needs 8-byte alignment, as a mapping has.
+  std::vector<uint64_t> storage((size + 7) / 8 + 1);
+  auto *image = reinterpret_cast<unsigned char *>(storage.data());
+  std::memcpy(image, data, size);
+
+  // The C API's mapped load agrees with the parser on the raw bytes.
+  for (const uint32_t flags : {0u, unsigned{TREEMASK_LOAD_TRUSTED}}) {
+    auto parsed = treemask::parse_trie_image(image, size, flags);
+    fuzz::MemFile file(data, size);
+    testutil::TrieHandle loaded;
+    const treemask_status s = treemask_trie_load(file.path(), flags, &loaded.p);
+    const treemask_status want = size == 0 ? TREEMASK_ERR_CORRUPT_FILE
+                                 : parsed.ok()
+                                     ? TREEMASK_OK
+                                     : static_cast<treemask_status>(parsed.status().code());
+    FUZZ_CHECK(s == want);
+    if (s == TREEMASK_OK) {
+      fuzz::ExerciseLimits limits;
+      limits.max_nodes = 64;
+      fuzz::exercise_trie(loaded.p, sound(parsed.value().arrays), limits);
+    }
+  }
+
+  exercise_image(image, size, 0);
+  fix_checksums(image, size);
+  exercise_image(image, size, 0);
+  exercise_image(image, size, TREEMASK_LOAD_TRUSTED);
+  return 0;
+}

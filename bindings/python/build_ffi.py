@@ -63,6 +63,9 @@ def build_ffi(include_dir):
     for header in HEADERS:
         with open(os.path.join(include_dir, header), encoding="utf-8") as f:
             ffi.cdef(cdef_from_header(f.read()))
+    # The log callback handed to treemask_set_log_callback (treemask.log):
+    # a C function cffi generates, calling into Python without a libffi closure.
+    ffi.cdef('extern "Python" void _treemask_python_log(int32_t, const char *, void *);')
     ffi.set_source(MODULE, "".join('#include "%s"\n' % h for h in HEADERS))
     return ffi
 

@@ -23,13 +23,15 @@ from .bitmask import (allocate_token_bitmask, apply_token_bitmask_inplace, cpu_k
 from .errors import (BufferTooSmallError, CorruptFileError, Error, FileError, InternalError, InvalidArgumentError,
                      InvalidStateError, OutOfMemoryError, OutOfRangeError, ParseError, UnsupportedError,
                      VersionMismatchError, last_error)
-from .matcher import ExclusionSet, Matcher
+from .log import LOG_ERROR, LOG_INFO, LOG_WARNING, log_to_logging, set_log_callback
+from .matcher import ExclusionSet, Matcher, MatcherCounters
 from .trie import STATE_FAILED, STATE_ROOT, STATE_TERMINATED, Trie, TrieStats
 
 __version__ = _ffi.string(_lib.treemask_version_string()).decode("ascii")
 
 __all__ = [
-    "Trie", "TrieStats", "Matcher", "BatchMatcher", "ExclusionSet",
+    "Trie", "TrieStats", "Matcher", "MatcherCounters", "BatchMatcher", "ExclusionSet",
+    "set_log_callback", "log_to_logging", "LOG_INFO", "LOG_WARNING", "LOG_ERROR",
     "allocate_token_bitmask", "get_bitmask_shape", "reset_token_bitmask", "apply_token_bitmask_inplace",
     "cuda_available", "cpu_kernel_isa", "library_path", "last_error",
     "STATE_ROOT", "STATE_TERMINATED", "STATE_FAILED",

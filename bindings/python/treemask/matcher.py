@@ -4,7 +4,7 @@ Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, List, Optional, Sequence, Union
+from typing import Any, Iterable, List, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
 
@@ -13,7 +13,19 @@ from ._ffi import ffi, lib
 from .errors import InvalidArgumentError, OutOfRangeError, raise_status
 from .trie import Trie, failure_policy_code
 
-__all__ = ["Matcher", "ExclusionSet"]
+__all__ = ["Matcher", "MatcherCounters", "ExclusionSet"]
+
+
+class MatcherCounters(NamedTuple):
+    """What one matcher did since it was created (treemask_matcher_counters),
+    for export as metrics. A clone starts at zero."""
+
+    n_fills: int  # bitmask rows written (own and batch fills)
+    n_accepted_tokens: int  # accepts that advanced the state
+    n_rejected_tokens: int  # tokens refused, in every failure policy
+    n_fail_closed: int  # rejections that closed or failed the matcher
+    n_rolled_back_tokens: int  # accepts undone by rollback
+    n_resets: int  # reset() calls
 
 
 class ExclusionSet:
@@ -241,6 +253,17 @@ class _MatcherMethods:
     @property
     def trie(self) -> Trie:
         return self._trie
+
+    @property
+    def counters(self) -> MatcherCounters:
+        """Fills, accepted/rejected/rolled-back tokens, fail-closed events and
+        resets of this matcher (O(1))."""
+        out = ffi.new("treemask_matcher_counters *")
+        out.struct_size = ffi.sizeof("treemask_matcher_counters")
+        status = lib.treemask_matcher_get_counters(self._m, out)
+        if status:
+            raise_status(status)
+        return MatcherCounters(*(int(getattr(out, f)) for f in MatcherCounters._fields))
 
     def set_label_filter(self, excluded: Optional[ExclusionSet] = None, banned: Iterable[int] = (),
                          allowed: Optional[Iterable[int]] = None) -> None:

@@ -46,6 +46,8 @@
 //! - many sequences at once: [`Batch`] (slots filled on worker threads, an
 //!   owned bound bitmask with O(fanout) incremental fills, beam reordering)
 //!   and state arrays ([`Trie::fill_states`], [`Trie::advance_states`]);
+//! - observability: per-matcher counters ([`MatcherRef::counters`]) and the
+//!   library's log events ([`set_log_callback`]);
 //! - masking logits on the CPU: [`apply_token_bitmask_cpu`] (`f32`),
 //!   [`apply_token_bitmask_cpu_half`] (`f16` / `bf16` bits) and the sparse
 //!   [`apply_token_candidates_cpu`].
@@ -71,6 +73,7 @@ mod error;
 mod files;
 mod kernels;
 mod list;
+mod log;
 mod matcher;
 mod modes;
 mod states;
@@ -83,7 +86,8 @@ pub use kernels::{
     apply_token_bitmask_cpu, apply_token_bitmask_cpu_half, apply_token_candidates_cpu,
     apply_token_candidates_cpu_half, cpu_kernel_isa, ApplyShape, Half,
 };
-pub use matcher::{FailurePolicy, Matcher, MatcherOptions, MatcherRef};
+pub use log::{clear_log_callback, set_log_callback, LogLevel};
+pub use matcher::{FailurePolicy, Matcher, MatcherCounters, MatcherOptions, MatcherRef};
 pub use modes::ExclusionSet;
 pub use states::{STATE_FAILED, STATE_ROOT, STATE_TERMINATED};
 pub use trie::{Trie, TrieOptions, TrieStats};

@@ -15,6 +15,24 @@ use crate::error::{check, Error, ErrorKind, Result};
 use crate::list::read_list;
 use crate::trie::Trie;
 
+/// What one matcher did ([`MatcherRef::counters`], `treemask_matcher_counters`).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct MatcherCounters {
+    /// Bitmask rows written for it: its own fills and batch fills of its slot.
+    pub n_fills: u64,
+    /// Accepted tokens that advanced the state (what rollback can undo).
+    pub n_accepted_tokens: u64,
+    /// Tokens refused (`accept_token` returned `Ok(false)`), in every policy.
+    pub n_rejected_tokens: u64,
+    /// Rejections that closed (`FailClosed`) or failed (`StickyError`) it.
+    pub n_fail_closed: u64,
+    /// Accepts undone by rollback.
+    pub n_rolled_back_tokens: u64,
+    /// Resets.
+    pub n_resets: u64,
+}
+
 /// What [`MatcherRef::accept_token`] does with a token that is not allowed.
 /// In every policy the call returns `Ok(false)` and
 /// [`last_error_message`](crate::last_error_message) says why.
@@ -560,6 +578,26 @@ impl MatcherRef {
         // Safety: label_ids follows the list convention.
         unsafe { self.read_into(&mut out, sys::treemask_matcher_label_ids) };
         out
+    }
+
+    /// What this matcher did since it was created (a clone starts at zero),
+    /// for export as metrics. O(1).
+    pub fn counters(&self) -> Result<MatcherCounters> {
+        // Safety: every field of treemask_matcher_counters is an integer, for
+        // which all-zero bytes are a valid value.
+        let mut raw: sys::treemask_matcher_counters = unsafe { core::mem::zeroed() };
+        raw.struct_size = core::mem::size_of::<sys::treemask_matcher_counters>();
+        // Safety: self is live (const functions may run concurrently); raw is
+        // writable and its struct_size says how much the library may write.
+        check(unsafe { sys::treemask_matcher_get_counters(self.as_raw(), &mut raw) })?;
+        Ok(MatcherCounters {
+            n_fills: raw.n_fills,
+            n_accepted_tokens: raw.n_accepted_tokens,
+            n_rejected_tokens: raw.n_rejected_tokens,
+            n_fail_closed: raw.n_fail_closed,
+            n_rolled_back_tokens: raw.n_rolled_back_tokens,
+            n_resets: raw.n_resets,
+        })
     }
 
     /// The trie this matcher follows (another reference to it).

@@ -122,6 +122,33 @@ def test_apply_argument_errors_from_the_library():
     assert np.isfinite(logits).all()  # nothing was written by the failed calls
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_threaded_apply_matches_the_reference(dtype):
+    # 9 rows of 151,936 columns: 2.7-5.5 MB, so up to 2-5 threads take part.
+    rng = np.random.default_rng(9)
+    vocab, rows = 151936, 9
+    words = (vocab + 31) // 32
+    buffer = rng.standard_normal((rows, vocab + 40)).astype(dtype)
+    bitmask = random_bitmask(rng, rows, words, 0.3)
+    for n_threads in (2, 3, 8):
+        for indices in (None, [0, 2, 3, 5, 8], [7, 1, 4]):
+            logits = buffer.copy()[:, :vocab]  # strided rows: stride vocab + 40
+            want = reference_apply(logits, bitmask, indices=indices)
+            treemask.apply_token_bitmask_inplace(logits, bitmask, indices=indices, n_threads=n_threads)
+            np.testing.assert_array_equal(logits, want)
+
+
+def test_threaded_apply_reports_a_bad_index_and_writes_nothing():
+    logits = np.zeros((8, 151936), np.float32)
+    bitmask = np.zeros((8, 4748), np.int32)
+    with pytest.raises(treemask.OutOfRangeError, match="8"):
+        treemask.apply_token_bitmask_inplace(logits, bitmask, indices=[0, 1, 2, 3, 4, 5, 6, 8], n_threads=4)
+    assert np.isfinite(logits).all()
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(treemask.InvalidArgumentError, match="n_threads"):
+            treemask.apply_token_bitmask_inplace(logits, bitmask, n_threads=bad)
+
+
 def test_matcher_masks_end_to_end():
     rng = random.Random(3)
     vocab = 1000

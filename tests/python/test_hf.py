@@ -111,6 +111,24 @@ def test_explicit_prompt_length_and_argument_errors():
         TrieLogitsProcessor([[1, 2]])
 
 
+def test_threaded_masking_gives_the_same_scores():
+    # 8 rows x 151,936 fp32 scores (4.9 MB): large enough for 2 threads.
+    rng = random.Random(12)
+    vocab, eos = 151936, 151645
+    paths = random_paths(rng, 200, 151000, 5)
+    trie = treemask.Trie.from_paths(paths, vocab, [eos])
+    paths = [p for p in paths if len(p) >= 2]
+    ids = torch.tensor([[3, 3] + paths[r][:2] for r in range(8)])
+    scores = torch.randn((8, vocab))
+    one, two = scores.clone(), scores.clone()
+    TrieLogitsProcessor(trie, prompt_length=2)(ids, one)
+    TrieLogitsProcessor(trie, prompt_length=2, n_threads=2)(ids, two)
+    assert torch.equal(one, two)
+    assert all(len(allowed_in(row)) >= 1 for row in one)
+    with pytest.raises(treemask.InvalidArgumentError, match="n_threads"):
+        TrieLogitsProcessor(trie, n_threads=0)
+
+
 def test_bfloat16_scores_and_a_transformers_processor_list():
     from transformers import LogitsProcessorList
 

@@ -8,13 +8,15 @@ Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 
 from . import _buffers
 from ._ffi import ffi, lib
-from .errors import InvalidArgumentError, UnsupportedError, raise_status
+from .errors import InvalidArgumentError, UnsupportedError, last_error, raise_status
 
 __all__ = [
     "get_bitmask_shape",
@@ -128,7 +130,7 @@ def _bitmask_view(bitmask: Any):
 
 
 def apply_token_bitmask_inplace(logits: Any, bitmask: Any, *, vocab_size: Optional[int] = None,
-                                indices: Optional[Sequence[int]] = None) -> None:
+                                indices: Optional[Sequence[int]] = None, n_threads: int = 1) -> None:
     """Sets ``logits[r, t] = -inf`` wherever bit t of bitmask row r is 0, and
     for every column at or past ``vocab_size``.
 
@@ -143,6 +145,11 @@ def apply_token_bitmask_inplace(logits: Any, bitmask: Any, *, vocab_size: Option
         vocab_size: default ``min(width, 32 * words)`` (xgrammar's rule).
         indices: only these rows are masked (each selects both the logits
             row and the bitmask row).
+        n_threads: CPU only: up to this many threads (the caller's and
+            ``n_threads - 1`` from a pool created on first use) split the
+            rows, each taking at least 1 MiB of logits. Masking is bound by
+            memory bandwidth, which one core does not saturate on most
+            machines. The result is the same for any value.
 
     CPU arrays go through treemask's CPU kernel (AVX2 where available); CUDA
     tensors through its CUDA kernel on the tensor's current stream. Nothing
@@ -170,26 +177,75 @@ def apply_token_bitmask_inplace(logits: Any, bitmask: Any, *, vocab_size: Option
                                    % (vocab_size, (vocab_size + 31) // 32, words))
     if view.n_rows == 0 or view.width == 0:
         return
+    if not isinstance(n_threads, (int, np.integer)) or isinstance(n_threads, bool) or n_threads < 1:
+        raise InvalidArgumentError("n_threads must be an int >= 1, got %r" % (n_threads,))
     if logits_device is None:
-        _apply_cpu(view, mask_pointer, words, vocab_size, indices)
+        _apply_cpu(view, mask_pointer, words, vocab_size, indices, int(n_threads))
     else:
         _apply_cuda(logits, view, mask_pointer, words, vocab_size, indices)
 
 
-def _apply_cpu(view: _Logits, mask_pointer, words: int, vocab_size: int, indices) -> None:
-    index_pointer, n_indices, keep = ffi.NULL, 0, None
+# Each thread of a threaded CPU apply masks at least this many bytes of
+# logits: below it, handing work to a thread costs more than it saves.
+_MIN_BYTES_PER_THREAD = 1 << 20
+
+_pool: Optional[ThreadPoolExecutor] = None
+_pool_size = 0
+_pool_lock = threading.Lock()
+
+
+def _apply_pool(n_workers: int) -> ThreadPoolExecutor:
+    """The shared worker pool, grown (never shrunk) to n_workers threads."""
+    global _pool, _pool_size
+    with _pool_lock:
+        if _pool is None or _pool_size < n_workers:
+            old = _pool
+            _pool, _pool_size = ThreadPoolExecutor(n_workers, thread_name_prefix="treemask-apply"), n_workers
+            if old is not None:
+                old.shutdown(wait=False)
+        return _pool
+
+
+def _apply_cpu(view: _Logits, mask_pointer, words: int, vocab_size: int, indices, n_threads: int) -> None:
+    keep = None
     if indices is not None:
         keep = _buffers.int32_array(indices, "indices")
-        n_indices = keep.size
-        if n_indices == 0:
+        if keep.size == 0:
             return
-        index_pointer = _buffers.host_buffer(keep, "int32_t[]")
-    logits_pointer = view.pointer if not isinstance(view.pointer, int) else ffi.cast("void *", view.pointer)
-    status = lib.treemask_apply_token_bitmask_cpu(
-        logits_pointer, view.dtype, view.n_rows, view.row_stride, view.width,
-        ffi.cast("const int32_t *", mask_pointer), words, vocab_size, index_pointer, n_indices)
-    if status:
-        raise_status(status)
+    logits_pointer = ffi.cast("char *", view.pointer)
+    mask = ffi.cast("const int32_t *", mask_pointer)
+    index_buffer = _buffers.host_buffer(keep, "int32_t[]") if keep is not None else None
+    index_base = ffi.cast("const int32_t *", index_buffer) if keep is not None else None
+    n_work = keep.size if keep is not None else view.n_rows
+    itemsize = 4 if view.dtype == lib.TREEMASK_F32 else 2
+    n_parts = max(1, min(n_threads, n_work, n_work * view.width * itemsize // _MIN_BYTES_PER_THREAD))
+    if n_parts > 1 and keep is not None and not (keep.min() >= 0 and keep.max() < view.n_rows):
+        n_parts = 1  # one call reports the bad index before writing anything
+    bounds = [n_work * i // n_parts for i in range(n_parts + 1)]
+
+    def part(i: int):
+        """Masks rows (or indices) bounds[i] .. bounds[i + 1]; returns
+        (status, message), the message read on the thread that failed."""
+        lo, hi = bounds[i], bounds[i + 1]
+        if index_base is not None:
+            # indices address rows of the whole arrays: same bases, a slice of the list.
+            status = lib.treemask_apply_token_bitmask_cpu(
+                logits_pointer, view.dtype, view.n_rows, view.row_stride, view.width, mask, words, vocab_size,
+                index_base + lo, hi - lo)
+        else:
+            status = lib.treemask_apply_token_bitmask_cpu(
+                logits_pointer + lo * view.row_stride * itemsize, view.dtype, hi - lo, view.row_stride,
+                view.width, mask + lo * words, words, vocab_size, ffi.NULL, 0)
+        return status, (last_error() if status else None)
+
+    if n_parts == 1:
+        results = [part(0)]
+    else:
+        futures = [_apply_pool(n_parts - 1).submit(part, i) for i in range(1, n_parts)]
+        results = [part(0)] + [f.result() for f in futures]
+    for status, message in results:
+        if status:
+            raise_status(status, message=message)
 
 
 def _apply_cuda(logits: Any, view: _Logits, mask_pointer, words: int, vocab_size: int, indices) -> None:

@@ -12,7 +12,7 @@ Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
 from __future__ import annotations
 
-from typing import NoReturn
+from typing import NoReturn, Optional
 
 from ._ffi import ffi, lib
 
@@ -134,9 +134,12 @@ def last_error() -> str:
     return ffi.string(lib.treemask_last_error()).decode("utf-8", "replace")
 
 
-def raise_status(status: int, context: str = "") -> NoReturn:
-    """Raises the exception for a non-OK status with the library's message."""
-    message = last_error()
+def raise_status(status: int, context: str = "", message: Optional[str] = None) -> NoReturn:
+    """Raises the exception for a non-OK status with the library's message
+    (``message``, when the failing call ran on another thread, else this
+    thread's :func:`last_error`)."""
+    if message is None:
+        message = last_error()
     if context:
         message = "%s: %s" % (context, message) if message else context
     raise _BY_STATUS.get(status, Error)(message, status)

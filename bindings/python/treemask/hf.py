@@ -62,6 +62,12 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
             (it can only come from another processor or a forced token):
             ``"fail_closed"`` (default: only stop tokens from then on),
             ``"reject"`` (the token is ignored), ``"sticky_error"``.
+        n_threads: threads that mask CPU scores (see
+            :func:`treemask.apply_token_bitmask_inplace`). Default 1: inside
+            ``generate`` torch's own intra-op workers keep spinning on the
+            other cores after each operation, so on a 2-core machine a second
+            masking thread made the step slower (1.8 vs 1.4 ms,
+            ``tests/bench/bench_python.py``); more may pay on larger machines.
 
     Scores on a CUDA device are masked there: the bitmask is filled on the
     host, copied with one explicit non-blocking transfer from pinned memory,
@@ -70,15 +76,18 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
     """
 
     def __init__(self, trie: Trie, prompt_length: Optional[int] = None, *, pad_token_id: Optional[int] = None,
-                 failure_policy: Union[str, int] = "fail_closed") -> None:
+                 failure_policy: Union[str, int] = "fail_closed", n_threads: int = 1) -> None:
         if not isinstance(trie, Trie):
             raise InvalidArgumentError("trie must be a treemask.Trie, got %s" % type(trie).__name__)
         if prompt_length is not None and prompt_length < 0:
             raise InvalidArgumentError("prompt_length %d must be >= 0" % prompt_length)
         if pad_token_id is not None and not 0 <= pad_token_id < trie.vocab_size:
             raise InvalidArgumentError("pad_token_id %d is outside [0, %d)" % (pad_token_id, trie.vocab_size))
+        if not isinstance(n_threads, int) or isinstance(n_threads, bool) or n_threads < 1:
+            raise InvalidArgumentError("n_threads must be an int >= 1, got %r" % (n_threads,))
         self.trie = trie
         self.pad_token_id = pad_token_id
+        self.n_threads = n_threads
         self._fixed_prompt_length = prompt_length
         self._policy = failure_policy_code(failure_policy)
         self._words = trie.bitmask_words
@@ -184,7 +193,7 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
                 bitmask[finished, self.pad_token_id >> 5] |= self._pad_bit
 
         if not on_device:
-            apply_token_bitmask_inplace(scores, bitmask)
+            apply_token_bitmask_inplace(scores, bitmask, n_threads=self.n_threads)
             return scores
         return self._apply_on_device(scores, n_rows)
 

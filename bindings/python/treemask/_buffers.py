@@ -18,7 +18,7 @@ from typing import Any, Tuple
 import numpy as np
 
 from ._ffi import ffi
-from .errors import BufferTooSmallError, InvalidArgumentError, OutOfRangeError
+from .errors import BufferTooSmallError, InvalidArgumentError, OutOfRangeError, raise_status
 
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
@@ -44,6 +44,25 @@ def describe(x: Any) -> str:
     if isinstance(x, np.ndarray):
         return "numpy.ndarray(dtype=%s, shape=%s)" % (x.dtype, x.shape)
     return type(x).__name__
+
+
+def sized_result(ctype: str, query, result_type):
+    """``result_type`` (a NamedTuple) filled from a sized result struct
+    (``treemask_trie_stats``, ``treemask_matcher_counters``): ``query(out)``
+    is the C call that writes ``*out``, up to its ``struct_size``."""
+    out = ffi.new(ctype + " *")
+    out.struct_size = ffi.sizeof(ctype)
+    status = query(out)
+    if status:
+        raise_status(status)
+    return result_type(*(int(getattr(out, f)) for f in result_type._fields))
+
+
+def thread_count(value: Any, what: str = "n_threads") -> int:
+    """A thread count: an int >= 1."""
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+        raise InvalidArgumentError("%s must be an int >= 1, got %r" % (what, value))
+    return int(value)
 
 
 def int_array(values: Any, dtype: type, what: str, lo: int, hi: int) -> np.ndarray:

@@ -157,6 +157,7 @@ def apply_token_bitmask_inplace(logits: Any, bitmask: Any, *, vocab_size: Option
     logits is an error, and so is a CUDA tensor when this libtreemask has no
     usable CUDA (:func:`cuda_available`).
     """
+    n_threads = _buffers.thread_count(n_threads)
     view = _logits_view(logits)
     mask_pointer, mask_rows, words, mask_device = _bitmask_view(bitmask)
     logits_device = view.device if view.device is not None and view.device.type != "cpu" else None
@@ -177,10 +178,8 @@ def apply_token_bitmask_inplace(logits: Any, bitmask: Any, *, vocab_size: Option
                                    % (vocab_size, (vocab_size + 31) // 32, words))
     if view.n_rows == 0 or view.width == 0:
         return
-    if not isinstance(n_threads, (int, np.integer)) or isinstance(n_threads, bool) or n_threads < 1:
-        raise InvalidArgumentError("n_threads must be an int >= 1, got %r" % (n_threads,))
     if logits_device is None:
-        _apply_cpu(view, mask_pointer, words, vocab_size, indices, int(n_threads))
+        _apply_cpu(view, mask_pointer, words, vocab_size, indices, n_threads)
     else:
         _apply_cuda(logits, view, mask_pointer, words, vocab_size, indices)
 

@@ -17,6 +17,7 @@ from typing import Any, Dict, Optional, Union
 
 import numpy as np
 
+from . import _buffers
 from ._ffi import ffi, lib
 from .bitmask import apply_token_bitmask_inplace, cuda_available
 from .errors import InvalidArgumentError, raise_status
@@ -83,11 +84,9 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
             raise InvalidArgumentError("prompt_length %d must be >= 0" % prompt_length)
         if pad_token_id is not None and not 0 <= pad_token_id < trie.vocab_size:
             raise InvalidArgumentError("pad_token_id %d is outside [0, %d)" % (pad_token_id, trie.vocab_size))
-        if not isinstance(n_threads, int) or isinstance(n_threads, bool) or n_threads < 1:
-            raise InvalidArgumentError("n_threads must be an int >= 1, got %r" % (n_threads,))
         self.trie = trie
         self.pad_token_id = pad_token_id
-        self.n_threads = n_threads
+        self.n_threads = _buffers.thread_count(n_threads)
         self._fixed_prompt_length = prompt_length
         self._policy = failure_policy_code(failure_policy)
         self._words = trie.bitmask_words

@@ -258,12 +258,8 @@ class _MatcherMethods:
     def counters(self) -> MatcherCounters:
         """Fills, accepted/rejected/rolled-back tokens, fail-closed events and
         resets of this matcher (O(1))."""
-        out = ffi.new("treemask_matcher_counters *")
-        out.struct_size = ffi.sizeof("treemask_matcher_counters")
-        status = lib.treemask_matcher_get_counters(self._m, out)
-        if status:
-            raise_status(status)
-        return MatcherCounters(*(int(getattr(out, f)) for f in MatcherCounters._fields))
+        return _buffers.sized_result("treemask_matcher_counters",
+                                     lambda out: lib.treemask_matcher_get_counters(self._m, out), MatcherCounters)
 
     def set_label_filter(self, excluded: Optional[ExclusionSet] = None, banned: Iterable[int] = (),
                          allowed: Optional[Iterable[int]] = None) -> None:

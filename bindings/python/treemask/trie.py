@@ -395,12 +395,8 @@ class Trie:
 
     def stats(self) -> TrieStats:
         """Node, edge, terminal and label counts, depth, fanout and bytes."""
-        out = ffi.new("treemask_trie_stats *")
-        out.struct_size = ffi.sizeof("treemask_trie_stats")
-        status = lib.treemask_trie_get_stats(self._ptr, out)
-        if status:
-            raise_status(status)
-        return TrieStats(*(int(getattr(out, f)) for f in TrieStats._fields))
+        return _buffers.sized_result("treemask_trie_stats", lambda out: lib.treemask_trie_get_stats(self._ptr, out),
+                                     TrieStats)
 
     @property
     def metadata(self) -> dict:

@@ -91,6 +91,44 @@ def test_events_from_other_threads_reach_python(captured):
     assert all(level == treemask.LOG_INFO and m.startswith("built trie") for level, m in captured)
 
 
+def test_a_callback_may_replace_itself_while_other_threads_install_callbacks():
+    lines = []
+
+    def collect(level, message):
+        lines.append(message)
+
+    def first(level, message):
+        treemask.set_log_callback(collect)  # from inside a callback: must not deadlock
+        lines.append("first: " + message)
+
+    treemask.set_log_callback(first)
+    try:
+        treemask.Trie.from_paths([[1]], 8, [0])
+        treemask.Trie.from_paths([[2]], 8, [0])
+        # Another thread installing callbacks while this one's callback
+        # runs and installs: the library's lock and ours must not cross.
+        stop = threading.Event()
+
+        def churn():
+            while not stop.is_set():
+                treemask.set_log_callback(collect)
+
+        t = threading.Thread(target=churn)
+        t.start()
+        try:
+            for i in range(2000):
+                treemask.set_log_callback(first)
+                treemask.Trie.from_paths([[3 + i % 4]], 8, [0])
+        finally:
+            stop.set()
+            t.join(timeout=60)
+        assert not t.is_alive()
+    finally:
+        treemask.set_log_callback(None)
+    assert lines[0].startswith("first: built trie") and lines[1].startswith("built trie")
+    assert len(lines) == 2002
+
+
 def test_set_log_callback_rejects_a_non_callable():
     with pytest.raises(TypeError):
         treemask.set_log_callback(42)

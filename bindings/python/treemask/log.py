@@ -13,8 +13,8 @@ Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
 from __future__ import annotations
 
+import atexit
 import logging
-import threading
 from typing import Callable, Optional
 
 from ._ffi import ffi, lib
@@ -27,8 +27,13 @@ LOG_ERROR = lib.TREEMASK_LOG_ERROR
 
 _LOGGING_LEVELS = {LOG_INFO: logging.INFO, LOG_WARNING: logging.WARNING, LOG_ERROR: logging.ERROR}
 
-_lock = threading.Lock()
+# The function log events go to. The library's sink is the cffi callback
+# below, installed once and looking this up at each event, so replacing it
+# needs no lock: a Python lock held around treemask_set_log_callback could
+# deadlock against a callback that itself installs another (the library runs
+# callbacks under its own lock). Like the Rust binding's.
 _callback: Optional[Callable[[int, str], None]] = None
+_installed = False
 
 
 @ffi.def_extern()
@@ -40,17 +45,29 @@ def _treemask_python_log(level, message, _user_data):
         fn(int(level), ffi.string(message).decode("utf-8", "replace"))
 
 
+def _uninstall() -> None:
+    """At exit: no log event may call into a finalising interpreter."""
+    if _installed:
+        lib.treemask_set_log_callback(ffi.NULL, ffi.NULL)
+
+
 def set_log_callback(fn: Optional[Callable[[int, str], None]]) -> None:
     """Installs ``fn(level, message)`` as the process-wide log callback
     (level is LOG_INFO, LOG_WARNING or LOG_ERROR; message one line of text);
-    None restores silence. It replaces any callback set from C or Rust in the
-    same process, since the library has one."""
-    global _callback
+    None drops events again. It replaces any callback set from C or Rust in
+    the same process, since the library has one. ``fn`` may call treemask,
+    this function included."""
+    global _callback, _installed
     if fn is not None and not callable(fn):
         raise TypeError("log callback must be callable or None, got %r" % (fn,))
-    with _lock:
-        _callback = fn
-        lib.treemask_set_log_callback(lib._treemask_python_log if fn is not None else ffi.NULL, ffi.NULL)
+    _callback = fn
+    if fn is not None:
+        # Installing the sink again is harmless; it is never removed while
+        # Python runs, so racing calls cannot leave fn set and the sink gone.
+        lib.treemask_set_log_callback(lib._treemask_python_log, ffi.NULL)
+        if not _installed:
+            _installed = True
+            atexit.register(_uninstall)
 
 
 def log_to_logging(logger: Optional[logging.Logger] = None) -> logging.Logger:

@@ -54,7 +54,7 @@ def cdef_from_header(text):
             continue
         if skip_depth:
             continue
-        out.append(line.replace("TREEMASK_API ", ""))
+        out.append(line.replace("TREEMASK_NODISCARD ", "").replace("TREEMASK_API ", ""))
     return "\n".join(out)
 
 
@@ -66,7 +66,10 @@ def build_ffi(include_dir):
     # The log callback handed to treemask_set_log_callback (treemask.log):
     # a C function cffi generates, calling into Python without a libffi closure.
     ffi.cdef('extern "Python" void _treemask_python_log(int32_t, const char *, void *);')
-    ffi.set_source(MODULE, "".join('#include "%s"\n' % h for h in HEADERS))
+    # The bindings wrap the experimental tier too (treemask.h, "Stability
+    # tiers"); the cdef above already holds every declaration.
+    ffi.set_source(MODULE, "#define TREEMASK_EXPERIMENTAL 1\n" +
+                   "".join('#include "%s"\n' % h for h in HEADERS))
     return ffi
 
 

@@ -49,7 +49,7 @@ int main(void) {
 
   for (step = 0; !treemask_matcher_is_terminated(m); ++step) {
     for (t = 0; t < VOCAB; ++t) logits[t] = next_logit(); /* model forward */
-    if (treemask_matcher_fill_next_token_bitmask(m, mask, words, &need_apply) != TREEMASK_OK)
+    if (treemask_matcher_fill_next_token_bitmask(m, mask, words, NULL, &need_apply) != TREEMASK_OK)
       return fail("fill");
     /* mask: disallowed logits become -inf */
     if (need_apply && treemask_apply_token_bitmask_cpu(logits, TREEMASK_F32, 1, VOCAB, VOCAB, mask,

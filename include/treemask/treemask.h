@@ -2,8 +2,24 @@
  *
  * Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
  *
- * This is the one stable C header (C99 and C++). It needs only <stdint.h>,
- * <stddef.h> and <stdbool.h>.
+ * This is the one C header (C99 and C++) of the library; treemask_cuda.h adds
+ * the CUDA entry points. It needs only <stdint.h>, <stddef.h> and <stdbool.h>.
+ *
+ * Stability tiers (as zstd's ZSTD_STATIC_LINKING_ONLY)
+ * -----------------------------------------------------
+ * - Stable: version, status and errors, logging, the trie and its sources
+ *   (paths, RTP-LLM dictionaries, JSON Lines, .tmtrie files, metadata), the
+ *   matcher (create, fill, accept, rollback, queries), the batch (slots, fill,
+ *   accept, reorder) and the bitmask kernels. Their signatures and semantics
+ *   change only with the major version (the minor one while it is 0).
+ * - Experimental: decoding modes (labels, exclusions, think mode, length
+ *   budget), speculative drafts and jump-forward accepts, counters, the
+ *   incremental batch fill of a bound buffer, state arrays and the CUDA trie
+ *   step. They are declared only when the consumer defines
+ *   TREEMASK_EXPERIMENTAL before including this header, and may change in
+ *   any minor release until they have had a release of use. The library
+ *   always exports them, and options structs always have the same layout
+ *   (their fields for experimental features are documented as such).
  *
  * Model
  * -----
@@ -19,13 +35,15 @@
  * Bitmask layout (xgrammar's, verbatim): int32 words, a row has
  * treemask_bitmask_words(vocab_size) = ceil(vocab_size / 32) words, token t is
  * bit (t % 32) of word (t / 32), 1 = allowed. Bits at or beyond vocab_size are
- * always written as 0.
+ * always written as 0. Every function that takes rows names a row's length in
+ * words `bitmask_row_words`.
  *
  * Conventions
  * -----------
- * - Functions that can fail return a treemask_status; results go to
- *   out-parameters. On failure, out-parameters are left untouched unless the
- *   function says otherwise, and treemask_last_error() describes the problem.
+ * - Functions that can fail return a treemask_status (TREEMASK_NODISCARD:
+ *   compilers warn when it is ignored); results go to out-parameters. On
+ *   failure, out-parameters are left untouched unless the function says
+ *   otherwise, and treemask_last_error() describes the problem.
  * - Buffers are caller-owned, with explicit lengths in elements. Functions
  *   that list things take (out, cap) and return the full count, so a call with
  *   cap = 0 (out may then be NULL) is a size query.
@@ -33,6 +51,10 @@
  *   *_options_init function, then change fields. The library reads
  *   min(struct_size, its own sizeof) bytes; fields are only ever appended, and
  *   fields a caller's older header does not know take their defaults.
+ * - Variants of a call are options, not names: one function takes an
+ *   options struct (NULL = every default) rather than a family of
+ *   *_with_X functions, so a new option is a new field, not a new symbol
+ *   (treemask_trie_save, treemask_matcher_fill_next_token_bitmask).
  * - Every *_free accepts NULL. Nothing is ever handed to the caller to free
  *   with libc free().
  * - No C++ exception ever crosses this interface; an internal failure becomes
@@ -49,6 +71,19 @@
 #include <stdint.h>
 
 #include "version.h"
+
+/* The status of a call marked TREEMASK_NODISCARD must be used: C++17 and
+ * C23 [[nodiscard]], GCC and clang's warn_unused_result otherwise (under C99
+ * -pedantic too, which accepts it silently). */
+#if defined(__cplusplus) && __cplusplus >= 201703L
+#define TREEMASK_NODISCARD [[nodiscard]]
+#elif !defined(__cplusplus) && defined(__STDC_VERSION__) && __STDC_VERSION__ >= 202311L
+#define TREEMASK_NODISCARD [[nodiscard]]
+#elif defined(__GNUC__) || defined(__clang__)
+#define TREEMASK_NODISCARD __attribute__((warn_unused_result))
+#else
+#define TREEMASK_NODISCARD
+#endif
 
 #if defined(_WIN32) && defined(TREEMASK_BUILDING_LIBRARY)
 #define TREEMASK_API __declspec(dllexport)
@@ -73,7 +108,7 @@ extern "C" {
  * header/library mismatch. Thread-safe. */
 TREEMASK_API uint32_t treemask_version(void);
 
-/* The same as a string, e.g. "0.1.0". Static storage; never NULL. */
+/* The same as a string, e.g. "0.2.0". Static storage; never NULL. */
 TREEMASK_API const char *treemask_version_string(void);
 
 /* ======================================================================== */
@@ -115,12 +150,17 @@ typedef int32_t treemask_status;
  * value gives "unknown status". Never NULL. Thread-safe. */
 TREEMASK_API const char *treemask_status_string(treemask_status status);
 
-/* The message of the last failing call made on this thread, or of the last
- * token rejection (accept_token with *accepted = false). It names the problem
- * (which argument, which path and position, which token); input it quotes
- * has its control bytes escaped (\x02, \n), so the message is one printable
- * line. Never NULL ("" if nothing failed yet). Valid until the next treemask
- * call on this thread. Successful calls do not clear it. */
+/* The message of the last call on this thread that failed: one that
+ * returned a status other than TREEMASK_OK, or a query without a status
+ * that hit an internal error or ran out of memory (it then returns its
+ * documented fallback). It is set only by failures and never cleared: a
+ * successful call leaves it as it was. A rejected token is not a failure:
+ * accept_token reports it by *accepted = false and the matcher's counters,
+ * and does not touch this message. The message names the problem (which
+ * argument, which path and position, which token); input it quotes has its
+ * control bytes escaped (\x02, \n), so it is one printable line. Never NULL
+ * ("" if nothing failed yet). Valid until the next failing treemask call on
+ * this thread. */
 TREEMASK_API const char *treemask_last_error(void);
 
 /* ---- Logging --------------------------------------------------------------
@@ -211,10 +251,9 @@ TREEMASK_API void treemask_trie_options_init(treemask_trie_options *opts);
  * Cost: O(total tokens * log fanout) time, O(total tokens) temporary memory.
  * On failure *out is untouched and treemask_last_error() names the offending
  * argument, path index and position. Thread-safe. */
-TREEMASK_API treemask_status treemask_trie_from_paths(const treemask_trie_options *opts,
-                                                      const int32_t *tokens, const size_t *offsets,
-                                                      size_t n_paths, const int64_t *label_ids,
-                                                      treemask_trie **out);
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_trie_from_paths(
+    const treemask_trie_options *opts, const int32_t *tokens, const size_t *offsets, size_t n_paths,
+    const int64_t *label_ids, treemask_trie **out);
 
 /* Adds a reference and returns trie (NULL gives NULL). Thread-safe. */
 TREEMASK_API treemask_trie *treemask_trie_retain(treemask_trie *trie);
@@ -248,10 +287,8 @@ typedef struct treemask_trie_stats {
 
 /* Fills *out (up to out->struct_size bytes; set it to sizeof first).
  * Errors: NULL trie or out, struct_size smaller than sizeof(size_t). */
-TREEMASK_API treemask_status treemask_trie_get_stats(const treemask_trie *trie,
-                                                     treemask_trie_stats *out);
-
-/* <treemask:trie-extensions> later sections add trie sources here. */
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_trie_get_stats(const treemask_trie *trie,
+                                                                        treemask_trie_stats *out);
 
 /* ---- RTP-LLM tree-decode dictionaries ----------------------------------
  *
@@ -284,30 +321,25 @@ TREEMASK_API treemask_status treemask_trie_get_stats(const treemask_trie *trie,
  * start_token_id and end_token_id are required unless opts->rtp_llm_defaults;
  * "sep" defaults to "_". Malformed JSON is TREEMASK_ERR_PARSE with the byte
  * offset. Built without simdjson: TREEMASK_ERR_UNSUPPORTED. */
-TREEMASK_API treemask_status treemask_trie_from_rtp_json(const treemask_trie_options *opts,
-                                                         const char *json, size_t len,
-                                                         treemask_trie **out);
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_trie_from_rtp_json(
+    const treemask_trie_options *opts, const char *json, size_t len, treemask_trie **out);
 
 /* The same, reading the file at path. */
-TREEMASK_API treemask_status treemask_trie_from_rtp_json_file(const treemask_trie_options *opts,
-                                                              const char *path,
-                                                              treemask_trie **out);
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_trie_from_rtp_json_file(
+    const treemask_trie_options *opts, const char *path, treemask_trie **out);
 
 /* RTP-LLM's text form: lines "key<TAB>id\x02id\x02..." (LF or CRLF; blank
  * lines skipped); an empty id list after the tab is an empty list. It has no
  * header, so start_token_id and end_token_id are arguments. sep: NULL means
  * "_". Needs no JSON support. Errors name the line and the key. */
-TREEMASK_API treemask_status treemask_trie_from_rtp_tsv(const treemask_trie_options *opts,
-                                                        int32_t start_token_id,
-                                                        int32_t end_token_id, const char *sep,
-                                                        const char *data, size_t len,
-                                                        treemask_trie **out);
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_trie_from_rtp_tsv(
+    const treemask_trie_options *opts, int32_t start_token_id, int32_t end_token_id,
+    const char *sep, const char *data, size_t len, treemask_trie **out);
 
 /* The same, reading the file at path. */
-TREEMASK_API treemask_status treemask_trie_from_rtp_tsv_file(const treemask_trie_options *opts,
-                                                             int32_t start_token_id,
-                                                             int32_t end_token_id, const char *sep,
-                                                             const char *path, treemask_trie **out);
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_trie_from_rtp_tsv_file(
+    const treemask_trie_options *opts, int32_t start_token_id, int32_t end_token_id,
+    const char *sep, const char *path, treemask_trie **out);
 
 /* ---- Token paths as JSON Lines ------------------------------------------
  *
@@ -318,13 +350,12 @@ TREEMASK_API treemask_status treemask_trie_from_rtp_tsv_file(const treemask_trie
  * merge). Errors name the line (and the byte offset for malformed JSON);
  * unknown object fields are warnings. Built without simdjson:
  * TREEMASK_ERR_UNSUPPORTED. Thread-safe. */
-TREEMASK_API treemask_status treemask_trie_from_jsonl(const treemask_trie_options *opts,
-                                                      const char *data, size_t len,
-                                                      treemask_trie **out);
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_trie_from_jsonl(
+    const treemask_trie_options *opts, const char *data, size_t len, treemask_trie **out);
 
 /* The same, reading the file at path. */
-TREEMASK_API treemask_status treemask_trie_from_jsonl_file(const treemask_trie_options *opts,
-                                                           const char *path, treemask_trie **out);
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_trie_from_jsonl_file(
+    const treemask_trie_options *opts, const char *path, treemask_trie **out);
 
 /* ---- Compiled trie files (.tmtrie) ---------------------------------------
  *
@@ -359,15 +390,12 @@ TREEMASK_API void treemask_save_options_init(treemask_save_options *opts);
 
 /* Writes trie to path, replacing any file there. The file is written beside
  * path under a temporary name and renamed over it, so a process that has
- * the old file loaded keeps a valid mapping. opts NULL: no extra metadata.
- * Errors: NULL trie or path, bad metadata (TREEMASK_ERR_INVALID_ARGUMENT),
- * TREEMASK_ERR_IO naming the path. Thread-safe. */
-TREEMASK_API treemask_status treemask_trie_save_with_options(const treemask_trie *trie,
-                                                             const char *path,
-                                                             const treemask_save_options *opts);
-
-/* treemask_trie_save_with_options(trie, path, NULL). */
-TREEMASK_API treemask_status treemask_trie_save(const treemask_trie *trie, const char *path);
+ * the old file loaded keeps a valid mapping. opts: NULL for the defaults (no
+ * extra metadata). Errors: NULL trie or path, bad metadata
+ * (TREEMASK_ERR_INVALID_ARGUMENT), TREEMASK_ERR_IO naming the path.
+ * Thread-safe. */
+TREEMASK_NODISCARD TREEMASK_API treemask_status
+treemask_trie_save(const treemask_trie *trie, const char *path, const treemask_save_options *opts);
 
 /* Maps the .tmtrie file at path. flags: 0 (verify the payload checksum: one
  * linear pass, GB/s) or TREEMASK_LOAD_TRUSTED (constant time). The loaded trie
@@ -379,8 +407,8 @@ TREEMASK_API treemask_status treemask_trie_save(const treemask_trie *trie, const
  * TREEMASK_ERR_CORRUPT_FILE (bad magic, truncated, checksum mismatch,
  * inconsistent header), TREEMASK_ERR_VERSION_MISMATCH (another format
  * version), TREEMASK_ERR_INVALID_ARGUMENT (unknown flags). Thread-safe. */
-TREEMASK_API treemask_status treemask_trie_load(const char *path, uint32_t flags,
-                                                treemask_trie **out);
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_trie_load(const char *path, uint32_t flags,
+                                                                   treemask_trie **out);
 
 /* ---- Metadata strings ----------------------------------------------------
  * Key/value strings a trie carries into and out of .tmtrie files, sorted by
@@ -392,8 +420,10 @@ TREEMASK_API size_t treemask_trie_metadata_count(const treemask_trie *trie);
 
 /* Entry index (< count) to *key and *value (either may be NULL).
  * Errors: NULL trie, index out of range (TREEMASK_ERR_OUT_OF_RANGE). */
-TREEMASK_API treemask_status treemask_trie_metadata_at(const treemask_trie *trie, size_t index,
-                                                       const char **key, const char **value);
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_trie_metadata_at(const treemask_trie *trie,
+                                                                          size_t index,
+                                                                          const char **key,
+                                                                          const char **value);
 
 /* The value stored under key, or NULL if there is none. */
 TREEMASK_API const char *treemask_trie_metadata_get(const treemask_trie *trie, const char *key);
@@ -423,8 +453,9 @@ typedef struct treemask_matcher_options {
    * stop token (for engines that pad finished rows). -1 = none (init). */
   int32_t pad_token;
 
-  /* ---- Decoding modes (appended; an older caller's struct_size leaves
-   * them at their defaults). "Decoding modes" below describes each. ---- */
+  /* ---- Experimental: decoding modes (appended; an older caller's
+   * struct_size leaves them at their defaults). The README section
+   * "Decoding modes" describes each. ---- */
 
   /* Multi-label mode: after a complete label this token sequence (e.g. the
    * tokens of " |") leads back to the root for another label. NULL / 0 =
@@ -464,41 +495,59 @@ TREEMASK_API void treemask_matcher_options_init(treemask_matcher_options *opts);
 
 /* Creates a matcher at the root of trie (which it retains). opts NULL means
  * defaults. Errors: NULL trie or out, an unknown failure_policy, pad_token
- * outside [-1, vocab_size), and every inconsistent decoding-mode option (see
- * "Decoding modes"; the message names the option and token). Thread-safe
- * with respect to the trie. */
-TREEMASK_API treemask_status treemask_matcher_create(treemask_trie *trie,
-                                                     const treemask_matcher_options *opts,
-                                                     treemask_matcher **out);
+ * outside [-1, vocab_size), and every inconsistent decoding-mode option (the
+ * message names the option and token): a separator token out of range or a
+ * stop token, a first separator token that is also a child of a terminal
+ * node, a think_begin_token that is a child of the root, max_labels without
+ * a separator. Thread-safe with respect to the trie. */
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_matcher_create(
+    treemask_trie *trie, const treemask_matcher_options *opts, treemask_matcher **out);
 
 /* A copy of m with the same state, history and options. Cheap: the rollback
  * history is shared copy-on-write, never copied whole. Works in every state. */
-TREEMASK_API treemask_status treemask_matcher_clone(const treemask_matcher *m,
-                                                    treemask_matcher **out);
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_matcher_clone(const treemask_matcher *m,
+                                                                       treemask_matcher **out);
 
 /* Destroys m and releases its trie. NULL is a no-op. */
 TREEMASK_API void treemask_matcher_free(treemask_matcher *m);
 
+/* Options of one fill. Design: the variants of fill are fields here, not
+ * functions with a suffix (the former *_with_budget), so every fill goes
+ * through the one treemask_matcher_fill_next_token_bitmask. */
+typedef struct treemask_fill_options {
+  size_t struct_size;
+  /* Experimental (length budget): tokens the engine will still generate,
+   * the masked one included, for this fill only (>= 0), overriding the
+   * matcher's budget; accept keeps using the matcher's own. -1 (init): the
+   * matcher's budget (treemask_matcher_set_remaining_tokens). */
+  int64_t remaining_tokens;
+} treemask_fill_options;
+
+/* Sets struct_size and every field to its default. */
+TREEMASK_API void treemask_fill_options_init(treemask_fill_options *opts);
+
 /* Writes the next-token bitmask row: bit t is set iff t is a child token of
  * the current node, or t is a stop token and the node is terminal. Once
  * terminated, and after a rejection under FAIL_CLOSED or STICKY_ERROR, only
- * the stop tokens are set.
+ * the stop tokens are set. The decoding modes change the set as their
+ * options say.
  *
- * Writes all n_words words whatever the buffer held (bits >= vocab_size are
- * 0); n_words must be >= treemask_bitmask_words(vocab_size). *need_apply
- * (optional) is false iff every token < vocab_size is allowed, so the
- * engine may skip masking.
+ * Writes all bitmask_row_words words whatever the buffer held (bits >=
+ * vocab_size are 0); bitmask_row_words must be >=
+ * treemask_bitmask_words(vocab_size). opts: NULL for the defaults.
+ * *need_apply (optional) is false iff every token < vocab_size is allowed,
+ * so the engine may skip masking.
  *
  * Cost: about a memset of the row (a high-fanout node copies a cached dense
  * row). For the O(fanout) incremental form use the batch API.
  *
- * Errors: NULL m or bitmask, n_words too small (nothing written). In the
- * STICKY_ERROR failed state the row is written (stop tokens only) and
+ * Errors: NULL m or bitmask, bitmask_row_words too small, a bad option
+ * (remaining_tokens < -1); nothing is written then. In the STICKY_ERROR
+ * failed state the row is written (stop tokens only) and
  * TREEMASK_ERR_INVALID_STATE is returned. */
-TREEMASK_API treemask_status treemask_matcher_fill_next_token_bitmask(treemask_matcher *m,
-                                                                      int32_t *bitmask,
-                                                                      size_t n_words,
-                                                                      bool *need_apply);
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_matcher_fill_next_token_bitmask(
+    treemask_matcher *m, int32_t *bitmask, size_t bitmask_row_words,
+    const treemask_fill_options *opts, bool *need_apply);
 
 /* Feeds the sampled token. accepted must be non-NULL.
  * - A child token advances (*accepted = true). With
@@ -512,8 +561,9 @@ TREEMASK_API treemask_status treemask_matcher_fill_next_token_bitmask(treemask_m
  *   failure policy applies (see TREEMASK_FAILURE_*). Under FAIL_CLOSED a
  *   later stop token is accepted and terminates.
  * In the STICKY_ERROR failed state: TREEMASK_ERR_INVALID_STATE. */
-TREEMASK_API treemask_status treemask_matcher_accept_token(treemask_matcher *m, int32_t token,
-                                                           bool *accepted);
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_matcher_accept_token(treemask_matcher *m,
+                                                                              int32_t token,
+                                                                              bool *accepted);
 
 /* Undoes the last n_tokens accepts that changed the state (a terminating
  * stop token counts and undoes termination; rejected tokens and accepts after
@@ -521,7 +571,8 @@ TREEMASK_API treemask_status treemask_matcher_accept_token(treemask_matcher *m, 
  * holds, or more than max_rollback_tokens, is TREEMASK_ERR_OUT_OF_RANGE and
  * changes nothing. In the FAIL_CLOSED closed state and the STICKY_ERROR
  * failed state: TREEMASK_ERR_INVALID_STATE (use reset). */
-TREEMASK_API treemask_status treemask_matcher_rollback(treemask_matcher *m, size_t n_tokens);
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_matcher_rollback(treemask_matcher *m,
+                                                                          size_t n_tokens);
 
 /* Back to the root with an empty history, whatever the state. NULL is a
  * no-op. */
@@ -562,9 +613,23 @@ TREEMASK_API treemask_trie *treemask_matcher_trie(const treemask_matcher *m);
  * max_rollback_tokens). 0 for NULL, closed or failed. */
 TREEMASK_API size_t treemask_matcher_rollback_depth(const treemask_matcher *m);
 
-/* <treemask:matcher-extensions> later sections add matcher modes here. */
+/* The stop tokens of m (override_stop_tokens, or the trie's), ascending and
+ * distinct, to out[0 .. min(cap, n)); returns n. 0 for NULL. */
+TREEMASK_API size_t treemask_matcher_stop_tokens(const treemask_matcher *m, int32_t *out,
+                                                 size_t cap);
 
-/* ---- Counters ------------------------------------------------------------
+/* The max_rollback_tokens m was created with (0 = unlimited); 0 for NULL. */
+TREEMASK_API size_t treemask_matcher_max_rollback_tokens(const treemask_matcher *m);
+
+/* A one-line description of m for logs: phase, node and path, allowed
+ * count, think / separator progress, produced labels, budget, rollback
+ * depth. Writes min(cap - 1, n) bytes and a NUL to buf when cap > 0 and
+ * returns n, the full length without the NUL (size query: cap = 0). The
+ * format is for humans and may change. 0 for NULL. */
+TREEMASK_API size_t treemask_matcher_debug_string(const treemask_matcher *m, char *buf, size_t cap);
+
+#ifdef TREEMASK_EXPERIMENTAL
+/* ---- Experimental: counters ----------------------------------------------
  *
  * Each matcher counts what it did, so an engine can export metrics (sum
  * them over its matchers, or take differences between two reads). Counters
@@ -599,101 +664,34 @@ typedef struct treemask_matcher_counters {
  * sizeof(size_t). Like every function on a const matcher it may run
  * concurrently with other such functions, but not with calls that change m
  * (fill, accept, rollback, reset). */
-TREEMASK_API treemask_status treemask_matcher_get_counters(const treemask_matcher *m,
-                                                           treemask_matcher_counters *out);
+TREEMASK_NODISCARD TREEMASK_API treemask_status
+treemask_matcher_get_counters(const treemask_matcher *m, treemask_matcher_counters *out);
 
-/* ------------------------------------------------------------------------ */
-/* Decoding modes                                                            */
-/* ------------------------------------------------------------------------ */
-/* All modes compose on one matcher; every function above (fill, accept,
- * next_tokens, forced_tokens, rollback, clone, reset) follows them, and
- * next_tokens always lists exactly the bits fill sets. Options are checked
- * at create; an inconsistent one is an error that names it. With modes,
- * forced_tokens is the chain of states that allow exactly one token and no
- * stop token (with the multi-label exception below); it may run through
- * the end of thinking, a separator and into the next label. With modes,
- * terminate_without_stop_token ends the sequence as soon as only stop
- * tokens are allowed (a leaf, or a last label that no separator may
- * follow), as part of the accept that got there.
+/* ---- Experimental: decoding modes ----------------------------------------
  *
- * Finished sequences (RTP-LLM's MultiSeq): a terminated matcher's row
- * allows only its stop tokens (override_stop_tokens if set). A batch fill
- * writes such rows for every finished sequence with no extra call.
- *
- * Multi-label (label_separator): after a terminal node the first separator
- * token is allowed next to the stop tokens; it *produces* the label, the
- * rest of the separator is forced, and the matcher returns to the root.
- * A stop token is allowed only at a terminal node (and produces its label).
- * - A label is identified by its label id (a trie without labels, such as
- *   an RTP-LLM prefix dictionary, uses the terminal node's id). Producing
- *   a label bans every path that carries any of its ids, so each label is
- *   produced at most once.
- * - No dead ends: a prefix is offered only while some path below it can
- *   still be produced, and the separator only while another label can
- *   follow (and max_labels is not reached). Producing a label costs
- *   O(depth) count updates per path it bans (distances to the nearest label
- *   are refreshed up the path only while they change).
- * - Creation errors: a separator token that is out of range or a stop token,
- *   and a first separator token that is also a child of a terminal node
- *   (it would be ambiguous there; the message names the token and label).
- * - treemask_matcher_produced_labels lists the labels in order.
- * - forced_tokens at a leaf returns the separator (and what is forced after
- *   it) although a stop token could also end the sequence: an engine that
- *   jumps forward should let the model choose when can_terminate is true.
- *
- * Hierarchical labels (leaves_only): paths such as "A > B > C" share their
- * prefixes in one trie; every level is a label. leaves_only = false lets
- * the sequence end (or take the separator) at any level, true only at
- * leaves. The trie is not changed; one trie serves both kinds of matcher.
- *
- * Think mode (think_end_tokens): while thinking every token is allowed
- * except think_begin_token (need_apply is false when nothing is excluded);
- * a stop token terminates the sequence (with no label). The end sequence is
- * recognised by a KMP automaton over token ids, so an end split across
- * steps, or a partial match that breaks and restarts, is found exactly.
- * Partial matches force nothing. The thinking budget counts the tokens
- * accepted since thinking began (end tokens included); once it is reached,
- * only the missing rest of the end sequence is allowed, continuing any
- * partial match. After the end sequence the trie constraint starts at the
- * root. With start_in_thinking = false, think_begin_token (if set) is
- * allowed as the very first token only (a creation error if it is also a
- * child of the root) and opens thinking. next_tokens while thinking returns
- * the full count (vocab_size or vocab_size - 1), forced_tokens the rest of
- * the end sequence while it is forced (then the trie's forced chain).
- * Rollback crosses the boundary both ways.
- * Differences from RTP-LLM's ThinkModeLogitsProcessor: (1) RTP-LLM forces
- * the rest of the end sequence as soon as a partial match starts; treemask
- * forces only when the budget is spent. (2) RTP-LLM's max_thinking_tokens
- * <= 0 means no budget; here -1 means none and 0 forces the end at once.
- * (3) RTP-LLM opens thinking with a begin *sequence* decided from the first
- * tokens; here one begin token, or start_in_thinking. (4) RTP-LLM advances
- * its state while writing the forced mask; here only accept changes state,
- * so a fill can be repeated and rollback is exact. (5) A stop token while
- * thinking ends the sequence here; RTP-LLM leaves that to the engine. (6)
- * With a length budget thinking is also cut short (below).
- *
- * Length budget (max_new_tokens, treemask_matcher_set_remaining_tokens, or
- * per fill): R = tokens the engine will still generate, the masked one
- * included. A child is offered only if some available end lies within R - 1
- * more tokens (each node's minimum distance to an end is derived from the
- * trie once, on first use), the separator only if another label fits after
- * it, and thinking continues only while R leaves room for one more token,
- * the whole end sequence and the shortest label. So a sequence that follows
- * the masks is at a complete label whenever R runs out: max_new_tokens never
- * cuts a label in half. If R is already too small for any end (the engine
- * lowered it), the shortest branches are offered, never nothing.
- *
- * Exclusions: a treemask_exclusion_set (label ids that must not be
- * produced: out-of-stock items, items already shown) is immutable, shared by
- * any number of matchers and threads, and needs no trie rebuild. A matcher
- * adds its own bans and an optional allow-subset. A path is available only
- * if none of its label ids is excluded, banned or used, and (with a subset)
- * all of them are in the subset; the no-dead-end rule covers all of this.
- *
- * Speculative decoding: treemask_matcher_accept_tokens accepts a draft in
- * one call; treemask_matcher_fill_draft_bitmasks fills the rows of every
- * draft position (a chain or a tree) without changing the matcher.
- */
+ * The mode fields of treemask_matcher_options turn them on; they compose on
+ * one matcher, and fill, accept, next_tokens (always exactly the bits fill
+ * sets), forced_tokens, rollback, clone and reset follow them. The README
+ * section "Decoding modes" describes each with examples. In short:
+ * - Multi-label (label_separator): after a terminal node the first
+ *   separator token produces its label and leads back to the root; each
+ *   label is produced at most once, and a prefix or separator is offered
+ *   only while some label can still follow (no dead ends).
+ * - Hierarchical labels (leaves_only): a sequence may end only at a leaf.
+ * - Think mode (think_end_tokens): every token but think_begin_token is
+ *   allowed until the end sequence, which the thinking budget forces.
+ * - Length budget (max_new_tokens, treemask_matcher_set_remaining_tokens,
+ *   treemask_fill_options.remaining_tokens): a child is offered only if an
+ *   end fits in the budget, so max_new_tokens never cuts a label in half.
+ * - Exclusions (treemask_exclusion_set, treemask_matcher_set_label_filter):
+ *   labels that must not be produced, without a trie rebuild.
+ * - Speculative decoding: treemask_matcher_accept_tokens and
+ *   treemask_matcher_fill_draft_bitmasks.
+ * With modes, forced_tokens is the chain of states allowing exactly one
+ * token and no stop token (at a leaf in multi-label mode it returns the
+ * separator: let the model choose when can_terminate is true), and
+ * terminate_without_stop_token ends a sequence once only stop tokens are
+ * allowed. */
 
 /* An immutable set of banned label ids for one trie. Reference counted like
  * a trie: created with a refcount of 1, retain adds one, free drops one.
@@ -706,9 +704,8 @@ typedef struct treemask_exclusion_set treemask_exclusion_set;
  * labels the ids are terminal node ids. Cost: O(n log terminals), plus a
  * one-time label index of the trie; the per-node counts are built on first
  * use by a matcher. Errors: NULL trie or out, NULL label_ids with n > 0. */
-TREEMASK_API treemask_status treemask_exclusion_set_create(treemask_trie *trie,
-                                                           const int64_t *label_ids, size_t n,
-                                                           treemask_exclusion_set **out);
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_exclusion_set_create(
+    treemask_trie *trie, const int64_t *label_ids, size_t n, treemask_exclusion_set **out);
 
 /* Adds a reference and returns set (NULL gives NULL). Thread-safe. */
 TREEMASK_API treemask_exclusion_set *treemask_exclusion_set_retain(treemask_exclusion_set *set);
@@ -726,54 +723,57 @@ TREEMASK_API size_t treemask_exclusion_set_n_terminals(const treemask_exclusion_
  *   NULL when n_banned is 0);
  * - allowed: NULL = no subset; otherwise only paths all of whose ids are in
  *   allowed[0 .. n_allowed) are available.
- * All NULL / 0 removes the filter. Allowed only before the first accepted
- * token (after create or reset), else TREEMASK_ERR_INVALID_STATE; reset
- * and clone keep the filter. Errors: a set of another trie, a filter that
- * leaves no label available (TREEMASK_ERR_INVALID_ARGUMENT); on error the
- * old filter stays. Cost: O((n_banned + n_allowed) * depth) plus, with a
- * subset, the fanout of the subset's ancestors. */
-TREEMASK_API treemask_status treemask_matcher_set_label_filter(
+ * A path is available only if none of its label ids is excluded, banned or
+ * already produced, and (with a subset) all of them are allowed; the
+ * no-dead-end rule covers all of this. All NULL / 0 removes the filter.
+ * Allowed only before the first accepted token (after create or reset),
+ * else TREEMASK_ERR_INVALID_STATE; reset and clone keep the filter. Errors:
+ * a set of another trie, a filter that leaves no label available
+ * (TREEMASK_ERR_INVALID_ARGUMENT); on error the old filter stays. Cost:
+ * O((n_banned + n_allowed) * depth) plus, with a subset, the fanout of the
+ * subset's ancestors. */
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_matcher_set_label_filter(
     treemask_matcher *m, const treemask_exclusion_set *shared, const int64_t *banned,
     size_t n_banned, const int64_t *allowed, size_t n_allowed);
 
 /* Sets the length budget: the engine will generate at most `remaining` more
  * tokens (>= 0), or -1 for none. Each later accept that changes the state
- * uses one; rollback gives them back; reset restores max_new_tokens.
+ * uses one; rollback gives them back; reset restores max_new_tokens. A
+ * child is offered only if some available end lies within remaining - 1
+ * more tokens, the separator only if another label fits after it, thinking
+ * only while the end sequence and the shortest label still fit; if nothing
+ * fits (the engine lowered the budget), the shortest branches are offered.
  * Errors: NULL m, remaining < -1. */
-TREEMASK_API treemask_status treemask_matcher_set_remaining_tokens(treemask_matcher *m,
-                                                                   int64_t remaining);
+TREEMASK_NODISCARD TREEMASK_API treemask_status
+treemask_matcher_set_remaining_tokens(treemask_matcher *m, int64_t remaining);
 
 /* The budget left now (>= 0), or -1 when there is none (and for NULL). */
 TREEMASK_API int64_t treemask_matcher_remaining_tokens(const treemask_matcher *m);
 
-/* treemask_matcher_fill_next_token_bitmask with a length budget for this
- * fill only (remaining_tokens >= 0), overriding the matcher's. Accept keeps
- * using the matcher's own budget. Errors: as the plain fill, and
- * remaining_tokens < 0 (nothing written). */
-TREEMASK_API treemask_status treemask_matcher_fill_next_token_bitmask_with_budget(
-    treemask_matcher *m, int32_t *bitmask, size_t n_words, int64_t remaining_tokens,
-    bool *need_apply);
-
 /* The labels produced so far, in order, to out[0 .. min(cap, n)); returns
  * n. Multi-label: the ids of each produced label (a path with several ids
- * gives them all, ascending). Otherwise: the ids of the node the sequence
- * terminated at, once terminated. 0 for NULL. */
+ * gives them all, ascending; a trie without labels gives terminal node
+ * ids). Otherwise: the ids of the node the sequence terminated at, once
+ * terminated. 0 for NULL. */
 TREEMASK_API size_t treemask_matcher_produced_labels(const treemask_matcher *m, int64_t *out,
                                                      size_t cap);
 
-/* True while m is inside thinking (think mode). False for NULL. */
+/* True while m is inside thinking (think mode). next_tokens then returns
+ * the full count (vocab_size, or vocab_size - 1 with a think_begin_token),
+ * forced_tokens the rest of the end sequence once the budget forces it.
+ * False for NULL. */
 TREEMASK_API bool treemask_matcher_is_thinking(const treemask_matcher *m);
+
+/* ---- Experimental: speculative decoding and jump-forward ---------------- */
 
 /* Accepts tokens[0 .. n) in order until one is not allowed, or the sequence
  * terminates; *n_accepted (required) counts the accepted tokens, and the
  * state has advanced by exactly those (rollback(*n_accepted) undoes the
  * call). A rejected draft token is not a failure: the failure policy does
- * not apply, and treemask_last_error() says why it was rejected. Errors:
- * NULL m or n_accepted, NULL tokens with n > 0, the STICKY_ERROR failed
- * state. */
-TREEMASK_API treemask_status treemask_matcher_accept_tokens(treemask_matcher *m,
-                                                            const int32_t *tokens, size_t n,
-                                                            size_t *n_accepted);
+ * not apply and treemask_last_error() is not set. Errors: NULL m or
+ * n_accepted, NULL tokens with n > 0, the STICKY_ERROR failed state. */
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_matcher_accept_tokens(
+    treemask_matcher *m, const int32_t *tokens, size_t n, size_t *n_accepted);
 
 /* Fills the masks of a draft without changing m. Row 0 is the mask of the
  * current state; row i + 1 the mask after draft node i, whose state is its
@@ -781,46 +781,29 @@ TREEMASK_API treemask_status treemask_matcher_accept_tokens(treemask_matcher *m,
  * i - 1), or n entries with parents[i] in [-1, i) (-1 = the current state):
  * a draft tree in the order a DFS or BFS lists it. A node whose token is not
  * allowed after its parent, and every node below it, gets an all-zero row.
- * bitmask holds n + 1 rows of words_per_row words (words_per_row >=
- * treemask_bitmask_words(vocab_size)); bitmask_words is its length, a size
- * check. *n_valid (optional) receives the number of rows that are real
+ * bitmask holds n + 1 rows of bitmask_row_words words (bitmask_row_words >=
+ * treemask_bitmask_words(vocab_size)); bitmask_len is its length in words, a
+ * size check. *n_valid (optional) receives the number of rows that are real
  * masks. Results equal accepting and filling step by step. Cost: one fill
  * and one accept per node. Errors: NULL m or bitmask, a short buffer or
  * row, a bad parent (named); nothing is then written. In the STICKY_ERROR
  * failed state: TREEMASK_ERR_INVALID_STATE. Same thread safety as other
  * functions on a const matcher. */
-TREEMASK_API treemask_status treemask_matcher_fill_draft_bitmasks(
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_matcher_fill_draft_bitmasks(
     const treemask_matcher *m, const int32_t *tokens, const int32_t *parents, size_t n,
-    int32_t *bitmask, size_t bitmask_words, size_t words_per_row, size_t *n_valid);
-
-/* The stop tokens of m (override_stop_tokens, or the trie's), ascending and
- * distinct, to out[0 .. min(cap, n)); returns n. 0 for NULL. */
-TREEMASK_API size_t treemask_matcher_stop_tokens(const treemask_matcher *m, int32_t *out,
-                                                 size_t cap);
-
-/* The max_rollback_tokens m was created with (0 = unlimited); 0 for NULL. */
-TREEMASK_API size_t treemask_matcher_max_rollback_tokens(const treemask_matcher *m);
-
-/* A one-line description of m for logs: phase, node and path, allowed
- * count, think / separator progress, produced labels, budget, rollback
- * depth. Writes min(cap - 1, n) bytes and a NUL to buf when cap > 0 and
- * returns n, the full length without the NUL (size query: cap = 0). The
- * format is for humans and may change. 0 for NULL. */
-TREEMASK_API size_t treemask_matcher_debug_string(const treemask_matcher *m, char *buf, size_t cap);
+    int32_t *bitmask, size_t bitmask_len, size_t bitmask_row_words, size_t *n_valid);
 
 /* Accepts the whole forced_tokens chain in one call (jump-forward) and
  * writes it to out[0 .. min(cap, n)) (out may be NULL when cap is 0);
  * *n_accepted (required) receives n. Errors: NULL m or n_accepted, the
  * STICKY_ERROR failed state. */
-TREEMASK_API treemask_status treemask_matcher_accept_forced_tokens(treemask_matcher *m,
-                                                                   int32_t *out, size_t cap,
-                                                                   size_t *n_accepted);
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_matcher_accept_forced_tokens(
+    treemask_matcher *m, int32_t *out, size_t cap, size_t *n_accepted);
+#endif /* TREEMASK_EXPERIMENTAL */
 
 /* ======================================================================== */
 /* Section 6: batch and state arrays                                         */
 /* ======================================================================== */
-
-/* <treemask:batch> */
 
 /* Two ways to drive many sequences at once:
  *
@@ -857,8 +840,8 @@ TREEMASK_API void treemask_batch_options_init(treemask_batch_options *opts);
 /* Creates a batch with every slot empty and starts its threads.
  * Errors: NULL opts or out, n_slots outside [1, 2^31 - 1], n_threads > 256;
  * TREEMASK_ERR_INTERNAL when a thread cannot be started. Thread-safe. */
-TREEMASK_API treemask_status treemask_batch_create(const treemask_batch_options *opts,
-                                                   treemask_batch **out);
+TREEMASK_NODISCARD TREEMASK_API treemask_status
+treemask_batch_create(const treemask_batch_options *opts, treemask_batch **out);
 
 /* Stops the threads and destroys the batch with the matchers in its slots
  * (releasing their tries). The bound buffer stays the caller's. NULL is a
@@ -874,8 +857,8 @@ TREEMASK_API size_t treemask_batch_n_slots(const treemask_batch *batch);
  * may share a batch.
  * Errors: NULL batch, slot >= n_slots, m in the STICKY_ERROR failed state
  * (TREEMASK_ERR_INVALID_STATE); the slot is then unchanged. */
-TREEMASK_API treemask_status treemask_batch_set_matcher(treemask_batch *batch, size_t slot,
-                                                        const treemask_matcher *m);
+TREEMASK_NODISCARD TREEMASK_API treemask_status
+treemask_batch_set_matcher(treemask_batch *batch, size_t slot, const treemask_matcher *m);
 
 /* The matcher in slot, borrowed: NULL when the slot is empty, slot >= n_slots
  * or batch is NULL. Every matcher function may be called on it (rollback,
@@ -885,36 +868,39 @@ TREEMASK_API treemask_status treemask_batch_set_matcher(treemask_batch *batch, s
 TREEMASK_API treemask_matcher *treemask_batch_get_matcher(treemask_batch *batch, size_t slot);
 
 /* Writes the next-token bitmask of the listed slots into bitmask, row = slot
- * index (row s starts at bitmask + s * words_per_row), exactly as
+ * index (row s starts at bitmask + s * bitmask_row_words), exactly as
  * treemask_matcher_fill_next_token_bitmask does for each: every word of each
  * listed row. Other rows are not touched.
  *
- * - bitmask: n_slots rows of words_per_row words; words_per_row must be
+ * - bitmask: n_slots rows of bitmask_row_words words; bitmask_row_words must be
  *   >= treemask_bitmask_words(vocab_size) of every listed slot's trie.
  * - slots: the slots to fill (each non-empty, none twice), or NULL with
  *   n_slots = 0 for every non-empty slot.
  * - need_apply: optional, n_slots entries (indexed by slot); written for the
  *   filled slots (false iff the row allows every token).
  *
- * Errors: NULL batch or bitmask, a bad slot list or words_per_row (found
+ * Errors: NULL batch or bitmask, a bad slot list or bitmask_row_words (found
  * before anything is written; the message names the entry). A slot in the
  * STICKY_ERROR failed state gets its row (stop tokens only) and the call
  * returns TREEMASK_ERR_INVALID_STATE naming the first such slot of the list
  * (the lowest for slots = NULL), after every listed row is written. Writing into the bound buffer
- * with its own words_per_row counts as a full fill of it; overlapping it with another layout is an
- * error. */
-TREEMASK_API treemask_status treemask_batch_fill_next_token_bitmask(
-    treemask_batch *batch, int32_t *bitmask, size_t words_per_row, const int32_t *slots,
+ * with its own bitmask_row_words counts as a full fill of it; overlapping it with another layout is
+ * an error. */
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_batch_fill_next_token_bitmask(
+    treemask_batch *batch, int32_t *bitmask, size_t bitmask_row_words, const int32_t *slots,
     size_t n_slots, bool *need_apply);
 
-/* Binds a caller-owned buffer of n_slots rows of words_per_row words for
- * treemask_batch_fill_bound (NULL unbinds; words_per_row is then ignored).
+#ifdef TREEMASK_EXPERIMENTAL
+/* ---- Experimental: incremental fill of a bound buffer ---- */
+
+/* Binds a caller-owned buffer of n_slots rows of bitmask_row_words words for
+ * treemask_batch_fill_bound (NULL unbinds; bitmask_row_words is then ignored).
  * The batch forgets every row of the previous binding, so binding the same
  * buffer again also works as invalidating every row. The buffer must
  * outlive its binding.
- * Errors: NULL batch, words_per_row 0 (with a buffer). */
-TREEMASK_API treemask_status treemask_batch_bind_bitmask(treemask_batch *batch, int32_t *bitmask,
-                                                         size_t words_per_row);
+ * Errors: NULL batch, bitmask_row_words 0 (with a buffer). */
+TREEMASK_NODISCARD TREEMASK_API treemask_status
+treemask_batch_bind_bitmask(treemask_batch *batch, int32_t *bitmask, size_t bitmask_row_words);
 
 /* treemask_batch_fill_bound modes. */
 #define TREEMASK_FILL_FULL 0        /* write every word of each row */
@@ -928,7 +914,7 @@ TREEMASK_API treemask_status treemask_batch_bind_bitmask(treemask_batch *batch, 
  * TREEMASK_FILL_INCREMENTAL a row it knows is updated by clearing the words of
  * those tokens and setting the new ones: O(fanout), independent of the vocab
  * size. A row it does not know, or whose allowed set is large (more than
- * max(32, words_per_row / 32) tokens: a high-fanout node, an unconstrained
+ * max(32, bitmask_row_words / 32) tokens: a high-fanout node, an unconstrained
  * mode), is written in full. TREEMASK_FILL_FULL writes every row in full and
  * then knows it.
  *
@@ -942,31 +928,34 @@ TREEMASK_API treemask_status treemask_batch_bind_bitmask(treemask_batch *batch, 
  *
  * Errors: as above, plus TREEMASK_ERR_INVALID_STATE when no buffer is bound
  * and an unknown mode. */
-TREEMASK_API treemask_status treemask_batch_fill_bound(treemask_batch *batch, const int32_t *slots,
-                                                       size_t n_slots, int32_t mode,
-                                                       bool *need_apply);
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_batch_fill_bound(
+    treemask_batch *batch, const int32_t *slots, size_t n_slots, int32_t mode, bool *need_apply);
 
 /* Forgets what the listed rows (NULL with n_rows = 0: every row) of the bound
  * buffer hold, so their next fill writes them in full. Call it after anything
  * but the batch wrote them. Without a bound buffer it only checks the rows.
  * Errors: NULL batch, a row outside [0, n_slots) (nothing forgotten). */
-TREEMASK_API treemask_status treemask_batch_invalidate(treemask_batch *batch, const int32_t *rows,
-                                                       size_t n_rows);
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_batch_invalidate(treemask_batch *batch,
+                                                                          const int32_t *rows,
+                                                                          size_t n_rows);
+
+#endif /* TREEMASK_EXPERIMENTAL */
 
 /* Feeds tokens[s] to the matcher in slot s, for every slot, exactly like
  * treemask_matcher_accept_token; tokens[s] < 0 means no token for slot s
  * this step (required for empty slots).
  * - tokens: n_tokens = n_slots entries.
  * - accepted: optional, n_slots entries; false only for a slot that rejected
- *   its token (true for slots given no token). treemask_last_error() then
- *   holds the rejection message of the lowest such slot.
+ *   its token (true for slots given no token). A rejection is not an error:
+ *   treemask_last_error() is not set for it.
  * Errors: NULL batch or tokens, n_tokens != n_slots, a token for an empty
  * slot (nothing is accepted then). A slot in the STICKY_ERROR failed state
  * gives TREEMASK_ERR_INVALID_STATE naming the lowest such slot, after every
  * other slot took its token. */
-TREEMASK_API treemask_status treemask_batch_accept_tokens(treemask_batch *batch,
-                                                          const int32_t *tokens, size_t n_tokens,
-                                                          bool *accepted);
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_batch_accept_tokens(treemask_batch *batch,
+                                                                             const int32_t *tokens,
+                                                                             size_t n_tokens,
+                                                                             bool *accepted);
 
 /* Beam reordering: slot i takes the matcher state of slot src[i] (src[i] =
  * -1 empties slot i), all at once. A source taken once moves; one taken
@@ -975,10 +964,12 @@ TREEMASK_API treemask_status treemask_batch_accept_tokens(treemask_batch *batch,
  * Borrowed matchers of the batch are invalid afterwards.
  * Errors: NULL batch or src, n != n_slots, src[i] outside [-1, n_slots), a
  * STICKY_ERROR failed matcher taken twice; the batch is then unchanged. */
-TREEMASK_API treemask_status treemask_batch_reorder(treemask_batch *batch, const int32_t *src,
-                                                    size_t n);
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_batch_reorder(treemask_batch *batch,
+                                                                       const int32_t *src,
+                                                                       size_t n);
 
-/* ---- State arrays ----
+#ifdef TREEMASK_EXPERIMENTAL
+/* ---- Experimental: state arrays ----
  *
  * A state is a node id of the trie (root = TREEMASK_STATE_ROOT = 0) or one
  * of the two reserved values below. The rules, which the CUDA kernels
@@ -1004,16 +995,18 @@ TREEMASK_API treemask_status treemask_batch_reorder(treemask_batch *batch, const
 #define TREEMASK_STATE_TERMINATED 0xFFFFFFFEu
 #define TREEMASK_STATE_FAILED 0xFFFFFFFFu
 
-/* Writes row i (at bitmask + i * words_per_row, every word; bits and words
+/* Writes row i (at bitmask + i * bitmask_row_words, every word; bits and words
  * past vocab_size are 0) from states[i], for i < n_states.
- * Errors: NULL trie, NULL states or bitmask with n_states > 0, words_per_row
+ * Errors: NULL trie, NULL states or bitmask with n_states > 0, bitmask_row_words
  * < treemask_bitmask_words(vocab_size), a state that is neither < n_nodes
  * nor reserved (TREEMASK_ERR_OUT_OF_RANGE naming its index). Every state is
  * checked before any row is written. Single-threaded; thread-safe (the trie
  * is shared read-only). */
-TREEMASK_API treemask_status treemask_trie_fill_states(const treemask_trie *trie,
-                                                       const uint32_t *states, size_t n_states,
-                                                       int32_t *bitmask, size_t words_per_row);
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_trie_fill_states(const treemask_trie *trie,
+                                                                          const uint32_t *states,
+                                                                          size_t n_states,
+                                                                          int32_t *bitmask,
+                                                                          size_t bitmask_row_words);
 
 /* Advances states[i] by tokens[i] for i < n_states, in place, by the rules
  * above; failure_policy is a TREEMASK_FAILURE_* value. accepted (optional,
@@ -1021,10 +1014,9 @@ TREEMASK_API treemask_status treemask_trie_fill_states(const treemask_trie *trie
  * Errors: NULL trie, NULL states or tokens with n_states > 0, an unknown
  * failure_policy, a state out of range (nothing changed; the message names
  * its index). Thread-safe for distinct state arrays. */
-TREEMASK_API treemask_status treemask_trie_advance_states(const treemask_trie *trie,
-                                                          uint32_t *states, const int32_t *tokens,
-                                                          size_t n_states, int32_t failure_policy,
-                                                          bool *accepted);
+TREEMASK_NODISCARD TREEMASK_API treemask_status
+treemask_trie_advance_states(const treemask_trie *trie, uint32_t *states, const int32_t *tokens,
+                             size_t n_states, int32_t failure_policy, bool *accepted);
 
 /* The state-array form of m's current state: its node while active,
  * TREEMASK_STATE_TERMINATED once terminated, TREEMASK_STATE_FAILED when
@@ -1033,13 +1025,13 @@ TREEMASK_API treemask_status treemask_trie_advance_states(const treemask_trie *t
  * terminate_without_stop_token stay with the matcher).
  * Errors: NULL m or state; TREEMASK_ERR_INVALID_STATE for a state the form
  * cannot express. */
-TREEMASK_API treemask_status treemask_matcher_get_state(const treemask_matcher *m, uint32_t *state);
+TREEMASK_NODISCARD TREEMASK_API treemask_status
+treemask_matcher_get_state(const treemask_matcher *m, uint32_t *state);
+#endif /* TREEMASK_EXPERIMENTAL */
 
 /* ======================================================================== */
 /* Section 7: bitmask kernels                                                */
 /* ======================================================================== */
-
-/* <treemask:kernels> */
 
 /* Masking logits on the CPU with a bitmask (any xgrammar-layout mask: ours,
  * xgrammar's, llguidance's) or with candidate lists. Masked logits become
@@ -1075,7 +1067,7 @@ typedef enum treemask_dtype {
  * logits_width, bitmask_row_words too small, an index out of range (named),
  * NULL logits or bitmask when something would be touched. Everything is
  * checked before anything is written. */
-TREEMASK_API treemask_status treemask_apply_token_bitmask_cpu(
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_apply_token_bitmask_cpu(
     void *logits, treemask_dtype dtype, size_t n_rows, size_t logits_row_stride,
     size_t logits_width, const int32_t *bitmask, size_t bitmask_row_words, int32_t vocab_size,
     const int32_t *indices, size_t n_indices);
@@ -1091,7 +1083,7 @@ TREEMASK_API treemask_status treemask_apply_token_bitmask_cpu(
  * row and position); one >= logits_width is ignored.
  * Errors: as above, plus NULL row_offsets, decreasing offsets, NULL
  * candidate_tokens when there are candidates. */
-TREEMASK_API treemask_status treemask_apply_token_candidates_cpu(
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_apply_token_candidates_cpu(
     void *logits, treemask_dtype dtype, size_t n_rows, size_t logits_row_stride,
     size_t logits_width, const size_t *row_offsets, const int32_t *candidate_tokens,
     int32_t vocab_size, const int32_t *indices, size_t n_indices);

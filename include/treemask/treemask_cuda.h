@@ -14,6 +14,10 @@
  * linked statically; libtreemask never needs libcudart or libcuda to load).
  * treemask_cuda_available() tells which case applies.
  *
+ * Tiers (see treemask.h): the apply kernels are stable; the device trie and
+ * its fused step are experimental, declared only with TREEMASK_EXPERIMENTAL
+ * defined before the include.
+ *
  * Conventions
  * -----------
  * - Device arrays must be device memory of the current device (cudaMalloc,
@@ -80,7 +84,7 @@ TREEMASK_API bool treemask_cuda_available(void);
  * bitmask_row_words too small, sizes whose byte count overflows, host
  * pointers, no usable device (TREEMASK_ERR_UNSUPPORTED). n_rows = 0 or
  * n_indices = 0 with non-NULL indices enqueues nothing and succeeds. */
-TREEMASK_API treemask_status treemask_cuda_apply_token_bitmask(
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_apply_token_bitmask(
     void *logits, int32_t dtype, size_t n_rows, size_t logits_row_stride, size_t logits_width,
     const int32_t *bitmask, size_t bitmask_row_words, int32_t vocab_size, const int32_t *indices,
     size_t n_indices, void *stream);
@@ -102,12 +106,13 @@ TREEMASK_API treemask_status treemask_cuda_apply_token_bitmask(
  *
  * Errors as for treemask_cuda_apply_token_bitmask, plus NULL row_offsets, and
  * NULL candidates with n_candidates > 0. */
-TREEMASK_API treemask_status treemask_cuda_apply_token_candidates(
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_apply_token_candidates(
     void *logits, int32_t dtype, size_t n_rows, size_t logits_row_stride, size_t logits_width,
     const int32_t *row_offsets, const int32_t *candidates, size_t n_candidates, int32_t vocab_size,
     const int32_t *indices, size_t n_indices, void *stream);
 
-/* ---- Device trie and the fused step ------------------------------------- */
+#ifdef TREEMASK_EXPERIMENTAL
+/* ---- Experimental: device trie and the fused step ----------------------- */
 
 /* A copy of a trie's arrays in device memory (node offsets, edge tokens,
  * terminal bits, stop tokens; about 8 bytes per edge), bound to the device
@@ -125,8 +130,9 @@ typedef struct treemask_cuda_trie treemask_cuda_trie;
  * Errors: NULL trie or out, no usable device (TREEMASK_ERR_UNSUPPORTED),
  * device memory exhausted (TREEMASK_ERR_OUT_OF_MEMORY), a CUDA error (its
  * name in the message). *out is untouched on failure. Thread-safe. */
-TREEMASK_API treemask_status treemask_cuda_trie_upload(const treemask_trie *trie, void *stream,
-                                                       treemask_cuda_trie **out);
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_trie_upload(const treemask_trie *trie,
+                                                                          void *stream,
+                                                                          treemask_cuda_trie **out);
 
 /* Frees the device memory (cudaFree, which waits for the device) and the
  * handle. The caller must not free it while enqueued work or an instantiated
@@ -174,7 +180,7 @@ TREEMASK_API void treemask_cuda_trie_free(treemask_cuda_trie *dev_trie);
  * Errors (nothing enqueued): NULL dev_trie, states or bitmask, an unknown
  * failure_policy, bitmask_row_words too small, host pointers, a trie of
  * another device. n_rows = 0 succeeds and enqueues nothing. */
-TREEMASK_API treemask_status treemask_cuda_trie_advance_fill_bitmask(
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_trie_advance_fill_bitmask(
     const treemask_cuda_trie *dev_trie, uint32_t *states, const int32_t *tokens, size_t n_rows,
     int32_t failure_policy, uint8_t *accepted, int32_t *bitmask, size_t bitmask_row_words,
     void *stream);
@@ -188,10 +194,11 @@ TREEMASK_API treemask_status treemask_cuda_trie_advance_fill_bitmask(
  * Errors (nothing enqueued): as for advance_fill_bitmask, plus NULL logits,
  * an unknown dtype, logits_row_stride < logits_width, logits_width smaller
  * than the trie's vocab_size. */
-TREEMASK_API treemask_status treemask_cuda_trie_advance_mask_logits(
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_trie_advance_mask_logits(
     const treemask_cuda_trie *dev_trie, uint32_t *states, const int32_t *tokens, size_t n_rows,
     int32_t failure_policy, uint8_t *accepted, void *logits, int32_t dtype,
     size_t logits_row_stride, size_t logits_width, void *stream);
+#endif /* TREEMASK_EXPERIMENTAL */
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -237,12 +237,31 @@ treemask_status treemask_matcher_clone(const treemask_matcher *m, treemask_match
 
 void treemask_matcher_free(treemask_matcher *m) { delete to_matcher(m); }
 
+void treemask_fill_options_init(treemask_fill_options *opts) {
+  if (!opts) return;
+  std::memset(static_cast<void *>(opts), 0, sizeof(*opts));
+  opts->struct_size = sizeof(*opts);
+  opts->remaining_tokens = -1;
+}
+
 treemask_status treemask_matcher_fill_next_token_bitmask(treemask_matcher *m, int32_t *bitmask,
-                                                         size_t n_words, bool *need_apply) {
+                                                         size_t bitmask_row_words,
+                                                         const treemask_fill_options *opts,
+                                                         bool *need_apply) {
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(m);
     TM_REQUIRE_ARG(bitmask);
-    return to_matcher(m)->fill(reinterpret_cast<uint32_t *>(bitmask), n_words, need_apply);
+    treemask_fill_options o;
+    treemask_fill_options_init(&o);
+    TM_TRY(treemask::capi::read_options(opts, o, "treemask_fill_options"));
+    treemask::FillOptions fo;
+    if (o.remaining_tokens < -1) {
+      return treemask::error(Code::kInvalidArgument, "opts->remaining_tokens is ",
+                             o.remaining_tokens, "; it must be >= 0, or -1 for the matcher's own");
+    }
+    if (o.remaining_tokens >= 0) fo.remaining_tokens = o.remaining_tokens;
+    return to_matcher(m)->fill(reinterpret_cast<uint32_t *>(bitmask), bitmask_row_words, need_apply,
+                               fo);
   });
 }
 
@@ -251,9 +270,9 @@ treemask_status treemask_matcher_accept_token(treemask_matcher *m, int32_t token
     TM_REQUIRE_ARG(m);
     TM_REQUIRE_ARG(accepted);
     std::string why;
-    TM_TRY(to_matcher(m)->accept(token, accepted, &why));
-    if (!*accepted) treemask::capi::set_last_error("treemask_matcher_accept_token", why);
-    return Status::Ok();
+    // A rejection is not a failure: *accepted and the counters report it,
+    // and the last error stays as it was.
+    return to_matcher(m)->accept(token, accepted, &why);
   });
 }
 

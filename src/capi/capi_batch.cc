@@ -65,20 +65,21 @@ treemask_matcher *treemask_batch_get_matcher(treemask_batch *batch, size_t slot)
 }
 
 treemask_status treemask_batch_fill_next_token_bitmask(treemask_batch *batch, int32_t *bitmask,
-                                                       size_t words_per_row, const int32_t *slots,
-                                                       size_t n_slots, bool *need_apply) {
+                                                       size_t bitmask_row_words,
+                                                       const int32_t *slots, size_t n_slots,
+                                                       bool *need_apply) {
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(batch);
-    return to_batch(batch)->fill(reinterpret_cast<uint32_t *>(bitmask), words_per_row, slots,
+    return to_batch(batch)->fill(reinterpret_cast<uint32_t *>(bitmask), bitmask_row_words, slots,
                                  n_slots, need_apply);
   });
 }
 
 treemask_status treemask_batch_bind_bitmask(treemask_batch *batch, int32_t *bitmask,
-                                            size_t words_per_row) {
+                                            size_t bitmask_row_words) {
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(batch);
-    return to_batch(batch)->bind(reinterpret_cast<uint32_t *>(bitmask), words_per_row);
+    return to_batch(batch)->bind(reinterpret_cast<uint32_t *>(bitmask), bitmask_row_words);
   });
 }
 
@@ -107,12 +108,9 @@ treemask_status treemask_batch_accept_tokens(treemask_batch *batch, const int32_
                                              size_t n_tokens, bool *accepted) {
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(batch);
+    // Rejections are reported by accepted[] and the counters, not as errors.
     std::string rejection;
-    TM_TRY(to_batch(batch)->accept(tokens, n_tokens, accepted, &rejection));
-    if (!rejection.empty()) {
-      treemask::capi::set_last_error("treemask_batch_accept_tokens", rejection);
-    }
-    return Status::Ok();
+    return to_batch(batch)->accept(tokens, n_tokens, accepted, &rejection);
   });
 }
 
@@ -124,12 +122,13 @@ treemask_status treemask_batch_reorder(treemask_batch *batch, const int32_t *src
 }
 
 treemask_status treemask_trie_fill_states(const treemask_trie *trie, const uint32_t *states,
-                                          size_t n_states, int32_t *bitmask, size_t words_per_row) {
+                                          size_t n_states, int32_t *bitmask,
+                                          size_t bitmask_row_words) {
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(trie);
     if (n_states > 0) TM_REQUIRE_ARG(states);
     return treemask::fill_states(*to_trie(trie), {states, n_states},
-                                 reinterpret_cast<uint32_t *>(bitmask), words_per_row);
+                                 reinterpret_cast<uint32_t *>(bitmask), bitmask_row_words);
   });
 }
 

@@ -164,8 +164,8 @@ void treemask_save_options_init(treemask_save_options *opts) {
   opts->struct_size = sizeof(*opts);
 }
 
-treemask_status treemask_trie_save_with_options(const treemask_trie *trie, const char *path,
-                                                const treemask_save_options *opts) {
+treemask_status treemask_trie_save(const treemask_trie *trie, const char *path,
+                                   const treemask_save_options *opts) {
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(trie);
     TM_REQUIRE_ARG(path);
@@ -197,10 +197,6 @@ treemask_status treemask_trie_save_with_options(const treemask_trie *trie, const
     treemask::capi::log_trie_event("saved", path, *to_trie(trie));
     return Status::Ok();
   });
-}
-
-treemask_status treemask_trie_save(const treemask_trie *trie, const char *path) {
-  return treemask_trie_save_with_options(trie, path, nullptr);
 }
 
 treemask_status treemask_trie_load(const char *path, uint32_t flags, treemask_trie **out) {

@@ -120,24 +120,6 @@ int64_t treemask_matcher_remaining_tokens(const treemask_matcher *m) {
   return m ? to_matcher(m)->remaining_tokens() : -1;
 }
 
-treemask_status treemask_matcher_fill_next_token_bitmask_with_budget(treemask_matcher *m,
-                                                                     int32_t *bitmask,
-                                                                     size_t n_words,
-                                                                     int64_t remaining_tokens,
-                                                                     bool *need_apply) {
-  return guard(__func__, [&]() -> Status {
-    TM_REQUIRE_ARG(m);
-    TM_REQUIRE_ARG(bitmask);
-    if (remaining_tokens < 0) {
-      return treemask::error(Code::kInvalidArgument, "remaining_tokens is ", remaining_tokens,
-                             "; it must be >= 0");
-    }
-    treemask::FillOptions fo;
-    fo.remaining_tokens = remaining_tokens;
-    return to_matcher(m)->fill(reinterpret_cast<uint32_t *>(bitmask), n_words, need_apply, fo);
-  });
-}
-
 size_t treemask_matcher_produced_labels(const treemask_matcher *m, int64_t *out, size_t cap) {
   if (!m) return 0;
   return treemask::capi::query(__func__, size_t{0},
@@ -155,27 +137,26 @@ treemask_status treemask_matcher_accept_tokens(treemask_matcher *m, const int32_
     TM_REQUIRE_ARG(n_accepted);
     TM_TRY(treemask::capi::check_array(tokens, n, "tokens", "n"));
     std::string why;
-    TM_TRY(to_matcher(m)->accept_tokens({tokens, tokens ? n : 0}, n_accepted, &why));
-    if (*n_accepted < n) treemask::capi::set_last_error("treemask_matcher_accept_tokens", why);
-    return Status::Ok();
+    // A draft token that is not allowed ends the draft; it is no failure.
+    return to_matcher(m)->accept_tokens({tokens, tokens ? n : 0}, n_accepted, &why);
   });
 }
 
 treemask_status treemask_matcher_fill_draft_bitmasks(const treemask_matcher *m,
                                                      const int32_t *tokens, const int32_t *parents,
-                                                     size_t n, int32_t *bitmask,
-                                                     size_t bitmask_words, size_t words_per_row,
-                                                     size_t *n_valid) {
+                                                     size_t n, int32_t *bitmask, size_t bitmask_len,
+                                                     size_t bitmask_row_words, size_t *n_valid) {
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(m);
     TM_REQUIRE_ARG(bitmask);
     TM_TRY(treemask::capi::check_array(tokens, n, "tokens", "n"));
-    if (words_per_row == 0 || (n + 1) > bitmask_words / words_per_row) {
-      return treemask::error(Code::kBufferTooSmall, "bitmask has ", bitmask_words, " words; ",
-                             n + 1, " rows of words_per_row = ", words_per_row, " are needed");
+    if (bitmask_row_words == 0 || (n + 1) > bitmask_len / bitmask_row_words) {
+      return treemask::error(Code::kBufferTooSmall, "bitmask has ", bitmask_len, " words; ", n + 1,
+                             " rows of bitmask_row_words = ", bitmask_row_words, " are needed");
     }
     return to_matcher(m)->fill_draft({tokens, tokens ? n : 0}, parents,
-                                     reinterpret_cast<uint32_t *>(bitmask), words_per_row, n_valid);
+                                     reinterpret_cast<uint32_t *>(bitmask), bitmask_row_words,
+                                     n_valid);
   });
 }
 

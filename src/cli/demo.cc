@@ -108,7 +108,7 @@ class Demo {
     const double ms = micros(Clock::now() - t0) / 1000;
     treemask_trie_stats s;
     s.struct_size = sizeof(s);
-    treemask_trie_get_stats(trie_, &s);
+    if (treemask_trie_get_stats(trie_, &s) != TREEMASK_OK) return fail();
     std::printf("catalogue  %s items, %s distinct semantic IDs (3 codes of %d)\n",
                 with_commas(catalogue_.items.size()).c_str(), with_commas(known_.size()).c_str(),
                 kCodebook);
@@ -164,8 +164,9 @@ class Demo {
         if (treemask_matcher_clone(beams[c.beam].m, &nb.m) != TREEMASK_OK) return fail();
         if (c.token >= 0) {
           bool accepted = false;
-          treemask_matcher_accept_token(nb.m, c.token, &accepted);
-          if (!accepted) return fail();
+          if (treemask_matcher_accept_token(nb.m, c.token, &accepted) != TREEMASK_OK || !accepted) {
+            return fail();
+          }
           if (c.token != kStopToken) nb.tokens.push_back(c.token);
         }
         next.push_back(std::move(nb));
@@ -209,8 +210,9 @@ class Demo {
           }
         }
         bool accepted = false;
-        treemask_matcher_accept_token(m, pick, &accepted);
-        if (!accepted) return fail();
+        if (treemask_matcher_accept_token(m, pick, &accepted) != TREEMASK_OK || !accepted) {
+          return fail();
+        }
         if (pick != kStopToken) tokens.push_back(pick);
       }
       char fill[32];
@@ -258,7 +260,11 @@ class Demo {
     for (float &x : logits_) x = normal(rng_);
     const auto t0 = Clock::now();
     bool need_apply = true;
-    treemask_matcher_fill_next_token_bitmask(m, mask_.data(), words_, &need_apply);
+    if (treemask_matcher_fill_next_token_bitmask(m, mask_.data(), words_, nullptr, &need_apply) !=
+        TREEMASK_OK) {
+      print_error(cat("fill failed: ", treemask_last_error()));
+      std::exit(1);
+    }
     const auto t1 = Clock::now();
     if (need_apply) apply_mask();
     const auto t2 = Clock::now();

@@ -105,8 +105,9 @@ TEST(BatchModes, RowsEqualEachMatchersOwnFill) {
       for (int k = 0; k < kKinds; ++k) {
         treemask_matcher *m = treemask_batch_get_matcher(batch.p, k);
         bool own_need = false;
-        ASSERT_EQ(treemask_matcher_fill_next_token_bitmask(m, own.data(), words, &own_need),
-                  TREEMASK_OK);
+        ASSERT_EQ(
+            treemask_matcher_fill_next_token_bitmask(m, own.data(), words, nullptr, &own_need),
+            TREEMASK_OK);
         ASSERT_EQ(std::vector<int32_t>(bound.begin() + k * words, bound.begin() + (k + 1) * words),
                   own)
             << "round " << round << " step " << step << " kind " << k << " mode " << mode;

@@ -74,8 +74,8 @@ void run(size_t rows, treemask_dtype dtype, bool trie_like, std::mt19937_64 &rng
     bench::keep(logits.data);
   });
   const double ours_ns = bench::ns_per_call([&] {
-    treemask_apply_token_bitmask_cpu(logits.data, dtype, rows, bench::kVocab, bench::kVocab, mask,
-                                     words, bench::kVocab, nullptr, 0);
+    TM_MUST(treemask_apply_token_bitmask_cpu(logits.data, dtype, rows, bench::kVocab, bench::kVocab,
+                                             mask, words, bench::kVocab, nullptr, 0));
     bench::keep(logits.data);
   });
   const double scalar_ns = bench::ns_per_call([&] {
@@ -91,9 +91,9 @@ void run(size_t rows, treemask_dtype dtype, bool trie_like, std::mt19937_64 &rng
   double sparse_ns = 0;
   if (trie_like) {
     sparse_ns = bench::ns_per_call([&] {
-      treemask_apply_token_candidates_cpu(logits.data, dtype, rows, bench::kVocab, bench::kVocab,
-                                          masks.offsets.data(), masks.tokens.data(), bench::kVocab,
-                                          nullptr, 0);
+      TM_MUST(treemask_apply_token_candidates_cpu(logits.data, dtype, rows, bench::kVocab,
+                                                  bench::kVocab, masks.offsets.data(),
+                                                  masks.tokens.data(), bench::kVocab, nullptr, 0));
       bench::keep(logits.data);
     });
   }

@@ -26,7 +26,7 @@ Result run(treemask_trie *trie, size_t rows, size_t threads, int32_t mode, std::
   std::vector<std::vector<int32_t>> walks;
   std::vector<size_t> position(rows);
   for (size_t s = 0; s < rows; ++s) {
-    treemask_batch_set_matcher(batch, s, m);
+    TM_MUST(treemask_batch_set_matcher(batch, s, m));
     walks.push_back(bench::random_walk(trie, 64, rng));
     position[s] = rng() % walks[s].size();
     // Start each slot at its own point of its walk: replay up to there.
@@ -36,11 +36,11 @@ Result run(treemask_trie *trie, size_t rows, size_t threads, int32_t mode, std::
       if (walks[s][i] < 0) {
         treemask_matcher_reset(slot);
       } else {
-        treemask_matcher_accept_token(slot, walks[s][i], &ok);
+        TM_MUST(treemask_matcher_accept_token(slot, walks[s][i], &ok));
       }
     }
   }
-  treemask_batch_bind_bitmask(batch, buffer.data(), words);
+  TM_MUST(treemask_batch_bind_bitmask(batch, buffer.data(), words));
   std::vector<int32_t> tokens(rows);
   auto advance = [&] {
     for (size_t s = 0; s < rows; ++s) {
@@ -50,7 +50,7 @@ Result run(treemask_trie *trie, size_t rows, size_t threads, int32_t mode, std::
       tokens[s] = t;
     }
     const double t0 = bench::now_ns();
-    treemask_batch_accept_tokens(batch, tokens.data(), rows, nullptr);
+    TM_MUST(treemask_batch_accept_tokens(batch, tokens.data(), rows, nullptr));
     return bench::now_ns() - t0;
   };
   Result best{1e300, 1e300};
@@ -71,10 +71,10 @@ Result run(treemask_trie *trie, size_t rows, size_t threads, int32_t mode, std::
   }
   // What was timed is right: every row equals its matcher's own fill.
   std::vector<int32_t> want(words);
-  treemask_batch_fill_bound(batch, nullptr, 0, mode, nullptr);
+  TM_MUST(treemask_batch_fill_bound(batch, nullptr, 0, mode, nullptr));
   for (size_t s = 0; s < rows; ++s) {
-    treemask_matcher_fill_next_token_bitmask(treemask_batch_get_matcher(batch, s), want.data(),
-                                             words, nullptr);
+    TM_MUST(treemask_matcher_fill_next_token_bitmask(treemask_batch_get_matcher(batch, s),
+                                                     want.data(), words, nullptr, nullptr));
     if (!std::equal(want.begin(), want.end(), buffer.begin() + s * words)) {
       bench::die("a batch row differs from its matcher's fill");
     }

@@ -281,7 +281,7 @@ void bench_step(cudaStream_t stream) {
             const int32_t t = tokens[s * rows + r];
             if (t >= 0) CHECK_TM(treemask_matcher_accept_token(matchers[r].p, t, &accepted));
             CHECK_TM(treemask_matcher_fill_next_token_bitmask(matchers[r].p, pinned + r * words,
-                                                              words, nullptr));
+                                                              words, nullptr, nullptr));
           }
           CHECK_CUDA(cudaMemcpyAsync(d_mask.get(), pinned, rows * words * sizeof(int32_t),
                                      cudaMemcpyHostToDevice, stream));

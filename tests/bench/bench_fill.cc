@@ -36,23 +36,23 @@ void run(const Case &c) {
     bench::keep(row.data());
   });
   const double full_ns = bench::ns_per_call([&] {
-    treemask_matcher_fill_next_token_bitmask(m, row.data(), words, nullptr);
+    TM_MUST(treemask_matcher_fill_next_token_bitmask(m, row.data(), words, nullptr, nullptr));
     bench::keep(row.data());
   });
 
   treemask_batch *batch = bench::new_batch(1, 0);
-  treemask_batch_set_matcher(batch, 0, m);
-  treemask_batch_bind_bitmask(batch, row.data(), words);
+  TM_MUST(treemask_batch_set_matcher(batch, 0, m));
+  TM_MUST(treemask_batch_bind_bitmask(batch, row.data(), words));
   if (treemask_batch_fill_bound(batch, nullptr, 0, TREEMASK_FILL_FULL, nullptr) != TREEMASK_OK) {
     bench::die("fill");
   }
   const double incremental_ns = bench::ns_per_call([&] {
-    treemask_batch_fill_bound(batch, nullptr, 0, TREEMASK_FILL_INCREMENTAL, nullptr);
+    TM_MUST(treemask_batch_fill_bound(batch, nullptr, 0, TREEMASK_FILL_INCREMENTAL, nullptr));
     bench::keep(row.data());
   });
   // Correctness of what was timed: the incremental row is the full row.
   std::vector<int32_t> want(words);
-  treemask_matcher_fill_next_token_bitmask(m, want.data(), words, nullptr);
+  TM_MUST(treemask_matcher_fill_next_token_bitmask(m, want.data(), words, nullptr, nullptr));
   if (want != row) bench::die("incremental row differs from the full row");
 
   // The same two fills on row r of a 256-row buffer (4.9 MB, more than L2),
@@ -69,13 +69,13 @@ void run(const Case &c) {
     bench::keep(row_r);
   });
   treemask_batch *many = bench::new_batch(rows, 0);
-  for (size_t s = 0; s < rows; ++s) treemask_batch_set_matcher(many, s, m);
-  treemask_batch_bind_bitmask(many, buffer.data(), words);
-  treemask_batch_fill_bound(many, nullptr, 0, TREEMASK_FILL_FULL, nullptr);
+  for (size_t s = 0; s < rows; ++s) TM_MUST(treemask_batch_set_matcher(many, s, m));
+  TM_MUST(treemask_batch_bind_bitmask(many, buffer.data(), words));
+  TM_MUST(treemask_batch_fill_bound(many, nullptr, 0, TREEMASK_FILL_FULL, nullptr));
   int32_t slot = 0;
   const double incremental_rot_ns = bench::ns_per_call([&] {
     slot = slot + 1 == int32_t(rows) ? 0 : slot + 1;
-    treemask_batch_fill_bound(many, &slot, 1, TREEMASK_FILL_INCREMENTAL, nullptr);
+    TM_MUST(treemask_batch_fill_bound(many, &slot, 1, TREEMASK_FILL_INCREMENTAL, nullptr));
     bench::keep(buffer.data());
   });
   treemask_batch_free(many);

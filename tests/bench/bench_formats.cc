@@ -140,7 +140,7 @@ using RtpMap = std::unordered_map<RtpString, RtpSet, RtpStringHash, std::equal_t
 treemask_trie_stats stats(const treemask_trie *t) {
   treemask_trie_stats s;
   s.struct_size = sizeof(s);
-  treemask_trie_get_stats(t, &s);
+  TM_MUST(treemask_trie_get_stats(t, &s));
   return s;
 }
 
@@ -183,7 +183,7 @@ struct LoadResult {
 };
 
 LoadResult report_load(const char *name, treemask_trie *t, const std::string &path) {
-  if (treemask_trie_save(t, path.c_str()) != TREEMASK_OK) die("save");
+  if (treemask_trie_save(t, path.c_str(), nullptr) != TREEMASK_OK) die("save");
   LoadResult r{file_size(path), load_seconds(path, 0), load_seconds(path, TREEMASK_LOAD_TRUSTED)};
   std::printf("%-22s file %8.1f MiB  load verified %8.2f ms (%5.2f GB/s)  trusted %7.1f us\n", name,
               r.bytes / 1048576.0, r.verified_s * 1e3, r.bytes / r.verified_s / 1e9,

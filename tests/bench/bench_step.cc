@@ -49,28 +49,28 @@ void run(const char *name, const bench::PrefixDict &dict, size_t walk_steps, std
   treemask_matcher *m = bench::new_matcher(trie);
   auto reset_matcher = [&] { treemask_matcher_reset(m); };
   const double accept_ns = ns_per_step(
-      walk, reset_matcher, [&](int32_t t) { treemask_matcher_accept_token(m, t, &ok); });
+      walk, reset_matcher, [&](int32_t t) { TM_MUST(treemask_matcher_accept_token(m, t, &ok)); });
   bench::RtpSequence seq(&rtp);
   auto reset_seq = [&] { seq.reset(); };
   const double rtp_accept_ns = ns_per_step(walk, reset_seq, [&](int32_t t) {
     if (!seq.accept(t)) bench::die("RTP-style walk rejected a token");
   });
   const double full_ns = ns_per_step(walk, reset_matcher, [&](int32_t t) {
-    treemask_matcher_fill_next_token_bitmask(m, row.data(), words, nullptr);
+    TM_MUST(treemask_matcher_fill_next_token_bitmask(m, row.data(), words, nullptr, nullptr));
     bench::keep(row.data());
-    treemask_matcher_accept_token(m, t, &ok);
+    TM_MUST(treemask_matcher_accept_token(m, t, &ok));
   });
 
   treemask_batch *batch = bench::new_batch(1, 0);
-  treemask_batch_set_matcher(batch, 0, m);
-  treemask_batch_bind_bitmask(batch, row.data(), words);
+  TM_MUST(treemask_batch_set_matcher(batch, 0, m));
+  TM_MUST(treemask_batch_bind_bitmask(batch, row.data(), words));
   treemask_matcher *slot = treemask_batch_get_matcher(batch, 0);
   const double incremental_ns = ns_per_step(
       walk, [&] { treemask_matcher_reset(slot); },
       [&](int32_t t) {
-        treemask_batch_fill_bound(batch, nullptr, 0, TREEMASK_FILL_INCREMENTAL, nullptr);
+        TM_MUST(treemask_batch_fill_bound(batch, nullptr, 0, TREEMASK_FILL_INCREMENTAL, nullptr));
         bench::keep(row.data());
-        treemask_batch_accept_tokens(batch, &t, 1, nullptr);
+        TM_MUST(treemask_batch_accept_tokens(batch, &t, 1, nullptr));
       });
   const double rtp_step_ns = ns_per_step(walk, reset_seq, [&](int32_t t) {
     seq.fill(dense.data());

@@ -288,7 +288,7 @@ inline std::vector<int32_t> random_walk(treemask_trie *t, size_t steps, std::mt1
     const auto allowed = testutil::next_tokens(m);
     const int32_t token = allowed[rng() % allowed.size()];
     bool ok = false;
-    treemask_matcher_accept_token(m, token, &ok);
+    TM_MUST(treemask_matcher_accept_token(m, token, &ok));
     walk.push_back(token);
   }
   treemask_matcher_free(m);

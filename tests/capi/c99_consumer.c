@@ -66,7 +66,8 @@ int main(void) {
   logits[eos] = 0.5f;
   logits[42] = 0.0f;
   for (step = 0; step < 10 && !treemask_matcher_is_terminated(m); ++step) {
-    CHECK(treemask_matcher_fill_next_token_bitmask(m, mask, words, &need_apply) == TREEMASK_OK);
+    CHECK(treemask_matcher_fill_next_token_bitmask(m, mask, words, NULL, &need_apply) ==
+          TREEMASK_OK);
     CHECK(need_apply);
     t = argmax_allowed(logits, mask, VOCAB);
     CHECK(t >= 0);
@@ -76,10 +77,12 @@ int main(void) {
   CHECK(step == 3 && out[0] == 5 && out[1] == 9 && out[2] == eos);
   CHECK(treemask_matcher_label_ids(m, labels, 4) == 1 && labels[0] == 1);
 
-  /* A rejected token leaves a message and the state unchanged. */
+  /* A rejected token leaves the state and the last error unchanged. */
   treemask_matcher_reset(m);
+  CHECK(treemask_matcher_rollback(m, 1) == TREEMASK_ERR_OUT_OF_RANGE);
+  CHECK(strstr(treemask_last_error(), "treemask_matcher_rollback") != NULL);
   CHECK(treemask_matcher_accept_token(m, 6, &accepted) == TREEMASK_OK && !accepted);
-  CHECK(strstr(treemask_last_error(), "token 6 rejected") != NULL);
+  CHECK(strstr(treemask_last_error(), "treemask_matcher_rollback") != NULL);
   CHECK(treemask_matcher_next_tokens(m, out, 8) == 2 && out[0] == 5 && out[1] == 42);
 
   treemask_matcher_free(m);

@@ -33,7 +33,7 @@ bool accept(treemask_matcher *m, int32_t t) {
 
 V fill(treemask_matcher *m, int32_t vocab) {
   std::vector<int32_t> row(treemask_bitmask_words(vocab), -1);
-  EXPECT_EQ(treemask_matcher_fill_next_token_bitmask(m, row.data(), row.size(), nullptr),
+  EXPECT_EQ(treemask_matcher_fill_next_token_bitmask(m, row.data(), row.size(), nullptr, nullptr),
             TREEMASK_OK);
   return testutil::decode_row(row.data(), row.size());
 }
@@ -91,7 +91,8 @@ TEST(Layout, PinsXgrammarBitOrder) {
   MatcherHandle m = matcher(t.p);
   int32_t row[4] = {123, 456, 789, 1011};
   bool need_apply = false;
-  ASSERT_EQ(treemask_matcher_fill_next_token_bitmask(m.p, row, 4, &need_apply), TREEMASK_OK);
+  ASSERT_EQ(treemask_matcher_fill_next_token_bitmask(m.p, row, 4, nullptr, &need_apply),
+            TREEMASK_OK);
   // Word 0: tokens 1 and 31 -> bits 1 and 31.
   EXPECT_EQ(row[0], static_cast<int32_t>(0x80000002u));
   EXPECT_EQ(row[0], -2147483646);
@@ -104,7 +105,7 @@ TEST(Layout, PinsXgrammarBitOrder) {
   EXPECT_TRUE(need_apply);
   // The root is not terminal: no stop token.
   ASSERT_TRUE(accept(m.p, 69));
-  ASSERT_EQ(treemask_matcher_fill_next_token_bitmask(m.p, row, 3, nullptr), TREEMASK_OK);
+  ASSERT_EQ(treemask_matcher_fill_next_token_bitmask(m.p, row, 3, nullptr, nullptr), TREEMASK_OK);
   EXPECT_EQ(row[0], 1);  // only stop token 0
   EXPECT_EQ(row[1], 0);
   EXPECT_EQ(row[2], 0);
@@ -116,11 +117,13 @@ TEST(Fill, NeedApplyIsFalseOnlyWhenEverythingIsAllowed) {
   MatcherHandle m = matcher(t.p);
   int32_t row[1];
   bool need_apply = true;
-  ASSERT_EQ(treemask_matcher_fill_next_token_bitmask(m.p, row, 1, &need_apply), TREEMASK_OK);
+  ASSERT_EQ(treemask_matcher_fill_next_token_bitmask(m.p, row, 1, nullptr, &need_apply),
+            TREEMASK_OK);
   EXPECT_EQ(row[0], 0b111);
   EXPECT_FALSE(need_apply);
   ASSERT_TRUE(accept(m.p, 1));
-  ASSERT_EQ(treemask_matcher_fill_next_token_bitmask(m.p, row, 1, &need_apply), TREEMASK_OK);
+  ASSERT_EQ(treemask_matcher_fill_next_token_bitmask(m.p, row, 1, nullptr, &need_apply),
+            TREEMASK_OK);
   EXPECT_EQ(row[0], 0b001);
   EXPECT_TRUE(need_apply);
 }
@@ -130,14 +133,14 @@ TEST(Fill, ShortBufferIsAnErrorAndTouchesNothing) {
   ASSERT_EQ(testutil::make_trie({{40}}, 70, {0}, t), TREEMASK_OK);
   MatcherHandle m = matcher(t.p);
   int32_t row[3] = {7, 7, 7};
-  EXPECT_EQ(treemask_matcher_fill_next_token_bitmask(m.p, row, 2, nullptr),
+  EXPECT_EQ(treemask_matcher_fill_next_token_bitmask(m.p, row, 2, nullptr, nullptr),
             TREEMASK_ERR_BUFFER_TOO_SMALL);
   EXPECT_EQ(
       last_error(),
       "treemask_matcher_fill_next_token_bitmask: bitmask row has 2 words, vocab_size 70 needs 3");
   EXPECT_EQ(row[0], 7);
   EXPECT_EQ(row[1], 7);
-  EXPECT_EQ(treemask_matcher_fill_next_token_bitmask(m.p, nullptr, 3, nullptr),
+  EXPECT_EQ(treemask_matcher_fill_next_token_bitmask(m.p, nullptr, 3, nullptr, nullptr),
             TREEMASK_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(last_error(), "treemask_matcher_fill_next_token_bitmask: bitmask is NULL");
 }
@@ -170,16 +173,12 @@ TEST(Matcher, WalksATerminalNodeWithChildrenAndSeveralStopTokens) {
   EXPECT_EQ(fill(m.p, 20), (V{11}));
 }
 
-TEST(Matcher, RejectLeavesStateUnchangedAndExplains) {
+TEST(Matcher, RejectLeavesStateUnchanged) {
   TrieHandle t;
   ASSERT_EQ(testutil::make_trie({{3, 4}}, 8, {0}, t), TREEMASK_OK);
   MatcherHandle m = matcher(t.p);
   EXPECT_FALSE(accept(m.p, 4));
-  EXPECT_EQ(
-      last_error(),
-      "treemask_matcher_accept_token: token 4 rejected: not allowed at trie node 0; 1 allowed (3)");
-  EXPECT_FALSE(accept(m.p, 9));
-  EXPECT_NE(last_error().find("out of range [0, vocab_size=8)"), std::string::npos);
+  EXPECT_FALSE(accept(m.p, 9));  // out of range [0, vocab_size=8)
   EXPECT_FALSE(accept(m.p, -1));
   EXPECT_FALSE(accept(m.p, 0));  // a stop token at a non-terminal node
   EXPECT_EQ(fill(m.p, 8), (V{3}));
@@ -206,6 +205,47 @@ TEST(Matcher, FailClosedAllowsOnlyStopTokensThenTerminates) {
   EXPECT_EQ(fill(m.p, 8), (V{3}));
 }
 
+// treemask_last_error() is set only by a failing call: successful calls and
+// rejected tokens (matcher, draft and batch accepts) leave it as it was.
+TEST(LastError, SetOnlyByFailuresNeverByRejections) {
+  TrieHandle t;
+  ASSERT_EQ(testutil::make_trie({{3, 4}}, 8, {0}, t), TREEMASK_OK);
+  MatcherHandle m = matcher(t.p, nullptr);
+  EXPECT_EQ(treemask_matcher_rollback(m.p, 5), TREEMASK_ERR_OUT_OF_RANGE);
+  const std::string failure = last_error();
+  EXPECT_NE(failure.find("treemask_matcher_rollback"), std::string::npos) << failure;
+
+  EXPECT_FALSE(accept(m.p, 6));  // rejected: not a child of the root
+  EXPECT_EQ(last_error(), failure);
+  EXPECT_TRUE(accept(m.p, 3));  // a success does not clear it either
+  EXPECT_EQ(last_error(), failure);
+  const int32_t draft[2] = {4, 7};
+  size_t n = 0;
+  ASSERT_EQ(treemask_matcher_accept_tokens(m.p, draft, 2, &n), TREEMASK_OK);
+  EXPECT_EQ(n, 1u);  // 7 ends the draft: no failure
+  EXPECT_EQ(last_error(), failure);
+
+  treemask_batch_options bo;
+  treemask_batch_options_init(&bo);
+  bo.n_slots = 1;
+  treemask_batch *batch = nullptr;
+  ASSERT_EQ(treemask_batch_create(&bo, &batch), TREEMASK_OK);
+  treemask_matcher_reset(m.p);
+  ASSERT_EQ(treemask_batch_set_matcher(batch, 0, m.p), TREEMASK_OK);
+  const int32_t token = 5;
+  bool accepted = true;
+  ASSERT_EQ(treemask_batch_accept_tokens(batch, &token, 1, &accepted), TREEMASK_OK);
+  EXPECT_FALSE(accepted);
+  EXPECT_EQ(last_error(), failure);
+  treemask_batch_free(batch);
+
+  // The next failure replaces it.
+  EXPECT_EQ(treemask_matcher_fill_next_token_bitmask(m.p, nullptr, 1, nullptr, nullptr),
+            TREEMASK_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error(), failure);
+  EXPECT_NE(last_error().find("treemask_matcher_fill_next_token_bitmask"), std::string::npos);
+}
+
 TEST(Matcher, StickyErrorFailsEveryCallButResetAndFillStillWritesStops) {
   TrieHandle t;
   ASSERT_EQ(testutil::make_trie({{3, 4}}, 8, {0}, t), TREEMASK_OK);
@@ -219,7 +259,7 @@ TEST(Matcher, StickyErrorFailsEveryCallButResetAndFillStillWritesStops) {
   EXPECT_FALSE(ok);
   EXPECT_NE(last_error().find("after rejecting token 6"), std::string::npos);
   int32_t row[1] = {-1};
-  EXPECT_EQ(treemask_matcher_fill_next_token_bitmask(m.p, row, 1, nullptr),
+  EXPECT_EQ(treemask_matcher_fill_next_token_bitmask(m.p, row, 1, nullptr, nullptr),
             TREEMASK_ERR_INVALID_STATE);
   EXPECT_EQ(row[0], 1);
   EXPECT_EQ(treemask_matcher_rollback(m.p, 0), TREEMASK_ERR_INVALID_STATE);

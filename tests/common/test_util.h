@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -11,6 +12,17 @@
 #include "treemask/treemask.h"
 
 namespace testutil {
+
+// For calls a benchmark or a fixture does not expect to fail: a failure ends
+// the program with the library's message (every status is checked:
+// TREEMASK_NODISCARD).
+#define TM_MUST(call) ::testutil::must((call), #call)
+inline void must(treemask_status status, const char *call) {
+  if (status != TREEMASK_OK) {
+    std::fprintf(stderr, "%s failed: %s\n", call, treemask_last_error());
+    std::abort();
+  }
+}
 
 // Iteration multiplier: TREEMASK_TEST_SCALE in the environment (e.g. 0.1 under
 // sanitizers, 10 for a long soak). Defaults to 1.

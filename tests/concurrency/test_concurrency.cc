@@ -92,8 +92,9 @@ void walk_and_check(treemask_trie *trie, const oracle::Trie &model, std::mt19937
   oracle::Matcher o(model, {});
   std::vector<int32_t> row(treemask_bitmask_words(model.vocab));
   for (int i = 0; i < steps; ++i) {
-    ASSERT_EQ(treemask_matcher_fill_next_token_bitmask(m.p, row.data(), row.size(), nullptr),
-              TREEMASK_OK);
+    ASSERT_EQ(
+        treemask_matcher_fill_next_token_bitmask(m.p, row.data(), row.size(), nullptr, nullptr),
+        TREEMASK_OK);
     const auto allowed = o.allowed();
     ASSERT_EQ(testutil::decode_row(row.data(), row.size()), allowed);
     const bool start = i == 0 && first >= 0;
@@ -268,8 +269,9 @@ TEST(Concurrency, ReferencesRetainedAndReleasedOnEveryThread) {
       treemask_exclusion_set_free(set);  // the matcher keeps what it needs
       if (t % 2) treemask_trie_free(trie);
       std::vector<int32_t> row(treemask_bitmask_words(SharedTrie::kVocab));
-      EXPECT_EQ(treemask_matcher_fill_next_token_bitmask(m, row.data(), row.size(), nullptr),
-                TREEMASK_OK);
+      EXPECT_EQ(
+          treemask_matcher_fill_next_token_bitmask(m, row.data(), row.size(), nullptr, nullptr),
+          TREEMASK_OK);
       treemask_matcher_free(m);  // may release the last reference
       if (t % 2 == 0) treemask_trie_free(trie);
     });
@@ -295,7 +297,7 @@ TEST(Concurrency, DerivedDataBuiltOnceWhileThreadsRaceForIt) {
       ASSERT_EQ(treemask_matcher_set_label_filter(m, set, nullptr, 0, nullptr, 0), TREEMASK_OK);
       first_rows[t].resize(treemask_bitmask_words(SharedTrie::kVocab));
       EXPECT_EQ(treemask_matcher_fill_next_token_bitmask(m, first_rows[t].data(),
-                                                         first_rows[t].size(), nullptr),
+                                                         first_rows[t].size(), nullptr, nullptr),
                 TREEMASK_OK);
       treemask_exclusion_set_free(set);
       treemask_matcher_free(m);
@@ -395,7 +397,7 @@ TEST(Concurrency, OneMappedFileLoadedAndUsedByManyThreads) {
   ASSERT_NE(mkdtemp(dir), nullptr);
   const std::string path = std::string(dir) + "/shared.tmtrie";
   SharedTrie shared;
-  ASSERT_EQ(treemask_trie_save(shared.trie.p, path.c_str()), TREEMASK_OK);
+  ASSERT_EQ(treemask_trie_save(shared.trie.p, path.c_str(), nullptr), TREEMASK_OK);
   const int steps = testutil::scaled(150);
   run_threads([&](int t) {
     TrieHandle loaded;

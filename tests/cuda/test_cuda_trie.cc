@@ -131,7 +131,12 @@ struct Reference {
   std::vector<int32_t> fill(size_t r, size_t words) const {
     std::vector<int32_t> row(words, -1);
     // A STICKY_ERROR failed matcher writes the row and reports INVALID_STATE.
-    treemask_matcher_fill_next_token_bitmask(rows[r].p, row.data(), words, nullptr);
+    const treemask_status s =
+        treemask_matcher_fill_next_token_bitmask(rows[r].p, row.data(), words, nullptr, nullptr);
+    if (s != TREEMASK_OK && s != TREEMASK_ERR_INVALID_STATE) {
+      std::fprintf(stderr, "fill failed: %s\n", treemask_last_error());
+      std::abort();
+    }
     return row;
   }
 

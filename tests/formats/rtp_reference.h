@@ -65,8 +65,9 @@ inline std::set<std::string> expect_trie_follows_rule(treemask_trie *trie, const
     const std::string key = d.key(f.generated);
     if (index.count(key)) reached.insert(key);
     const auto want = allowed(index, d, f.generated);
-    EXPECT_EQ(treemask_matcher_fill_next_token_bitmask(f.m.p, row.data(), row.size(), nullptr),
-              TREEMASK_OK);
+    EXPECT_EQ(
+        treemask_matcher_fill_next_token_bitmask(f.m.p, row.data(), row.size(), nullptr, nullptr),
+        TREEMASK_OK);
     const auto got = testutil::decode_row(row.data(), row.size());
     EXPECT_EQ(got, want) << "at key \"" << key << "\"";
     if (got != want) return reached;

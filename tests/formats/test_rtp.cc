@@ -461,8 +461,8 @@ TEST(Jsonl, ArraysAndObjectsBuildTheSameTrieAsPaths) {
     for (int32_t t : path) {
       EXPECT_EQ(testutil::next_tokens(a), testutil::next_tokens(b));
       bool x = false, y = false;
-      treemask_matcher_accept_token(a, t, &x);
-      treemask_matcher_accept_token(b, t, &y);
+      EXPECT_EQ(treemask_matcher_accept_token(a, t, &x), TREEMASK_OK);
+      EXPECT_EQ(treemask_matcher_accept_token(b, t, &y), TREEMASK_OK);
       ASSERT_TRUE(x && y);
     }
     EXPECT_EQ(testutil::label_ids(a), testutil::label_ids(b));

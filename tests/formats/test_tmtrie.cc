@@ -101,7 +101,7 @@ size_t exercise(treemask_trie *t) {
   while (!stack.empty() && ++visited <= max_visits) {
     MatcherHandle m = std::move(stack.back());
     stack.pop_back();
-    if (treemask_matcher_fill_next_token_bitmask(m.p, row.data(), row.size(), nullptr) !=
+    if (treemask_matcher_fill_next_token_bitmask(m.p, row.data(), row.size(), nullptr, nullptr) !=
         TREEMASK_OK) {
       ++failures;
     }
@@ -141,7 +141,7 @@ TEST_F(TmtrieTest, RoundTripIsBitForBit) {
               TREEMASK_OK)
         << last_error();
     const std::string file = path("t.tmtrie");
-    ASSERT_EQ(treemask_trie_save(built.p, file.c_str()), TREEMASK_OK) << last_error();
+    ASSERT_EQ(treemask_trie_save(built.p, file.c_str(), nullptr), TREEMASK_OK) << last_error();
     for (uint32_t flags : {0u, uint32_t{TREEMASK_LOAD_TRUSTED}}) {
       TrieHandle loaded;
       ASSERT_EQ(treemask_trie_load(file.c_str(), flags, &loaded.p), TREEMASK_OK) << last_error();
@@ -164,7 +164,7 @@ TEST_F(TmtrieTest, RtpTrieWithoutLabelsRoundTrips) {
             TREEMASK_OK)
       << last_error();
   const std::string file = path("rtp.tmtrie");
-  ASSERT_EQ(treemask_trie_save(built.p, file.c_str()), TREEMASK_OK) << last_error();
+  ASSERT_EQ(treemask_trie_save(built.p, file.c_str(), nullptr), TREEMASK_OK) << last_error();
   ASSERT_EQ(treemask_trie_load(file.c_str(), 0, &loaded.p), TREEMASK_OK) << last_error();
   EXPECT_EQ(internal(loaded.p).arrays().first_labels, nullptr);
   expect_same_arrays(built.p, loaded.p);
@@ -182,7 +182,7 @@ TEST_F(TmtrieTest, MetadataTravelsAndMerges) {
   so.metadata_values = values;
   so.n_metadata = 2;
   const std::string a = path("a.tmtrie"), b = path("b.tmtrie");
-  ASSERT_EQ(treemask_trie_save_with_options(t.p, a.c_str(), &so), TREEMASK_OK) << last_error();
+  ASSERT_EQ(treemask_trie_save(t.p, a.c_str(), &so), TREEMASK_OK) << last_error();
   TrieHandle la;
   ASSERT_EQ(treemask_trie_load(a.c_str(), 0, &la.p), TREEMASK_OK) << last_error();
   ASSERT_EQ(treemask_trie_metadata_count(la.p), 2u);
@@ -199,7 +199,7 @@ TEST_F(TmtrieTest, MetadataTravelsAndMerges) {
   so.metadata_keys = k2;
   so.metadata_values = v2;
   so.n_metadata = 1;
-  ASSERT_EQ(treemask_trie_save_with_options(la.p, b.c_str(), &so), TREEMASK_OK) << last_error();
+  ASSERT_EQ(treemask_trie_save(la.p, b.c_str(), &so), TREEMASK_OK) << last_error();
   TrieHandle lb;
   ASSERT_EQ(treemask_trie_load(b.c_str(), TREEMASK_LOAD_TRUSTED, &lb.p), TREEMASK_OK);
   EXPECT_STREQ(treemask_trie_metadata_get(lb.p, "tokenizer"), "sha256:def");
@@ -209,14 +209,14 @@ TEST_F(TmtrieTest, MetadataTravelsAndMerges) {
   so.metadata_keys = dup;
   so.metadata_values = values;
   so.n_metadata = 2;
-  EXPECT_EQ(treemask_trie_save_with_options(t.p, b.c_str(), &so), TREEMASK_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(treemask_trie_save(t.p, b.c_str(), &so), TREEMASK_ERR_INVALID_ARGUMENT);
   EXPECT_NE(last_error().find("duplicate metadata key \"x\""), std::string::npos) << last_error();
   const char *empty[] = {""};
   so.metadata_keys = empty;
   so.n_metadata = 1;
-  EXPECT_EQ(treemask_trie_save_with_options(t.p, b.c_str(), &so), TREEMASK_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(treemask_trie_save(t.p, b.c_str(), &so), TREEMASK_ERR_INVALID_ARGUMENT);
   so.metadata_keys = nullptr;
-  EXPECT_EQ(treemask_trie_save_with_options(t.p, b.c_str(), &so), TREEMASK_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(treemask_trie_save(t.p, b.c_str(), &so), TREEMASK_ERR_INVALID_ARGUMENT);
 }
 
 // A trie with labels and multi-label terminals, so every section is non-empty.
@@ -233,7 +233,7 @@ std::string saved_sample(const std::string &file) {
   so.metadata_keys = keys;
   so.metadata_values = values;
   so.n_metadata = 1;
-  EXPECT_EQ(treemask_trie_save_with_options(t.p, file.c_str(), &so), TREEMASK_OK);
+  EXPECT_EQ(treemask_trie_save(t.p, file.c_str(), &so), TREEMASK_OK);
   return file;
 }
 
@@ -353,9 +353,9 @@ TEST_F(TmtrieTest, SavingOverALoadedFileKeepsItsMappingValid) {
   TrieHandle first, second, old_loaded, new_loaded;
   ASSERT_EQ(testutil::make_trie({{1, 2}}, 10, {0}, first), TREEMASK_OK);
   ASSERT_EQ(testutil::make_trie({{3}, {4, 5}}, 10, {0}, second), TREEMASK_OK);
-  ASSERT_EQ(treemask_trie_save(first.p, f.c_str()), TREEMASK_OK);
+  ASSERT_EQ(treemask_trie_save(first.p, f.c_str(), nullptr), TREEMASK_OK);
   ASSERT_EQ(treemask_trie_load(f.c_str(), TREEMASK_LOAD_TRUSTED, &old_loaded.p), TREEMASK_OK);
-  ASSERT_EQ(treemask_trie_save(second.p, f.c_str()), TREEMASK_OK);
+  ASSERT_EQ(treemask_trie_save(second.p, f.c_str(), nullptr), TREEMASK_OK);
   ASSERT_EQ(treemask_trie_load(f.c_str(), 0, &new_loaded.p), TREEMASK_OK);
   expect_same_arrays(first.p, old_loaded.p);
   expect_same_arrays(second.p, new_loaded.p);
@@ -366,11 +366,11 @@ TEST_F(TmtrieTest, SavingOverALoadedFileKeepsItsMappingValid) {
 TEST_F(TmtrieTest, SaveErrorsNameThePath) {
   TrieHandle t;
   ASSERT_EQ(testutil::make_trie({{1}}, 10, {0}, t), TREEMASK_OK);
-  EXPECT_EQ(treemask_trie_save(t.p, "/nonexistent-dir/x.tmtrie"), TREEMASK_ERR_IO);
+  EXPECT_EQ(treemask_trie_save(t.p, "/nonexistent-dir/x.tmtrie", nullptr), TREEMASK_ERR_IO);
   EXPECT_NE(last_error().find("/nonexistent-dir/x.tmtrie"), std::string::npos) << last_error();
-  EXPECT_EQ(treemask_trie_save(t.p, dir_.c_str()), TREEMASK_ERR_IO);
-  EXPECT_EQ(treemask_trie_save(nullptr, "x"), TREEMASK_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(treemask_trie_save(t.p, nullptr), TREEMASK_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(treemask_trie_save(t.p, dir_.c_str(), nullptr), TREEMASK_ERR_IO);
+  EXPECT_EQ(treemask_trie_save(nullptr, "x", nullptr), TREEMASK_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(treemask_trie_save(t.p, nullptr, nullptr), TREEMASK_ERR_INVALID_ARGUMENT);
 }
 
 TEST(TrieImage, ParsesOnlyAlignedImages) {

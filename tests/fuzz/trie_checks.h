@@ -58,8 +58,9 @@ inline void exercise_modes(treemask_trie *trie, bool sound, bool fill_rows) {
   std::vector<int32_t> row(fill_rows ? treemask_bitmask_words(treemask_trie_vocab_size(trie)) : 0);
   for (int step = 0; step < 12 && !treemask_matcher_is_terminated(m.p); ++step) {
     if (fill_rows) {
-      check_status(treemask_matcher_fill_next_token_bitmask(m.p, row.data(), row.size(), nullptr),
-                   sound);
+      check_status(
+          treemask_matcher_fill_next_token_bitmask(m.p, row.data(), row.size(), nullptr, nullptr),
+          sound);
     }
     const auto allowed = testutil::next_tokens(m.p);
     if (sound) FUZZ_CHECK(!allowed.empty());
@@ -119,7 +120,7 @@ inline void exercise_trie(treemask_trie *trie, bool sound, const ExerciseLimits 
       std::fill(state_row.begin(), state_row.end(), -1);
       bool need_apply = false;
       const treemask_status fill_status = treemask_matcher_fill_next_token_bitmask(
-          v.m.p, matcher_row.data(), matcher_row.size(), &need_apply);
+          v.m.p, matcher_row.data(), matcher_row.size(), nullptr, &need_apply);
       check_status(fill_status, sound);
       const treemask_status state_status =
           treemask_trie_fill_states(trie, &v.state, 1, state_row.data(), state_row.size());

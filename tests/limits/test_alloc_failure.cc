@@ -252,7 +252,7 @@ TEST_F(AllocationFailure, SavingAndLoadingCompiledFiles) {
   so.n_metadata = 1;
   EXPECT_GT(for_every_failure(
                 "treemask_trie_save_with_options",
-                [&] { return treemask_trie_save_with_options(t.p, file.c_str(), &so); }, [] {}),
+                [&] { return treemask_trie_save(t.p, file.c_str(), &so); }, [] {}),
             0);
   TrieHandle loaded;
   EXPECT_GT(

@@ -148,7 +148,7 @@ TEST(Limits, DictionaryWithTenMillionKeys) {
   // Compiled and mapped back, it is the same trie.
   ScratchDir dir;
   const std::string file = dir.path("catalogue.tmtrie");
-  ASSERT_EQ(treemask_trie_save(t.p, file.c_str()), TREEMASK_OK) << last_error();
+  ASSERT_EQ(treemask_trie_save(t.p, file.c_str(), nullptr), TREEMASK_OK) << last_error();
   TrieHandle mapped;
   start = std::chrono::steady_clock::now();
   ASSERT_EQ(treemask_trie_load(file.c_str(), 0, &mapped.p), TREEMASK_OK) << last_error();
@@ -217,7 +217,7 @@ TEST(Limits, PathOfOneHundredThousandTokens) {
   }
   ScratchDir dir;
   const std::string file = dir.path("deep.tmtrie");
-  ASSERT_EQ(treemask_trie_save(t.p, file.c_str()), TREEMASK_OK);
+  ASSERT_EQ(treemask_trie_save(t.p, file.c_str(), nullptr), TREEMASK_OK);
   TrieHandle loaded;
   ASSERT_EQ(treemask_trie_load(file.c_str(), TREEMASK_LOAD_TRUSTED, &loaded.p), TREEMASK_OK);
   MatcherHandle lm = matcher(loaded.p);
@@ -280,15 +280,16 @@ TEST(Limits, NodesWhoseFanoutIsTheWholeVocabulary) {
   std::vector<int32_t> row(words + 1, 0);
   MatcherHandle m = matcher(t.p);
   bool need_apply = true;
-  ASSERT_EQ(treemask_matcher_fill_next_token_bitmask(m.p, row.data(), words + 1, &need_apply),
-            TREEMASK_OK);
+  ASSERT_EQ(
+      treemask_matcher_fill_next_token_bitmask(m.p, row.data(), words + 1, nullptr, &need_apply),
+      TREEMASK_OK);
   EXPECT_FALSE(need_apply);  // every token is allowed at the root: nothing to mask
   for (size_t w = 0; w < words; ++w) ASSERT_EQ(row[w], -1) << w;
   EXPECT_EQ(row[words], 0);
   EXPECT_EQ(treemask_matcher_next_tokens(m.p, nullptr, 0), size_t(kVocab));
 
   ASSERT_TRUE(accept(m.p, kWide));
-  ASSERT_EQ(treemask_matcher_fill_next_token_bitmask(m.p, row.data(), words, &need_apply),
+  ASSERT_EQ(treemask_matcher_fill_next_token_bitmask(m.p, row.data(), words, nullptr, &need_apply),
             TREEMASK_OK);
   EXPECT_TRUE(need_apply);
   EXPECT_EQ(testutil::decode_row(row.data(), words).size(), size_t(kVocab - 2));
@@ -339,8 +340,9 @@ TEST(Limits, DictionaryKeyListingTheWholeVocabulary) {
   EXPECT_EQ(treemask_matcher_next_tokens(m.p, nullptr, 0), size_t(kVocab));
   std::vector<int32_t> row(treemask_bitmask_words(kVocab));
   bool need_apply = true;
-  ASSERT_EQ(treemask_matcher_fill_next_token_bitmask(m.p, row.data(), row.size(), &need_apply),
-            TREEMASK_OK);
+  ASSERT_EQ(
+      treemask_matcher_fill_next_token_bitmask(m.p, row.data(), row.size(), nullptr, &need_apply),
+      TREEMASK_OK);
   EXPECT_FALSE(need_apply);
 }
 
@@ -366,7 +368,7 @@ TEST(Limits, VocabularySizesAtTheInt32Limit) {
 
     std::vector<int32_t> row(words + 1, -1);
     MatcherHandle m = matcher(t.p);
-    ASSERT_EQ(treemask_matcher_fill_next_token_bitmask(m.p, row.data(), words, nullptr),
+    ASSERT_EQ(treemask_matcher_fill_next_token_bitmask(m.p, row.data(), words, nullptr, nullptr),
               TREEMASK_OK);
     EXPECT_EQ(row[words], -1);  // not one word past the row
     EXPECT_EQ(row[0], 1);
@@ -383,7 +385,7 @@ TEST(Limits, VocabularySizesAtTheInt32Limit) {
       EXPECT_NE(last_error().find("out of range"), std::string::npos) << last_error();
     }
     ASSERT_TRUE(accept(m.p, below));
-    ASSERT_EQ(treemask_matcher_fill_next_token_bitmask(m.p, row.data(), words, nullptr),
+    ASSERT_EQ(treemask_matcher_fill_next_token_bitmask(m.p, row.data(), words, nullptr, nullptr),
               TREEMASK_OK);
     EXPECT_EQ(uint32_t(row[words - 1]), uint32_t{1} << (top % 32));  // the stop token only
     ASSERT_TRUE(accept(m.p, top));

@@ -48,18 +48,19 @@ int main() {
   std::vector<int32_t> row(words);
   auto make = [&](const treemask_matcher_options &o) {
     treemask_matcher *m = nullptr;
-    treemask_matcher_create(trie.p, &o, &m);
+    TM_MUST(treemask_matcher_create(trie.p, &o, &m));
     return testutil::MatcherHandle(m);
   };
   auto fill_ns = [&](treemask_matcher *m) {
-    return ns_per_call(
-        [&] { treemask_matcher_fill_next_token_bitmask(m, row.data(), words, nullptr); });
+    return ns_per_call([&] {
+      TM_MUST(treemask_matcher_fill_next_token_bitmask(m, row.data(), words, nullptr, nullptr));
+    });
   };
   auto step_ns = [&](treemask_matcher *m, int32_t token) {
     return ns_per_call([&] {
       bool ok;
-      treemask_matcher_accept_token(m, token, &ok);
-      treemask_matcher_rollback(m, 1);
+      TM_MUST(treemask_matcher_accept_token(m, token, &ok));
+      TM_MUST(treemask_matcher_rollback(m, 1));
     });
   };
   treemask_matcher_options plain;
@@ -75,25 +76,25 @@ int main() {
   testutil::MatcherHandle p = make(plain);
   report("plain, root (fanout 7,835)", p.p, 64000);
   bool ok;
-  treemask_matcher_accept_token(p.p, 64000, &ok);
+  TM_MUST(treemask_matcher_accept_token(p.p, 64000, &ok));
   report("plain, depth 1 (fanout 4)", p.p, 100);
 
   treemask_matcher_options budget = plain;
   budget.max_new_tokens = 100;
   testutil::MatcherHandle b = make(budget);
   report("budget 100 (never binds), root", b.p, 64000);
-  treemask_matcher_set_remaining_tokens(b.p, 2);
+  TM_MUST(treemask_matcher_set_remaining_tokens(b.p, 2));
   report("budget 2 (every child checked), root", b.p, 64000);
 
   std::vector<int64_t> banned;
   for (int64_t i = 0; i < static_cast<int64_t>(paths.size()); i += 10) banned.push_back(i);
   treemask_exclusion_set *set = nullptr;
-  treemask_exclusion_set_create(trie.p, banned.data(), banned.size(), &set);
+  TM_MUST(treemask_exclusion_set_create(trie.p, banned.data(), banned.size(), &set));
   testutil::MatcherHandle e = make(plain);
-  const double filter_ns =
-      ns_per_call([&] { treemask_matcher_set_label_filter(e.p, set, nullptr, 0, nullptr, 0); });
+  const double filter_ns = ns_per_call(
+      [&] { TM_MUST(treemask_matcher_set_label_filter(e.p, set, nullptr, 0, nullptr, 0)); });
   report("exclusion set, 10% of 62,680 labels, root", e.p, 64000);
-  treemask_matcher_accept_token(e.p, 64001, &ok);
+  TM_MUST(treemask_matcher_accept_token(e.p, 64001, &ok));
   report("exclusion set, depth 1", e.p, 100);
   std::printf("%-44s %12.0f\n", "  set_label_filter (shared set, built)", filter_ns);
 
@@ -103,10 +104,11 @@ int main() {
   multi.n_label_separator = 1;
   testutil::MatcherHandle ml = make(multi);
   for (int32_t a = 0; a < 3; ++a) {
-    for (int32_t t : {64000 + a, 100, 200, sep[0]}) treemask_matcher_accept_token(ml.p, t, &ok);
+    for (int32_t t : {64000 + a, 100, 200, sep[0]})
+      TM_MUST(treemask_matcher_accept_token(ml.p, t, &ok));
   }
   report("multi-label, 3 labels used, root", ml.p, 64000);
-  for (int32_t t : {64005, 100, 200}) treemask_matcher_accept_token(ml.p, t, &ok);
+  for (int32_t t : {64005, 100, 200}) TM_MUST(treemask_matcher_accept_token(ml.p, t, &ok));
   report("multi-label, at a label end (separator test)", ml.p, sep[0]);
 
   const std::vector<int32_t> end = {151668, 198};

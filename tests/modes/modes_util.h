@@ -69,8 +69,9 @@ inline void accept_all(treemask_matcher *m, const std::vector<int32_t> &tokens) 
 
 inline std::vector<int32_t> fill(treemask_matcher *m, int32_t vocab, bool *need_apply = nullptr) {
   std::vector<int32_t> row(treemask_bitmask_words(vocab), -1);
-  EXPECT_EQ(treemask_matcher_fill_next_token_bitmask(m, row.data(), row.size(), need_apply),
-            TREEMASK_OK)
+  EXPECT_EQ(
+      treemask_matcher_fill_next_token_bitmask(m, row.data(), row.size(), nullptr, need_apply),
+      TREEMASK_OK)
       << last_error();
   return testutil::decode_row(row.data(), row.size());
 }

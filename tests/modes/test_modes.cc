@@ -209,9 +209,7 @@ TEST(MultiLabel, MaxLabelsStopsTheSeparator) {
   MatcherHandle m = modes_util::make_matcher(f.t.p, f.options(2));
   accept_all(m.p, {12, 13, 20, 21, 10});
   EXPECT_EQ(fill(m.p, 32), (V{0, 11}));
-  EXPECT_FALSE(accept(m.p, 20));
-  EXPECT_NE(last_error().find("the separator is not allowed here"), std::string::npos)
-      << last_error();
+  EXPECT_FALSE(accept(m.p, 20));  // the separator is not allowed here
   ASSERT_TRUE(accept(m.p, 0));
   EXPECT_EQ(modes_util::produced_labels(m.p), (L{2, 0}));
 }
@@ -363,9 +361,7 @@ TEST(Think, BudgetZeroForcesTheEndAtOnce) {
   EXPECT_EQ(testutil::next_tokens(m.p), (V{7}));
   EXPECT_FALSE(treemask_matcher_can_terminate(m.p));
   EXPECT_EQ(testutil::forced_tokens(m.p), (V{7, 8}));  // then the root has two labels
-  EXPECT_FALSE(accept(m.p, 0));                        // not even a stop token
-  EXPECT_NE(last_error().find("only think_end_tokens[0] = 7 is allowed"), std::string::npos)
-      << last_error();
+  EXPECT_FALSE(accept(m.p, 0));  // not even a stop token: only think_end_tokens[0] = 7
   size_t n = 0;
   int32_t chain[4] = {};
   ASSERT_EQ(treemask_matcher_accept_forced_tokens(m.p, chain, 4, &n), TREEMASK_OK);
@@ -411,10 +407,7 @@ TEST(Think, TheBeginTokenOpensThinkingOnlyAsTheFirstToken) {
   EXPECT_EQ(fill(m.p, 16, &need_apply), all_but(16, {6}));
   EXPECT_TRUE(need_apply);
   EXPECT_EQ(treemask_matcher_next_tokens(m.p, nullptr, 0), 15u);
-  EXPECT_FALSE(accept(m.p, 6));
-  EXPECT_NE(last_error().find("think_begin_token 6 is not allowed while thinking"),
-            std::string::npos)
-      << last_error();
+  EXPECT_FALSE(accept(m.p, 6));  // think_begin_token is not allowed while thinking
   accept_all(m.p, {7, 8});
   EXPECT_EQ(fill(m.p, 16), (V{1, 3}));  // not again after thinking
   // Without the begin token the trie starts at once and 6 never comes back.
@@ -463,15 +456,24 @@ TEST(LengthBudget, OnlyBranchesThatFitAreOffered) {
   EXPECT_EQ(fill(m.p, 8), (V{1, 2}));
   ASSERT_TRUE(accept(m.p, 2));
   EXPECT_EQ(fill(m.p, 8), (V{5}));  // [2 3 4] no longer fits
-  EXPECT_FALSE(accept(m.p, 3));
-  EXPECT_TRUE(contains(last_error(), "cannot end within the length budget")) << last_error();
-  // A budget for one fill only.
+  EXPECT_FALSE(accept(m.p, 3));     // [2 3 4] cannot end within the length budget
+  // A budget for one fill only; -1 is the matcher's own.
   std::vector<int32_t> row(1);
-  ASSERT_EQ(treemask_matcher_fill_next_token_bitmask_with_budget(m.p, row.data(), 1, 5, nullptr),
+  treemask_fill_options fo;
+  treemask_fill_options_init(&fo);
+  EXPECT_EQ(fo.remaining_tokens, -1);
+  fo.remaining_tokens = 5;
+  ASSERT_EQ(treemask_matcher_fill_next_token_bitmask(m.p, row.data(), 1, &fo, nullptr),
             TREEMASK_OK);
   EXPECT_EQ(testutil::decode_row(row.data(), 1), (V{3, 5}));
-  EXPECT_EQ(treemask_matcher_fill_next_token_bitmask_with_budget(m.p, row.data(), 1, -1, nullptr),
+  fo.remaining_tokens = -1;
+  ASSERT_EQ(treemask_matcher_fill_next_token_bitmask(m.p, row.data(), 1, &fo, nullptr),
+            TREEMASK_OK);
+  EXPECT_EQ(testutil::decode_row(row.data(), 1), (V{5}));
+  fo.remaining_tokens = -2;
+  EXPECT_EQ(treemask_matcher_fill_next_token_bitmask(m.p, row.data(), 1, &fo, nullptr),
             TREEMASK_ERR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(last_error(), "opts->remaining_tokens is -2")) << last_error();
   // The engine lowers the budget below what any branch needs: the shortest
   // branch is still offered, never nothing.
   ASSERT_EQ(treemask_matcher_set_remaining_tokens(m.p, 0), TREEMASK_OK);
@@ -598,7 +600,7 @@ TEST(Exclusions, OneSetServesManyMatchersOnManyThreads) {
         const V root = testutil::next_tokens(m);
         failures[th] += root.size() != 39 || std::count(root.begin(), root.end(), 7) != 0;
         bool ok = false;
-        treemask_matcher_accept_token(m, 8, &ok);
+        EXPECT_EQ(treemask_matcher_accept_token(m, 8, &ok), TREEMASK_OK);
         failures[th] += !ok || testutil::next_tokens(m).size() != 20;
         treemask_matcher_free(m);
       }
@@ -620,8 +622,8 @@ TEST(Speculative, AcceptTokensStopsAtTheFirstRejectionWithoutThePolicy) {
   const V draft = {1, 2, 5, 3};
   size_t n = 99;
   ASSERT_EQ(treemask_matcher_accept_tokens(m.p, draft.data(), draft.size(), &n), TREEMASK_OK);
-  EXPECT_EQ(n, 2u);
-  EXPECT_TRUE(contains(last_error(), "token 5 rejected")) << last_error();
+  EXPECT_EQ(n, 2u);  // token 5 rejected, and that is no error
+  EXPECT_FALSE(contains(last_error(), "token 5")) << last_error();
   EXPECT_EQ(fill(m.p, 8), (V{3}));  // not closed: a draft miss is not a failure
   const V finish = {3, 0, 0};
   ASSERT_EQ(treemask_matcher_accept_tokens(m.p, finish.data(), finish.size(), &n), TREEMASK_OK);

@@ -64,7 +64,7 @@ void check_state(const Pair &p, std::mt19937_64 &rng, int32_t vocab) {
   for (auto &w : row) w = static_cast<int32_t>(rng());
   bool need_apply = (rng() & 1) != 0;
   const treemask_status fs =
-      treemask_matcher_fill_next_token_bitmask(m, row.data(), n_words, &need_apply);
+      treemask_matcher_fill_next_token_bitmask(m, row.data(), n_words, nullptr, &need_apply);
   EXPECT_EQ(fs, o.phase() == Phase::kFailed ? TREEMASK_ERR_INVALID_STATE : TREEMASK_OK);
   const auto allowed = o.allowed();
   ASSERT_EQ(row, row_for(allowed, n_words));
@@ -84,9 +84,11 @@ void check_state(const Pair &p, std::mt19937_64 &rng, int32_t vocab) {
   if (o.phase() != Phase::kFailed && rng() % 2) {
     const int64_t r = static_cast<int64_t>(rng() % 9);
     std::fill(row.begin(), row.end(), -1);
-    ASSERT_EQ(
-        treemask_matcher_fill_next_token_bitmask_with_budget(m, row.data(), n_words, r, nullptr),
-        TREEMASK_OK)
+    treemask_fill_options fo;
+    treemask_fill_options_init(&fo);
+    fo.remaining_tokens = r;
+    ASSERT_EQ(treemask_matcher_fill_next_token_bitmask(m, row.data(), n_words, &fo, nullptr),
+              TREEMASK_OK)
         << modes_util::last_error();
     ASSERT_EQ(row, row_for(o.allowed(r), n_words)) << "per-fill budget " << r;
   }

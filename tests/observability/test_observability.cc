@@ -126,7 +126,7 @@ TEST(LogCallback, ReportsBuildsSavesAndMappedLoads) {
     LogCapture log;
     TrieHandle t;
     ASSERT_EQ(testutil::make_trie({{1, 2}, {1, 3}, {4}}, 10, {0}, t), TREEMASK_OK);
-    ASSERT_EQ(treemask_trie_save(t.p, file.c_str()), TREEMASK_OK) << treemask_last_error();
+    ASSERT_EQ(treemask_trie_save(t.p, file.c_str(), nullptr), TREEMASK_OK) << treemask_last_error();
     TrieHandle loaded;
     ASSERT_EQ(treemask_trie_load(file.c_str(), 0, &loaded.p), TREEMASK_OK);
     ASSERT_EQ(log.lines.size(), 3u);
@@ -237,7 +237,8 @@ class Counters : public ::testing::Test {
   }
   void fill(treemask_matcher *m) {
     std::vector<int32_t> row(2);
-    treemask_matcher_fill_next_token_bitmask(m, row.data(), row.size(), nullptr);
+    EXPECT_EQ(treemask_matcher_fill_next_token_bitmask(m, row.data(), row.size(), nullptr, nullptr),
+              TREEMASK_OK);
   }
   TrieHandle trie_;
 };

@@ -47,7 +47,7 @@ void check_state(const Pair &p, std::mt19937_64 &rng, int32_t vocab) {
   for (auto &w : row) w = static_cast<int32_t>(rng());
   bool need_apply = (rng() & 1) != 0;
   const treemask_status fs = treemask_matcher_fill_next_token_bitmask(
-      const_cast<treemask_matcher *>(m), row.data(), n_words, &need_apply);
+      const_cast<treemask_matcher *>(m), row.data(), n_words, nullptr, &need_apply);
   EXPECT_EQ(fs, o.phase == oracle::Phase::kFailed ? TREEMASK_ERR_INVALID_STATE : TREEMASK_OK);
   const auto allowed = o.allowed();
   ASSERT_EQ(row, oracle::expected_row(allowed, n_words));
@@ -226,8 +226,11 @@ TEST(MatcherProperty, DenseRowCacheMatchesOracle) {
           }
           std::vector<int32_t> row(want.size());
           for (int k = 0; k < 20; ++k) {
-            treemask_matcher_fill_next_token_bitmask(m, row.data(), row.size(), nullptr);
-            if (row != want) ++mismatches;
+            if (treemask_matcher_fill_next_token_bitmask(m, row.data(), row.size(), nullptr,
+                                                         nullptr) != TREEMASK_OK ||
+                row != want) {
+              ++mismatches;
+            }
           }
           treemask_matcher_free(m);
         });

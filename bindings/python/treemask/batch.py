@@ -4,7 +4,7 @@ Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional, Sequence, Union
+from typing import Any, Iterable, List, Optional, Sequence, Union
 
 import numpy as np
 
@@ -12,6 +12,7 @@ from . import _buffers
 from ._ffi import ffi, lib
 from .errors import InvalidArgumentError, InvalidStateError, OutOfRangeError, raise_status
 from .matcher import Matcher, _MatcherMethods
+from .trie import Trie
 
 __all__ = ["BatchMatcher"]
 
@@ -87,7 +88,7 @@ class BatchMatcher:
             raise_status(status)
         self._ptr = ffi.gc(out[0], lib.treemask_batch_free)
         self._n = n_slots
-        self._tries = [None] * n_slots
+        self._tries: List[Optional[Trie]] = [None] * n_slots
         self._bound = None  # keeps the bound buffer alive
         if initial is not None:
             for slot, m in enumerate(initial):
@@ -135,7 +136,7 @@ class BatchMatcher:
         pointer, n_rows, words = _buffers.int32_rows(bitmask)
         if n_rows != self._n:
             raise InvalidArgumentError("bitmask has %d rows, the batch %d slots" % (n_rows, self._n))
-        keep, slot_ptr, n = self._slot_list(slots)
+        _keep, slot_ptr, n = self._slot_list(slots)
         need_apply = np.zeros(self._n, dtype=np.bool_)
         status = lib.treemask_batch_fill_next_token_bitmask(
             self._ptr, pointer, words, slot_ptr, n, _buffers.host_buffer(need_apply, "bool[]"))
@@ -168,7 +169,7 @@ class BatchMatcher:
         :meth:`invalidate` otherwise). Returns need_apply per slot."""
         if self._bound is None:
             raise InvalidStateError("fill_bound: no bitmask is bound (call bind_bitmask first)")
-        keep, slot_ptr, n = self._slot_list(slots)
+        _keep, slot_ptr, n = self._slot_list(slots)
         need_apply = np.zeros(self._n, dtype=np.bool_)
         mode = lib.TREEMASK_FILL_INCREMENTAL if incremental else lib.TREEMASK_FILL_FULL
         status = lib.treemask_batch_fill_bound(self._ptr, slot_ptr, n, mode,
@@ -180,7 +181,7 @@ class BatchMatcher:
     def invalidate(self, rows: Optional[Iterable[int]] = None) -> None:
         """Forgets what the listed rows (default: all) of the bound bitmask
         hold, so their next fill writes them in full."""
-        keep, row_ptr, n = self._slot_list(rows)
+        _keep, row_ptr, n = self._slot_list(rows)
         status = lib.treemask_batch_invalidate(self._ptr, row_ptr, n)
         if status:
             raise_status(status)

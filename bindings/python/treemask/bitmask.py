@@ -65,6 +65,14 @@ class _Logits:
     """What the apply kernels need to know about a logits array."""
 
     __slots__ = ("pointer", "dtype", "n_rows", "row_stride", "width", "device", "torch", "one_dim")
+    pointer: Any
+    dtype: int
+    n_rows: int
+    row_stride: int
+    width: int
+    device: Any
+    torch: Any
+    one_dim: bool
 
 
 def _logits_view(logits: Any) -> _Logits:
@@ -93,7 +101,7 @@ def _logits_view(logits: Any) -> _Logits:
     view.dtype = _buffers.DTYPE_CODES[name]
     view.one_dim = len(shape) == 1
     if len(shape) == 1:
-        shape, strides = (1,) + shape, (shape[0],) + strides
+        shape, strides = (1, *shape), (shape[0], *strides)
     if len(shape) != 2:
         raise InvalidArgumentError("logits: want 1 or 2 dimensions, got %s" % _buffers.describe(logits))
     view.n_rows, view.width = shape

@@ -170,6 +170,7 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
                 self.prompt_length = length
         elif length <= self._last_length:
             self.reset()
+        assert self.prompt_length is not None  # set above on the first call
         if length < self.prompt_length:
             raise InvalidArgumentError("input_ids has %d columns, fewer than prompt_length %d"
                                        % (length, self.prompt_length))

@@ -55,9 +55,8 @@ class ExclusionSet:
 def _optional_tokens(values: Optional[Iterable[int]], what: str):
     if values is None:
         return None
-    if isinstance(values, (int, np.integer)):
-        values = [values]
-    arr = _buffers.int32_array(list(values), what)
+    listed = [values] if isinstance(values, (int, np.integer)) else list(values)
+    arr = _buffers.int32_array(listed, what)
     return arr if arr.size else None
 
 
@@ -75,9 +74,10 @@ class _MatcherMethods:
 
     def accept_token(self, token: int) -> bool:
         """Feeds the sampled token. Returns False if it is not allowed (the
-        state is then unchanged under the "reject" policy; see
-        :func:`treemask.last_error` for why). After termination, stop tokens
-        and the pad token are accepted and change nothing.
+        state is then unchanged under the "reject" policy; a rejection is not
+        an error and leaves :func:`treemask.last_error` as it was). After
+        termination, stop tokens and the pad token are accepted and change
+        nothing.
 
         Raises InvalidStateError in the sticky-error failed state.
         """
@@ -112,12 +112,14 @@ class _MatcherMethods:
         """
         row, words = _buffers.bitmask_row(bitmask, index, self._trie.bitmask_words)
         if remaining_tokens is None:
-            status = lib.treemask_matcher_fill_next_token_bitmask(self._m, row, words, self._flag)
+            opts = ffi.NULL
         else:
             if remaining_tokens < 0:
                 raise InvalidArgumentError("remaining_tokens %d must be >= 0" % remaining_tokens)
-            status = lib.treemask_matcher_fill_next_token_bitmask_with_budget(
-                self._m, row, words, remaining_tokens, self._flag)
+            opts = ffi.new("treemask_fill_options *")
+            lib.treemask_fill_options_init(opts)
+            opts.remaining_tokens = remaining_tokens
+        status = lib.treemask_matcher_fill_next_token_bitmask(self._m, row, words, opts, self._flag)
         if status:
             raise_status(status)
         return bool(self._flag[0])

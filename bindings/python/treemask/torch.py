@@ -84,19 +84,19 @@ class DeviceTrie:
         if not cuda_available():
             raise UnsupportedError("DeviceTrie needs CUDA: this libtreemask was built without it or finds no"
                                    " usable device (treemask.cuda_available() is False)")
-        device = torch.device("cuda", torch.cuda.current_device()) if device is None else torch.device(device)
-        if device.type != "cuda":
-            raise InvalidArgumentError("DeviceTrie: device %s is not a CUDA device" % device)
-        if device.index is None:
-            device = torch.device("cuda", torch.cuda.current_device())
+        dev = torch.device("cuda", torch.cuda.current_device()) if device is None else torch.device(device)
+        if dev.type != "cuda":
+            raise InvalidArgumentError("DeviceTrie: device %s is not a CUDA device" % dev)
+        if dev.index is None:
+            dev = torch.device("cuda", torch.cuda.current_device())
         out = ffi.new("treemask_cuda_trie **")
-        with torch.cuda.device(device):
-            stream = torch.cuda.current_stream(device).cuda_stream
+        with torch.cuda.device(dev):
+            stream = torch.cuda.current_stream(dev).cuda_stream
             status = lib.treemask_cuda_trie_upload(trie._ptr, ffi.cast("void *", stream), out)
         if status:
             raise_status(status)
         self._ptr = ffi.gc(out[0], lib.treemask_cuda_trie_free)
-        self.device = device
+        self.device = dev
         self.vocab_size = trie.vocab_size
         self.bitmask_words = trie.bitmask_words
 

@@ -138,6 +138,10 @@ class Trie:
     """
 
     __slots__ = ("_ptr", "_words", "_labels", "_skipped_labels", "__weakref__")
+    _ptr: Any
+    _words: int
+    _labels: Optional[Tuple[str, ...]]
+    _skipped_labels: List[str]
 
     def __init__(self) -> None:
         raise TypeError("use Trie.from_paths, from_labels, from_rtp_json, from_rtp_tsv, from_jsonl or load")
@@ -357,7 +361,7 @@ class Trie:
         if self._labels is not None:
             entries.setdefault(_META_LABELS, json.dumps(list(self._labels), ensure_ascii=False))
             entries.setdefault(_META_SKIPPED, json.dumps(self._skipped_labels, ensure_ascii=False))
-        keep = []
+        keep: List[Any] = []
         keys = ffi.new("const char *[]", len(entries))
         values = ffi.new("const char *[]", len(entries))
         for i, (k, v) in enumerate(entries.items()):
@@ -369,7 +373,7 @@ class Trie:
         opts = ffi.new("treemask_save_options *")
         lib.treemask_save_options_init(opts)
         opts.metadata_keys, opts.metadata_values, opts.n_metadata = keys, values, len(entries)
-        status = lib.treemask_trie_save_with_options(self._ptr, _fs_path(path), opts)
+        status = lib.treemask_trie_save(self._ptr, _fs_path(path), opts)
         if status:
             raise_status(status)
 

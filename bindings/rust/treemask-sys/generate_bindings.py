@@ -76,7 +76,8 @@ def bindgen_version(bindgen):
 
 def run_bindgen(bindgen, header):
     include_dir = os.path.dirname(os.path.dirname(header))
-    cmd = [bindgen, header] + BINDGEN_FLAGS + ["--", "-I" + include_dir]
+    # The crates wrap the experimental tier too (treemask.h, "Stability tiers").
+    cmd = [bindgen, header] + BINDGEN_FLAGS + ["--", "-I" + include_dir, "-DTREEMASK_EXPERIMENTAL"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit("bindgen failed (%d): %s\n%s" % (proc.returncode, " ".join(cmd), proc.stderr))

@@ -2,9 +2,9 @@
 // include/treemask/treemask.h with bindgen 0.60.1. Do not edit; rerun the
 // script after changing the header (the `lint` test suite checks freshness).
 pub const TREEMASK_VERSION_MAJOR: i32 = 0;
-pub const TREEMASK_VERSION_MINOR: i32 = 1;
+pub const TREEMASK_VERSION_MINOR: i32 = 2;
 pub const TREEMASK_VERSION_PATCH: i32 = 0;
-pub const TREEMASK_VERSION_NUMBER: i32 = 100;
+pub const TREEMASK_VERSION_NUMBER: i32 = 200;
 pub const TREEMASK_OK: i32 = 0;
 pub const TREEMASK_ERR_INVALID_ARGUMENT: i32 = 1;
 pub const TREEMASK_ERR_OUT_OF_RANGE: i32 = 2;
@@ -135,10 +135,7 @@ extern "C" {
     pub fn treemask_save_options_init(opts: *mut treemask_save_options);
 }
 extern "C" {
-    pub fn treemask_trie_save_with_options(trie: *const treemask_trie, path: *const core::ffi::c_char, opts: *const treemask_save_options) -> treemask_status;
-}
-extern "C" {
-    pub fn treemask_trie_save(trie: *const treemask_trie, path: *const core::ffi::c_char) -> treemask_status;
+    pub fn treemask_trie_save(trie: *const treemask_trie, path: *const core::ffi::c_char, opts: *const treemask_save_options) -> treemask_status;
 }
 extern "C" {
     pub fn treemask_trie_load(path: *const core::ffi::c_char, flags: u32, out: *mut *mut treemask_trie) -> treemask_status;
@@ -185,8 +182,17 @@ extern "C" {
 extern "C" {
     pub fn treemask_matcher_free(m: *mut treemask_matcher);
 }
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct treemask_fill_options {
+    pub struct_size: usize,
+    pub remaining_tokens: i64,
+}
 extern "C" {
-    pub fn treemask_matcher_fill_next_token_bitmask(m: *mut treemask_matcher, bitmask: *mut i32, n_words: usize, need_apply: *mut bool) -> treemask_status;
+    pub fn treemask_fill_options_init(opts: *mut treemask_fill_options);
+}
+extern "C" {
+    pub fn treemask_matcher_fill_next_token_bitmask(m: *mut treemask_matcher, bitmask: *mut i32, bitmask_row_words: usize, opts: *const treemask_fill_options, need_apply: *mut bool) -> treemask_status;
 }
 extern "C" {
     pub fn treemask_matcher_accept_token(m: *mut treemask_matcher, token: i32, accepted: *mut bool) -> treemask_status;
@@ -217,6 +223,15 @@ extern "C" {
 }
 extern "C" {
     pub fn treemask_matcher_rollback_depth(m: *const treemask_matcher) -> usize;
+}
+extern "C" {
+    pub fn treemask_matcher_stop_tokens(m: *const treemask_matcher, out: *mut i32, cap: usize) -> usize;
+}
+extern "C" {
+    pub fn treemask_matcher_max_rollback_tokens(m: *const treemask_matcher) -> usize;
+}
+extern "C" {
+    pub fn treemask_matcher_debug_string(m: *const treemask_matcher, buf: *mut core::ffi::c_char, cap: usize) -> usize;
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
@@ -259,9 +274,6 @@ extern "C" {
     pub fn treemask_matcher_remaining_tokens(m: *const treemask_matcher) -> i64;
 }
 extern "C" {
-    pub fn treemask_matcher_fill_next_token_bitmask_with_budget(m: *mut treemask_matcher, bitmask: *mut i32, n_words: usize, remaining_tokens: i64, need_apply: *mut bool) -> treemask_status;
-}
-extern "C" {
     pub fn treemask_matcher_produced_labels(m: *const treemask_matcher, out: *mut i64, cap: usize) -> usize;
 }
 extern "C" {
@@ -271,16 +283,7 @@ extern "C" {
     pub fn treemask_matcher_accept_tokens(m: *mut treemask_matcher, tokens: *const i32, n: usize, n_accepted: *mut usize) -> treemask_status;
 }
 extern "C" {
-    pub fn treemask_matcher_fill_draft_bitmasks(m: *const treemask_matcher, tokens: *const i32, parents: *const i32, n: usize, bitmask: *mut i32, bitmask_words: usize, words_per_row: usize, n_valid: *mut usize) -> treemask_status;
-}
-extern "C" {
-    pub fn treemask_matcher_stop_tokens(m: *const treemask_matcher, out: *mut i32, cap: usize) -> usize;
-}
-extern "C" {
-    pub fn treemask_matcher_max_rollback_tokens(m: *const treemask_matcher) -> usize;
-}
-extern "C" {
-    pub fn treemask_matcher_debug_string(m: *const treemask_matcher, buf: *mut core::ffi::c_char, cap: usize) -> usize;
+    pub fn treemask_matcher_fill_draft_bitmasks(m: *const treemask_matcher, tokens: *const i32, parents: *const i32, n: usize, bitmask: *mut i32, bitmask_len: usize, bitmask_row_words: usize, n_valid: *mut usize) -> treemask_status;
 }
 extern "C" {
     pub fn treemask_matcher_accept_forced_tokens(m: *mut treemask_matcher, out: *mut i32, cap: usize, n_accepted: *mut usize) -> treemask_status;
@@ -316,10 +319,10 @@ extern "C" {
     pub fn treemask_batch_get_matcher(batch: *mut treemask_batch, slot: usize) -> *mut treemask_matcher;
 }
 extern "C" {
-    pub fn treemask_batch_fill_next_token_bitmask(batch: *mut treemask_batch, bitmask: *mut i32, words_per_row: usize, slots: *const i32, n_slots: usize, need_apply: *mut bool) -> treemask_status;
+    pub fn treemask_batch_fill_next_token_bitmask(batch: *mut treemask_batch, bitmask: *mut i32, bitmask_row_words: usize, slots: *const i32, n_slots: usize, need_apply: *mut bool) -> treemask_status;
 }
 extern "C" {
-    pub fn treemask_batch_bind_bitmask(batch: *mut treemask_batch, bitmask: *mut i32, words_per_row: usize) -> treemask_status;
+    pub fn treemask_batch_bind_bitmask(batch: *mut treemask_batch, bitmask: *mut i32, bitmask_row_words: usize) -> treemask_status;
 }
 extern "C" {
     pub fn treemask_batch_fill_bound(batch: *mut treemask_batch, slots: *const i32, n_slots: usize, mode: i32, need_apply: *mut bool) -> treemask_status;
@@ -334,7 +337,7 @@ extern "C" {
     pub fn treemask_batch_reorder(batch: *mut treemask_batch, src: *const i32, n: usize) -> treemask_status;
 }
 extern "C" {
-    pub fn treemask_trie_fill_states(trie: *const treemask_trie, states: *const u32, n_states: usize, bitmask: *mut i32, words_per_row: usize) -> treemask_status;
+    pub fn treemask_trie_fill_states(trie: *const treemask_trie, states: *const u32, n_states: usize, bitmask: *mut i32, bitmask_row_words: usize) -> treemask_status;
 }
 extern "C" {
     pub fn treemask_trie_advance_states(trie: *const treemask_trie, states: *mut u32, tokens: *const i32, n_states: usize, failure_policy: i32, accepted: *mut bool) -> treemask_status;

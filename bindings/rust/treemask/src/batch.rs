@@ -399,9 +399,8 @@ impl Batch {
     /// Feeds `tokens[s]` to the matcher in slot `s`, for every slot, like
     /// [`MatcherRef::accept_token`]; a token < 0 means no token for that slot
     /// this step (required for empty slots). `accepted` (optional, `n_slots`
-    /// entries) is false only for a slot that rejected its token;
-    /// [`last_error_message`](crate::last_error_message) then holds the
-    /// rejection of the lowest such slot.
+    /// entries) is false only for a slot that rejected its token (not an
+    /// error: [`last_error_message`](crate::last_error_message) is not set).
     ///
     /// # Errors
     /// Nothing accepted: `tokens` or `accepted` not of `n_slots` entries

@@ -124,11 +124,10 @@ impl std::error::Error for Error {}
 /// `Result` with this crate's [`Error`].
 pub type Result<T> = core::result::Result<T, Error>;
 
-/// The message of the last failing call, or of the last token rejection,
-/// made on this thread (`treemask_last_error()`); empty if none yet.
-///
-/// Right after [`MatcherRef::accept_token`](crate::MatcherRef::accept_token)
-/// returns `Ok(false)` this says why the token was rejected.
+/// The message of the last failing call made on this thread
+/// (`treemask_last_error()`); empty if none yet. Only failures set it: a
+/// rejected token ([`MatcherRef::accept_token`](crate::MatcherRef::accept_token)
+/// returning `Ok(false)`) is not an error and leaves it as it was.
 pub fn last_error_message() -> String {
     // Safety: treemask_last_error returns a NUL-terminated thread-local string,
     // never NULL, valid until the next treemask call on this thread; it is

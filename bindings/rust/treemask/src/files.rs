@@ -241,7 +241,7 @@ impl Trie {
         let path = c_path(path.as_ref())?;
         // Safety: self is live and path is a NUL-terminated string alive for
         // the call.
-        check(unsafe { sys::treemask_trie_save(self.as_raw(), path.as_ptr()) })
+        check(unsafe { sys::treemask_trie_save(self.as_raw(), path.as_ptr(), ptr::null()) })
     }
 
     /// [`save`](Self::save) with extra metadata strings (a tokenizer
@@ -278,9 +278,7 @@ impl Trie {
         // Safety: self is live; path and every key and value are
         // NUL-terminated strings, and both pointer arrays have n_metadata
         // entries, all alive for the call (the library copies them).
-        check(unsafe {
-            sys::treemask_trie_save_with_options(self.as_raw(), path.as_ptr(), &raw_options)
-        })
+        check(unsafe { sys::treemask_trie_save(self.as_raw(), path.as_ptr(), &raw_options) })
     }
 
     /// The metadata strings the trie carries (from its `.tmtrie` file),

@@ -34,8 +34,8 @@ pub struct MatcherCounters {
 }
 
 /// What [`MatcherRef::accept_token`] does with a token that is not allowed.
-/// In every policy the call returns `Ok(false)` and
-/// [`last_error_message`](crate::last_error_message) says why.
+/// In every policy the call returns `Ok(false)`; a rejection is not an
+/// error, so [`last_error_message`](crate::last_error_message) is not set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum FailurePolicy {
     /// The state is unchanged (xgrammar).
@@ -474,6 +474,7 @@ impl MatcherRef {
                 self.as_raw(),
                 row.as_mut_ptr(),
                 row.len(),
+                core::ptr::null(),
                 &mut need_apply,
             )
         })?;
@@ -485,8 +486,9 @@ impl MatcherRef {
     /// termination stop tokens and the pad token change nothing).
     ///
     /// `Ok(false)` if it was rejected (any other token, ids outside the
-    /// vocabulary included); [`last_error_message`](crate::last_error_message)
-    /// then says why, and the [`FailurePolicy`] applies.
+    /// vocabulary included); the [`FailurePolicy`] then applies. A
+    /// rejection is not an error: [`last_error_message`](crate::last_error_message)
+    /// stays as it was.
     ///
     /// # Errors
     /// `InvalidState` in the `StickyError` failed state.

@@ -203,15 +203,20 @@ impl MatcherRef {
         remaining_tokens: u64,
     ) -> Result<bool> {
         let budget = optional_count("remaining_tokens", Some(remaining_tokens))?;
+        // Safety: treemask_fill_options is plain data; init writes every field.
+        let mut options: sys::treemask_fill_options = unsafe { core::mem::zeroed() };
+        // Safety: options is a valid, writable struct.
+        unsafe { sys::treemask_fill_options_init(&mut options) };
+        options.remaining_tokens = budget;
         let mut need_apply = true;
         // Safety: self is live and exclusively borrowed; the library writes
-        // at most row.len() words.
+        // at most row.len() words and only reads options during the call.
         check(unsafe {
-            sys::treemask_matcher_fill_next_token_bitmask_with_budget(
+            sys::treemask_matcher_fill_next_token_bitmask(
                 self.as_raw(),
                 row.as_mut_ptr(),
                 row.len(),
-                budget,
+                &options,
                 &mut need_apply,
             )
         })?;
@@ -238,7 +243,7 @@ impl MatcherRef {
     /// allowed or the sequence terminates, and returns how many were
     /// accepted (`rollback` of that many undoes the call). A rejected draft
     /// token is not a failure: the failure policy does not apply, and
-    /// [`last_error_message`](crate::last_error_message) says why.
+    /// [`last_error_message`](crate::last_error_message) is not set.
     ///
     /// # Errors
     /// `InvalidState` in the `StickyError` failed state.

@@ -159,14 +159,19 @@ fn matcher_errors_map_to_kinds() {
 }
 
 #[test]
-fn rejections_are_not_errors_and_say_why() {
+fn rejections_are_not_errors() {
     let trie = small_trie();
     let mut m = Matcher::new(&trie).unwrap();
+    assert!(Matcher::new(&trie).unwrap().rollback(5).is_err());
+    let failure = treemask::last_error_message();
+    assert!(failure.contains("rollback"), "{failure}");
     assert_eq!(m.accept_token(7), Ok(false));
-    let why = treemask::last_error_message();
-    assert!(why.contains("token 7 rejected"), "{why}");
     assert_eq!(m.accept_token(-5), Ok(false));
-    assert!(treemask::last_error_message().contains("out of range"));
+    assert_eq!(
+        treemask::last_error_message(),
+        failure,
+        "rejections leave it"
+    );
     assert_eq!(
         m.next_tokens(),
         vec![1, 4],

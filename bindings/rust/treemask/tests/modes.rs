@@ -80,7 +80,6 @@ fn multi_label_produces_each_label_once() {
     accept_all(&mut two, &[12, 13, 20, 21, 10]);
     assert_eq!(fill(&mut two), [0, 11]);
     assert_eq!(two.accept_token(20), Ok(false));
-    assert!(treemask::last_error_message().contains("the separator is not allowed here"));
 
     options.label_separator = vec![11, 21];
     let ambiguous = create_error(&t, &options);
@@ -195,7 +194,6 @@ fn the_length_budget_offers_only_branches_that_fit() {
     assert_eq!(m.remaining_tokens(), Some(1));
     assert_eq!(fill(&mut m), [5]); // [2 3 4] no longer fits
     assert_eq!(m.accept_token(3), Ok(false));
-    assert!(treemask::last_error_message().contains("cannot end within the length budget"));
     // A budget for one fill only.
     let mut row = vec![0; 1];
     assert_eq!(m.fill_next_token_bitmask_with_budget(&mut row, 5), Ok(true));
@@ -369,7 +367,6 @@ fn speculative_drafts_are_checked_and_filled_without_moving() {
     options.failure_policy = FailurePolicy::FailClosed;
     let mut m = matcher(&t, &options);
     assert_eq!(m.accept_tokens(&[1, 2, 5, 3]), Ok(2));
-    assert!(treemask::last_error_message().contains("token 5 rejected"));
     assert_eq!(fill(&mut m), [3], "a draft miss is not a failure");
     assert_eq!(
         m.accept_tokens(&[3, 0, 0]),

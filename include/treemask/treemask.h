@@ -433,8 +433,8 @@ TREEMASK_API const char *treemask_trie_metadata_get(const treemask_trie *trie, c
 /* ======================================================================== */
 
 /* What accept_token does with a token that is not allowed. In every policy
- * the call returns TREEMASK_OK with *accepted = false and sets
- * treemask_last_error(). */
+ * the call returns TREEMASK_OK with *accepted = false (a rejection is not an
+ * error: treemask_last_error() is not set). */
 #define TREEMASK_FAILURE_REJECT 0       /* state unchanged (xgrammar) */
 #define TREEMASK_FAILURE_FAIL_CLOSED 1  /* from now on only stop tokens (RTP-LLM) */
 #define TREEMASK_FAILURE_STICKY_ERROR 2 /* the matcher is failed until reset (llguidance) */
@@ -557,9 +557,9 @@ TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_matcher_fill_next_token
  * - After termination, stop tokens and pad_token are accepted and change
  *   nothing; any other token is rejected without entering a failure state.
  * - Anything else, including ids < 0 or >= vocab_size, is rejected:
- *   TREEMASK_OK, *accepted = false, treemask_last_error() says why, and the
- *   failure policy applies (see TREEMASK_FAILURE_*). Under FAIL_CLOSED a
- *   later stop token is accepted and terminates.
+ *   TREEMASK_OK, *accepted = false (n_rejected_tokens counts it; no error
+ *   message), and the failure policy applies (see TREEMASK_FAILURE_*). Under
+ *   FAIL_CLOSED a later stop token is accepted and terminates.
  * In the STICKY_ERROR failed state: TREEMASK_ERR_INVALID_STATE. */
 TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_matcher_accept_token(treemask_matcher *m,
                                                                               int32_t token,

@@ -26,7 +26,7 @@ from .trie import STATE_ROOT, STATE_TERMINATED, Trie, failure_policy_code
 try:  # Subclassing lets transformers' LogitsProcessorList treat it as its own.
     from transformers import LogitsProcessor as _LogitsProcessorBase
 except ImportError:  # pragma: no cover - transformers is what this module is for
-    _LogitsProcessorBase = object
+    _LogitsProcessorBase = object  # type: ignore[misc,assignment]
 
 __all__ = ["TrieLogitsProcessor"]
 

@@ -128,7 +128,7 @@ def host_buffer(arr: np.ndarray, ctype: str):
 
 
 def int32_rows(bitmask: Any, what: str = "bitmask", writable: bool = True) -> Tuple[Any, int, int]:
-    """(pointer, n_rows, words_per_row) of a CPU int32 bitmask: a C-contiguous
+    """(pointer, n_rows, bitmask_row_words) of a CPU int32 bitmask: a C-contiguous
     numpy array or torch tensor of 1 (one row) or 2 dimensions."""
     torch = torch_tensor_module(bitmask)
     if torch is not None:

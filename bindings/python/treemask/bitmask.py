@@ -122,7 +122,7 @@ def _logits_view(logits: Any) -> _Logits:
 
 
 def _bitmask_view(bitmask: Any):
-    """(pointer, n_rows, words_per_row, device) of a bitmask on any device."""
+    """(pointer, n_rows, bitmask_row_words, device) of a bitmask on any device."""
     torch = _buffers.torch_tensor_module(bitmask)
     if torch is not None and bitmask.device.type != "cpu":
         if bitmask.dtype != torch.int32:

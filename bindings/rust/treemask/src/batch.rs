@@ -112,7 +112,7 @@ pub struct Batch {
     // heap buffer stays put when the Batch moves), and freed only after the
     // C batch is (fields drop after Drop::drop).
     bound: Vec<i32>,
-    bound_words_per_row: usize,
+    bound_bitmask_row_words: usize,
 }
 
 // Safety: the batch's worker threads are its own and work only inside its
@@ -154,7 +154,7 @@ impl Batch {
         Ok(Batch {
             raw: NonNull::new(out).expect("treemask_batch_create returned OK and NULL"),
             bound: Vec::new(),
-            bound_words_per_row: 0,
+            bound_bitmask_row_words: 0,
         })
     }
 
@@ -216,10 +216,10 @@ impl Batch {
     }
 
     /// Writes the next-token bitmask of the listed slots into `bitmask`, row
-    /// `s` at `bitmask[s * words_per_row..]`, exactly as each matcher's own
+    /// `s` at `bitmask[s * bitmask_row_words..]`, exactly as each matcher's own
     /// fill does (every word of each listed row); other rows are untouched.
     ///
-    /// - `bitmask`: at least `n_slots * words_per_row` words; `words_per_row`
+    /// - `bitmask`: at least `n_slots * bitmask_row_words` words; `bitmask_row_words`
     ///   must cover every listed slot's vocabulary.
     /// - `slots`: the slots to fill (each non-empty, none twice), or `None`
     ///   for every non-empty slot (`Some(&[])` fills nothing).
@@ -235,17 +235,17 @@ impl Batch {
     pub fn fill_next_token_bitmask(
         &mut self,
         bitmask: &mut [i32],
-        words_per_row: usize,
+        bitmask_row_words: usize,
         slots: Option<&[i32]>,
         need_apply: Option<&mut [bool]>,
     ) -> Result<()> {
         let n_slots = self.n_slots();
-        let needed = n_slots.checked_mul(words_per_row);
+        let needed = n_slots.checked_mul(bitmask_row_words);
         if needed.map_or(true, |n| n > bitmask.len()) {
             return Err(Error::new(
                 ErrorKind::BufferTooSmall,
                 format!(
-                    "bitmask has {} words; n_slots = {n_slots} rows of {words_per_row} words need more",
+                    "bitmask has {} words; n_slots = {n_slots} rows of {bitmask_row_words} words need more",
                     bitmask.len()
                 ),
             ));
@@ -253,7 +253,7 @@ impl Batch {
         let need_apply = per_slot("need_apply", need_apply, n_slots)?;
         let (slots_ptr, n_listed) = slot_list(slots);
         // Safety: self.raw is live and exclusively borrowed; the library writes
-        // only rows s < n_slots of words_per_row words, which fit in bitmask
+        // only rows s < n_slots of bitmask_row_words words, which fit in bitmask
         // (checked above); bitmask cannot alias the bound buffer (it is owned
         // by self, which is borrowed mutably here); slots has n_listed
         // entries; need_apply is NULL or has n_slots entries.
@@ -261,7 +261,7 @@ impl Batch {
             sys::treemask_batch_fill_next_token_bitmask(
                 self.raw.as_ptr(),
                 bitmask.as_mut_ptr(),
-                words_per_row,
+                bitmask_row_words,
                 slots_ptr,
                 n_listed,
                 need_apply,
@@ -269,39 +269,43 @@ impl Batch {
         })
     }
 
-    /// Allocates a zeroed bitmask of `n_slots` rows of `words_per_row` words,
+    /// Allocates a zeroed bitmask of `n_slots` rows of `bitmask_row_words` words,
     /// owned by the batch, and binds it for [`fill_bound`](Self::fill_bound),
     /// replacing (and freeing) any earlier bound buffer.
     ///
     /// # Errors
-    /// `words_per_row` 0 (`InvalidArgument`) or a size that overflows
+    /// `bitmask_row_words` 0 (`InvalidArgument`) or a size that overflows
     /// (`OutOfRange`); the earlier binding then stays.
-    pub fn bind_bitmask(&mut self, words_per_row: usize) -> Result<()> {
+    pub fn bind_bitmask(&mut self, bitmask_row_words: usize) -> Result<()> {
         let n_slots = self.n_slots();
-        let len = n_slots.checked_mul(words_per_row).ok_or_else(|| {
+        let len = n_slots.checked_mul(bitmask_row_words).ok_or_else(|| {
             Error::new(
                 ErrorKind::OutOfRange,
-                format!("n_slots = {n_slots} rows of {words_per_row} words overflow usize"),
+                format!("n_slots = {n_slots} rows of {bitmask_row_words} words overflow usize"),
             )
         })?;
         let mut buffer = vec![0; len];
         // Safety: self.raw is live and exclusively borrowed; buffer holds
-        // n_slots rows of words_per_row words and, once bound, is kept in
+        // n_slots rows of bitmask_row_words words and, once bound, is kept in
         // self.bound (its heap storage never moves) until it is unbound or the
         // batch is freed.
         check(unsafe {
-            sys::treemask_batch_bind_bitmask(self.raw.as_ptr(), buffer.as_mut_ptr(), words_per_row)
+            sys::treemask_batch_bind_bitmask(
+                self.raw.as_ptr(),
+                buffer.as_mut_ptr(),
+                bitmask_row_words,
+            )
         })?;
         // The batch no longer refers to the old buffer, which is freed here.
         self.bound = buffer;
-        self.bound_words_per_row = words_per_row;
+        self.bound_bitmask_row_words = bitmask_row_words;
         Ok(())
     }
 
     /// Unbinds the bound bitmask and hands it back (`None` if none was
     /// bound).
     pub fn unbind_bitmask(&mut self) -> Option<Vec<i32>> {
-        if self.bound_words_per_row == 0 {
+        if self.bound_bitmask_row_words == 0 {
             return None;
         }
         // Safety: self.raw is live and exclusively borrowed; NULL unbinds and
@@ -309,26 +313,26 @@ impl Batch {
         let status =
             unsafe { sys::treemask_batch_bind_bitmask(self.raw.as_ptr(), ptr::null_mut(), 0) };
         debug_assert_eq!(status, sys::TREEMASK_OK);
-        self.bound_words_per_row = 0;
+        self.bound_bitmask_row_words = 0;
         Some(core::mem::take(&mut self.bound))
     }
 
-    /// The bound bitmask (`n_slots * words_per_row` words), or `None`.
+    /// The bound bitmask (`n_slots * bitmask_row_words` words), or `None`.
     pub fn bound_bitmask(&self) -> Option<&[i32]> {
-        (self.bound_words_per_row > 0).then_some(&self.bound[..])
+        (self.bound_bitmask_row_words > 0).then_some(&self.bound[..])
     }
 
     /// Row `slot` of the bound bitmask, or `None` (nothing bound, or `slot`
     /// out of range).
     pub fn bound_row(&self, slot: usize) -> Option<&[i32]> {
-        let words = self.bound_words_per_row;
+        let words = self.bound_bitmask_row_words;
         let start = slot.checked_mul(words)?;
         self.bound_bitmask()?.get(start..start.checked_add(words)?)
     }
 
-    /// The `words_per_row` of the bound bitmask, or `None`.
-    pub fn bound_words_per_row(&self) -> Option<usize> {
-        (self.bound_words_per_row > 0).then_some(self.bound_words_per_row)
+    /// The `bitmask_row_words` of the bound bitmask, or `None`.
+    pub fn bound_bitmask_row_words(&self) -> Option<usize> {
+        (self.bound_bitmask_row_words > 0).then_some(self.bound_bitmask_row_words)
     }
 
     /// The bound bitmask, writable (e.g. to hand it to a sampler that masks
@@ -339,7 +343,7 @@ impl Batch {
     /// # Errors
     /// No bitmask is bound (`InvalidState`).
     pub fn bound_bitmask_mut(&mut self) -> Result<&mut [i32]> {
-        if self.bound_words_per_row == 0 {
+        if self.bound_bitmask_row_words == 0 {
             return Err(no_bound_bitmask());
         }
         self.invalidate(None)?;
@@ -361,7 +365,7 @@ impl Batch {
         mode: FillMode,
         need_apply: Option<&mut [bool]>,
     ) -> Result<()> {
-        if self.bound_words_per_row == 0 {
+        if self.bound_bitmask_row_words == 0 {
             return Err(no_bound_bitmask());
         }
         let need_apply = per_slot("need_apply", need_apply, self.n_slots())?;
@@ -465,7 +469,7 @@ impl fmt::Debug for Batch {
                 "filled_slots",
                 &(0..n).filter(|&s| self.matcher(s).is_some()).count(),
             )
-            .field("bound_words_per_row", &self.bound_words_per_row())
+            .field("bound_bitmask_row_words", &self.bound_bitmask_row_words())
             .finish_non_exhaustive()
     }
 }

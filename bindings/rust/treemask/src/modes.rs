@@ -269,7 +269,7 @@ impl MatcherRef {
     /// current state) for a draft tree listed in DFS or BFS order. A node
     /// whose token is not allowed after its parent, and every node below it,
     /// gets an all-zero row. `bitmask` holds `tokens.len() + 1` rows of
-    /// `words_per_row` words. Returns how many rows are real masks.
+    /// `bitmask_row_words` words. Returns how many rows are real masks.
     ///
     /// # Errors
     /// Nothing written: `parents` of another length than `tokens`
@@ -281,7 +281,7 @@ impl MatcherRef {
         tokens: &[i32],
         parents: Option<&[i32]>,
         bitmask: &mut [i32],
-        words_per_row: usize,
+        bitmask_row_words: usize,
     ) -> Result<usize> {
         if let Some(parents) = parents {
             if parents.len() != tokens.len() {
@@ -297,14 +297,14 @@ impl MatcherRef {
         }
         let rows = tokens.len() + 1;
         if rows
-            .checked_mul(words_per_row)
+            .checked_mul(bitmask_row_words)
             .map_or(true, |n| n > bitmask.len())
         {
             return Err(Error::new(
                 ErrorKind::BufferTooSmall,
                 format!(
                     "bitmask has {} words; {rows} rows (one per draft token plus one) of \
-                     {words_per_row} words need more",
+                     {bitmask_row_words} words need more",
                     bitmask.len()
                 ),
             ));
@@ -312,7 +312,7 @@ impl MatcherRef {
         let mut n_valid = 0;
         // Safety: self is live (a const function: it changes no matcher
         // state); tokens and parents (same length) are read for tokens.len()
-        // entries; tokens.len() + 1 rows of words_per_row words fit in bitmask
+        // entries; tokens.len() + 1 rows of bitmask_row_words words fit in bitmask
         // (all checked above), and the library also gets bitmask.len().
         check(unsafe {
             sys::treemask_matcher_fill_draft_bitmasks(
@@ -322,7 +322,7 @@ impl MatcherRef {
                 tokens.len(),
                 bitmask.as_mut_ptr(),
                 bitmask.len(),
-                words_per_row,
+                bitmask_row_words,
                 &mut n_valid,
             )
         })?;

@@ -23,7 +23,7 @@ pub const STATE_TERMINATED: u32 = sys::TREEMASK_STATE_TERMINATED as u32;
 pub const STATE_FAILED: u32 = sys::TREEMASK_STATE_FAILED as u32;
 
 impl Trie {
-    /// Writes bitmask row `i` (at `bitmask[i * words_per_row..]`, every word)
+    /// Writes bitmask row `i` (at `bitmask[i * bitmask_row_words..]`, every word)
     /// from `states[i]`: the children of a node state, plus the stop tokens
     /// if it is terminal; only the stop tokens for [`STATE_TERMINATED`] and
     /// [`STATE_FAILED`].
@@ -49,21 +49,21 @@ impl Trie {
     ///
     /// # Errors
     /// Nothing written: `bitmask` shorter than `states.len() *
-    /// words_per_row` or `words_per_row` below [`bitmask_words`](Self::bitmask_words)
+    /// bitmask_row_words` or `bitmask_row_words` below [`bitmask_words`](Self::bitmask_words)
     /// (`BufferTooSmall`); a state that is neither a node id nor reserved
     /// (`OutOfRange`, naming its index).
     pub fn fill_states(
         &self,
         states: &[u32],
         bitmask: &mut [i32],
-        words_per_row: usize,
+        bitmask_row_words: usize,
     ) -> Result<()> {
-        let needed = states.len().checked_mul(words_per_row);
+        let needed = states.len().checked_mul(bitmask_row_words);
         if needed.map_or(true, |n| n > bitmask.len()) {
             return Err(Error::new(
                 ErrorKind::BufferTooSmall,
                 format!(
-                    "bitmask has {} words; {} states of {words_per_row} words per row need more",
+                    "bitmask has {} words; {} states of {bitmask_row_words} words per row need more",
                     bitmask.len(),
                     states.len()
                 ),
@@ -71,14 +71,14 @@ impl Trie {
         }
         // Safety: self is live (a trie is shared read-only); the library
         // reads states.len() states and writes states.len() rows of
-        // words_per_row words, which fit in bitmask (checked above).
+        // bitmask_row_words words, which fit in bitmask (checked above).
         check(unsafe {
             sys::treemask_trie_fill_states(
                 self.as_raw(),
                 states.as_ptr(),
                 states.len(),
                 bitmask.as_mut_ptr(),
-                words_per_row,
+                bitmask_row_words,
             )
         })
     }

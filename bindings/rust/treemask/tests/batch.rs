@@ -355,7 +355,7 @@ fn the_bound_buffer_belongs_to_the_batch() {
     batch.set_matcher(0, Some(&m)).unwrap();
     batch.set_matcher(1, Some(&m)).unwrap();
     batch.bind_bitmask(3).unwrap(); // wider than the 2 words vocab 64 needs
-    assert_eq!(batch.bound_words_per_row(), Some(3));
+    assert_eq!(batch.bound_bitmask_row_words(), Some(3));
     assert_eq!(
         batch.bound_bitmask(),
         Some(&[0; 6][..]),

@@ -1,5 +1,7 @@
-"""Runs llama.cpp's convert_hf_to_gguf.py on the tiny model (f32), with the
-pip-installed gguf package (gguf==0.19.0) rather than the vendored gguf-py.
+"""Runs llama.cpp's convert_hf_to_gguf.py on the tiny model (f32) with the
+gguf-py the sdist vendors beside it (version 0.19.0). The PyPI release of
+gguf 0.19.0 is older code under the same number: this converter fails with
+it (AttributeError: MODEL_ARCH.DFLASH), so it is not used.
 
 usage: convert.py LLAMA_CPP_DIR MODEL_DIR OUT.gguf
 
@@ -19,7 +21,7 @@ import sys
 
 def main() -> None:
     llama_dir, model_dir, out = sys.argv[1:4]
-    os.environ["NO_LOCAL_GGUF"] = "1"
+    os.environ.pop("NO_LOCAL_GGUF", None)  # the converter then puts its gguf-py first
     sys.path.insert(0, llama_dir)
     import convert_hf_to_gguf
     from conversion.base import TextModel

@@ -7,7 +7,8 @@
 #   3. make a tiny random-weight Qwen2 (vocabulary 151,936, hidden 64,
 #      2 layers) with transformers and the Qwen2.5 tokenizer from ../shared
 #      (or a toy tokenizer trained on the bundled IAB labels where ../shared
-#      is absent) and convert it with convert_hf_to_gguf.py (gguf 0.19.0, f32);
+#      is absent) and convert it with convert_hf_to_gguf.py (f32; with the
+#      gguf-py 0.19.0 vendored beside it: PyPI's gguf 0.19.0 is older code);
 #   4. compile bindings/llama.cpp/treemask_llama.c with the C test and the
 #      README's llama.cpp example, and run them;
 #   5. run treemask.llama_cpp inside llama-cpp-python: its Python package
@@ -41,7 +42,9 @@ PYDEPS="$CACHE/pydeps"
 OUT="$CACHE/out"
 # As ./dev pins them (setup_python_ml_deps, setup_python): only for a venv of our own.
 VENV_PINS=("torch==2.15.0" "transformers==5.23.0" "numpy==2.4.6" "cffi==2.1.1" "pytest==8.3.3")
-PY_PINS=("gguf==0.19.0" "diskcache==5.6.3")
+# diskcache: llama-cpp-python; sentencepiece: convert_hf_to_gguf.py imports it for
+# every Qwen2 (then falls back to tokenizer.json). The rest comes with transformers.
+PY_PINS=("diskcache==5.6.3" "sentencepiece==0.2.1")
 
 log() { printf '[llama.cpp] %s\n' "$*"; }
 skip() { printf '[llama.cpp] SKIP: %s\n' "$*"; exit 77; }
@@ -50,11 +53,11 @@ t0=$(date +%s)
 step_start=$t0
 TIMES=()
 step() { step_start=$(date +%s); log "== $1"; step_name="$1"; }
-step_done() { TIMES+=("$(printf '%-34s %4ds' "$step_name" "$(( $(date +%s) - step_start ))")"); }
+step_done() { TIMES+=("$(printf '%-50s %4ds' "$step_name" "$(( $(date +%s) - step_start ))")"); }
 print_times() {
   log "step times:"
   for t in "${TIMES[@]}"; do printf '    %s\n' "$t"; done
-  printf '    %-34s %4ds\n' total "$(( $(date +%s) - t0 ))"
+  printf '    %-50s %4ds\n' total "$(( $(date +%s) - t0 ))"
 }
 
 LIBTREEMASK_DIR="$BUILD/src"
@@ -66,11 +69,10 @@ step "download llama-cpp-python $PIN sdist"
 if [ ! -f "$SDIST" ]; then
   PY_DL="${PYTHON:-python3}"
   [ -x "$ROOT/.venv/bin/python" ] && PY_DL="$ROOT/.venv/bin/python"
-  # --no-build-isolation --no-deps: fetch the file, do not prepare a build env.
+  # pip prepares the sdist's metadata in an isolated build env (scikit-build-core):
+  # most of this step's time.
   "$PY_DL" -m pip download -q --disable-pip-version-check --no-deps --no-binary :all: \
-    --no-build-isolation "llama-cpp-python==$PIN" -d "$CACHE/dl.tmp" >/dev/null 2>&1 ||
-    "$PY_DL" -m pip download -q --disable-pip-version-check --no-deps --no-binary :all: \
-      "llama-cpp-python==$PIN" -d "$CACHE/dl.tmp" ||
+    "llama-cpp-python==$PIN" -d "$CACHE/dl.tmp" ||
     skip "cannot download llama-cpp-python==$PIN from PyPI (no network?)"
   mv "$CACHE/dl.tmp/llama_cpp_python-$PIN.tar.gz" "$SDIST"
   rm -rf "$CACHE/dl.tmp"
@@ -144,7 +146,7 @@ step "sampler tests without a model"
 step_done
 
 # ---- 3. the tiny model ---------------------------------------------------------
-step "python: torch, transformers, gguf"
+step "python: torch, transformers, diskcache"
 PY="$ROOT/.venv/bin/python"
 if ! [ -x "$PY" ] || ! "$PY" -c "import torch, transformers" >/dev/null 2>&1; then
   # The main venv lacks them (./dev test installs them first): a venv of our own.
@@ -159,8 +161,7 @@ if ! [ -x "$PY" ] || ! "$PY" -c "import torch, transformers" >/dev/null 2>&1; th
 fi
 if [ "$(cat "$PYDEPS/.treemask-stamp" 2>/dev/null)" != "${PY_PINS[*]}" ]; then
   rm -rf "$PYDEPS"
-  # Only these (their own dependencies: numpy, tqdm, pyyaml, requests come with
-  # transformers), into a folder of their own: the main venv stays as ./dev pins it.
+  # Only these, into a folder of their own: the main venv stays as ./dev pins it.
   "$PY" -m pip install -q --disable-pip-version-check --no-deps --target "$PYDEPS" "${PY_PINS[@]}" ||
     skip "cannot install ${PY_PINS[*]} from PyPI"
   echo "${PY_PINS[*]}" > "$PYDEPS/.treemask-stamp"
@@ -188,7 +189,8 @@ step "C sampler inside llama.cpp"
 step_done
 
 step "README llama.cpp example"
-readme_out=$("$OUT/readme_llama" "$MODEL_DIR/model.gguf" "$OUT/labels.tmtrie" "Topic of: sourdough bread recipes.")
+readme_out=$("$OUT/readme_llama" "$MODEL_DIR/model.gguf" "$OUT/labels.tmtrie" "Topic of: sourdough bread recipes." \
+  2> "$OUT/readme_llama.log") || { tail -n 30 "$OUT/readme_llama.log"; die "the README example failed (log: $OUT/readme_llama.log)"; }
 printf '%s\n' "$readme_out"
 label=$(printf '%s\n' "$readme_out" | sed -n 's/^label: //p')
 grep -qxF -- "$label" "$MODEL_DIR/labels.txt" ||

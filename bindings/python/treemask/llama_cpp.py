@@ -99,7 +99,10 @@ class TrieLogitsProcessor:
         return self._matcher
 
     def is_terminated(self) -> bool:
-        """True once a stop token ended the current generation."""
+        """True once the processor saw a stop token end the generation. (It
+        usually does not: llama-cpp-python stops at EOS without another
+        call, so after a finished generation ``matcher.can_terminate()`` is
+        the check that the text is a complete sequence.)"""
         return self._matcher.is_terminated()
 
     # ---- the call ------------------------------------------------------------

@@ -115,3 +115,17 @@ def test_scores_reach_the_processor_as_llama_cpp_passes_them(llm, trie):
     prompt_len = len(seen[0][0])
     for i, (ids, shape, dtype) in enumerate(seen):
         assert len(ids) == prompt_len + i and shape == (llm.n_vocab(),) and dtype == np.float32
+
+
+def test_readme_python_example():
+    """The README's llama-cpp-python example (the ```python block of its
+    "llama.cpp" section), verbatim but for the model path."""
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md"), encoding="utf-8").read()
+    section = readme.split("\n## llama.cpp\n", 1)[1].split("\n## ", 1)[0]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    assert '"model.gguf"' in code
+    namespace = {}
+    exec(compile(code.replace('"model.gguf"', repr(MODEL)), "README.md (llama-cpp-python example)", "exec"),
+         namespace)
+    choice = namespace["out"]["choices"][0]
+    assert choice["finish_reason"] == "stop" and choice["text"][1:] in namespace["labels"], choice

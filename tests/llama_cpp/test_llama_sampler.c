@@ -604,7 +604,7 @@ static void test_model(const char *model_path, const char *labels_path, const ch
   CHECK(generate_many(ctx, vocab, chain, &ls, max_len, runs / 2, "[treemask, top_k, temp, dist]") >
         1);
 
-  /* a clone of a chain in mid-sequence continues it */
+  /* a clone of the whole chain works on its own */
   struct llama_sampler *copy = llama_sampler_clone(chain);
   CHECK(generate_many(ctx, vocab, copy, &ls, max_len, 5, "cloned chain") >= 1);
   llama_sampler_free(copy);

@@ -148,11 +148,15 @@ step_done
 # ---- 3. the tiny model ---------------------------------------------------------
 step "python: torch, transformers, diskcache"
 PY="$ROOT/.venv/bin/python"
-if ! [ -x "$PY" ] || ! "$PY" -c "import torch, transformers" >/dev/null 2>&1; then
+has_torch() {  # without importing them (seconds each)
+  "$1" -c "import importlib.util as u, sys; sys.exit(not (u.find_spec('torch') and u.find_spec('transformers')))" \
+    >/dev/null 2>&1
+}
+if ! [ -x "$PY" ] || ! has_torch "$PY"; then
   # The main venv lacks them (./dev test installs them first): a venv of our own.
   PY="$CACHE/venv/bin/python"
   [ -x "$PY" ] || python3 -m venv "$CACHE/venv" || skip "cannot create a Python venv"
-  if ! "$PY" -c "import torch, transformers" >/dev/null 2>&1; then
+  if ! has_torch "$PY"; then
     free_gb=$(df -P -BG "$CACHE" | awk 'NR == 2 { sub("G", "", $4); print $4 }')
     [ "${free_gb:-0}" -ge 10 ] || skip "${free_gb} GB free; torch needs ~10 GB"
     "$PY" -m pip install -q --disable-pip-version-check "${VENV_PINS[@]}" ||

@@ -1,0 +1,91 @@
+/* treemask for llama.cpp: a llama_sampler that lets a sequence generate only
+ * the token sequences of a treemask trie.
+ *
+ * Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+ *
+ * Built on treemask's C API and llama.cpp's custom-sampler interface
+ * (llama_sampler_i), nothing else. Compile treemask_llama.c into your program
+ * next to llama.h (tested against the llama.cpp pinned by
+ * llama-cpp-python 0.3.36) and link with -ltreemask -lllama.
+ *
+ * Put it FIRST in a sampler chain, before any sampler that reads
+ * probabilities (top_k, top_p, temp, dist, ...):
+ *
+ *   struct llama_sampler *chain = llama_sampler_chain_init(llama_sampler_chain_default_params());
+ *   llama_sampler_chain_add(chain, treemask_llama_sampler_init(trie, NULL));
+ *   llama_sampler_chain_add(chain, llama_sampler_init_top_k(40));
+ *   llama_sampler_chain_add(chain, llama_sampler_init_dist(seed));
+ *   ... llama_sampler_sample(chain, ctx, -1) ...
+ *
+ * What each llama_sampler_i entry does:
+ * - apply: keeps only the allowed candidates in the llama_token_data_array
+ *   (the others are removed: size shrinks, the kept entries keep their order,
+ *   so `sorted` stays true if it was). On llama.cpp's usual full-vocabulary
+ *   array (data[i].id == i) this costs O(allowed tokens); on any other array
+ *   one bit test per candidate. `selected` follows its entry or becomes -1.
+ * - accept: advances the matcher with the sampled token.
+ * - reset: back to the root of the trie (a new sequence). llama_sampler_reset
+ *   on a chain resets every sampler in it, which re-seeds a dist sampler made
+ *   with a fixed seed. To start a new sequence but keep the random stream,
+ *   reset only this sampler: llama_sampler_reset(llama_sampler_chain_get(chain, 0))
+ *   (0 = its index in the chain).
+ * - clone: an independent copy in the same state (llama_sampler_clone of the
+ *   chain clones it; the copy retains the same trie).
+ * - free: releases the matcher and the trie reference.
+ *
+ * Fail closed. Generation is never left unconstrained:
+ * - an internal failure (no memory, a matcher error) leaves only the stop
+ *   tokens in the array from then on, until reset;
+ * - accepting a token the trie does not allow at that point (a token forced
+ *   by the application, or chosen by a sampler placed before this one) leaves
+ *   only the stop tokens too, until reset: the sequence has left the trie;
+ * - if no allowed token is in the array at all (an earlier sampler removed
+ *   them), the array becomes the one entry {first stop token, logit 0}.
+ * After the sequence ends (a stop token was accepted), only stop tokens are
+ * allowed. The trie's stop tokens should be the model's end-of-generation
+ * ids (llama_vocab_eos / llama_vocab_eot), so llama_vocab_is_eog ends the
+ * decode loop; treemask_llama_sampler_is_terminated tells it too.
+ *
+ * Thread safety: as every llama_sampler, one thread at a time per sampler;
+ * samplers made from one trie may run on different threads at once. */
+#ifndef TREEMASK_LLAMA_H_
+#define TREEMASK_LLAMA_H_
+
+#include <stdbool.h>
+
+#include <treemask/treemask.h>
+
+#include "llama.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A new sampler at the root of trie. trie is retained (the caller may free
+ * its own reference at once). opts NULL means treemask_matcher_options_init's
+ * defaults; every matcher option works (decoding modes, length budget,
+ * override_stop_tokens). Returns NULL on error (NULL trie, inconsistent
+ * options; treemask_last_error() says why). Free it with llama_sampler_free,
+ * or let the chain it was added to free it. */
+struct llama_sampler *treemask_llama_sampler_init(const treemask_trie *trie,
+                                                  const treemask_matcher_options *opts);
+
+/* True iff smpl is a treemask sampler whose sequence has ended (a stop token
+ * was accepted). False for NULL and for any other sampler. */
+bool treemask_llama_sampler_is_terminated(const struct llama_sampler *smpl);
+
+/* True iff smpl is a treemask sampler in its fail-closed state (internal
+ * failure or a token outside the trie accepted): it offers only stop tokens
+ * until reset. */
+bool treemask_llama_sampler_is_failed(const struct llama_sampler *smpl);
+
+/* The sampler's matcher (borrowed; valid until the sampler is freed), to read
+ * labels or counters; NULL for NULL, another sampler, or a failed clone. Do
+ * not accept tokens through it behind the sampler's back. */
+const treemask_matcher *treemask_llama_sampler_matcher(const struct llama_sampler *smpl);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TREEMASK_LLAMA_H_ */

@@ -1,0 +1,190 @@
+"""llama-cpp-python adapter: constrain ``Llama`` generation to the sequences of a trie.
+
+    from llama_cpp import Llama, LogitsProcessorList
+    from treemask import Trie
+    from treemask.llama_cpp import TrieLogitsProcessor
+
+    llm = Llama("model.gguf")
+    eos = llm.token_eos()
+    paths = [llm.tokenize((" " + label).encode(), add_bos=False) for label in labels]
+    trie = Trie.from_paths(paths, llm.n_vocab(), [eos])
+    out = llm("Topic:", max_tokens=64,
+              logits_processor=LogitsProcessorList([TrieLogitsProcessor(trie)]))
+
+llama-cpp-python calls a logits processor from inside its C sampler chain
+(a ctypes callback). An exception raised there is printed and swallowed, and
+generation goes on *unconstrained*. So this processor never raises once
+constructed: on any internal error it prints the error to stderr once and
+fails closed (only the trie's stop tokens from then on, until ``reset``).
+
+Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+"""
+from __future__ import annotations
+
+import sys
+import traceback
+from typing import Any, Optional
+
+import numpy as np
+
+from ._ffi import ffi, lib
+from .errors import InvalidArgumentError
+from .matcher import Matcher
+from .trie import Trie
+
+__all__ = ["TrieLogitsProcessor"]
+
+# Above this many allowed tokens (a think phase) the mask is built from a
+# bitmask row instead of a token list.
+_LIST_MAX = 4096
+
+
+class TrieLogitsProcessor:
+    """A llama-cpp-python logits processor (``LogitsProcessorList([...])``)
+    that lets a generation produce only sequences of ``trie``, each ending with
+    one of its stop tokens (make them the model's EOS: ``llm.token_eos()``).
+
+    Each call receives every token evaluated so far (``input_ids``: the prompt,
+    then the generated tokens) and the scores of the next token (the whole
+    vocabulary, in id order). The processor accepts the tokens generated since
+    its last call, then sets every score the trie does not allow to -inf (an
+    O(allowed tokens) step plus one vectorised fill of the row).
+
+    One processor follows one generation at a time. The prompt length is the
+    first call's ``input_ids`` length; a call whose ``input_ids`` do not extend
+    the previous call's by exactly one token starts a new generation, so a
+    processor can serve successive calls of the same ``Llama`` one at a time.
+    Pass ``prompt_length`` to fix it, or call :meth:`reset` between
+    generations (needed only if a new prompt equals the previous generation
+    plus one token); a new processor per call is cheap too.
+
+    Args:
+        trie: the allowed sequences.
+        prompt_length: where generation starts in ``input_ids`` (None: inferred).
+        **matcher_options: passed to :class:`treemask.Matcher` (think mode,
+            ``max_new_tokens``, multi-label, ``override_stop_tokens``...). The
+            failure policy is always ``"fail_closed"``.
+
+    Attributes:
+        error: the first internal error (a string), or None. While set, only
+            stop tokens are allowed; :meth:`reset` clears it.
+    """
+
+    def __init__(self, trie: Trie, prompt_length: Optional[int] = None, **matcher_options: Any) -> None:
+        if not isinstance(trie, Trie):
+            raise InvalidArgumentError("trie must be a treemask.Trie, got %s" % type(trie).__name__)
+        if prompt_length is not None and prompt_length < 0:
+            raise InvalidArgumentError("prompt_length %d must be >= 0" % prompt_length)
+        matcher_options.pop("failure_policy", None)
+        self.trie = trie
+        self._matcher = Matcher(trie, failure_policy="fail_closed", **matcher_options)
+        self._stops = np.asarray(self._matcher.stop_tokens(), dtype=np.intp)
+        self._fixed_prompt_length = prompt_length
+        self._bitmask = np.zeros(trie.bitmask_words, dtype=np.int32)
+        self._next = np.zeros(_LIST_MAX, dtype=np.int32)
+        self._next_ptr = ffi.from_buffer("int32_t[]", self._next)
+        self.error: Optional[str] = None
+        self.reset()
+
+    def reset(self) -> None:
+        """Starts a new generation (and clears :attr:`error`)."""
+        self._matcher.reset()
+        self.prompt_length = self._fixed_prompt_length
+        self._seen: Optional[np.ndarray] = None  # input_ids of the last call
+        self.error = None
+
+    @property
+    def matcher(self) -> Matcher:
+        """The matcher following the current generation (labels, counters)."""
+        return self._matcher
+
+    def is_terminated(self) -> bool:
+        """True once the processor saw a stop token end the generation. (It
+        usually does not: llama-cpp-python stops at EOS without another
+        call, so after a finished generation ``matcher.can_terminate()`` is
+        the check that the text is a complete sequence.)"""
+        return self._matcher.is_terminated()
+
+    # ---- the call ------------------------------------------------------------
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        try:
+            if self.error is None:
+                self._catch_up(np.asarray(input_ids))
+                if self.error is None:
+                    self._mask(scores)
+                    return scores
+        except BaseException as e:  # noqa: B902 - nothing may escape into llama-cpp-python
+            self._fail(e)
+        self._keep_stop_tokens(scores)
+        return scores
+
+    def _fail(self, e: BaseException) -> None:
+        if self.error is None:
+            self.error = "%s: %s" % (type(e).__name__, e)
+            try:
+                sys.stderr.write("treemask.llama_cpp: internal error, generation limited to stop tokens: %s\n"
+                                 % self.error)
+                traceback.print_exc(file=sys.stderr)
+            except BaseException:  # noqa: B902 - stderr closed: stay silent
+                pass
+
+    def _keep_stop_tokens(self, scores: Any) -> None:
+        try:
+            saved = scores[self._stops].copy()
+            scores[:] = -np.inf
+            scores[self._stops] = saved
+        except BaseException:  # noqa: B902 - last resort: every score -inf but nothing raised
+            try:
+                scores[:] = -np.inf
+            except BaseException:  # noqa: B902
+                pass
+
+    def _catch_up(self, input_ids: np.ndarray) -> None:
+        """Accepts what was generated since the last call, or starts anew."""
+        ids = input_ids.reshape(-1)
+        if not np.issubdtype(ids.dtype, np.integer):
+            raise InvalidArgumentError("input_ids must hold token ids, got dtype %s" % ids.dtype)
+        n = ids.size
+        seen = self._seen
+        continued = seen is not None and n == seen.size + 1 and np.array_equal(ids[:-1], seen)
+        if seen is not None and not continued and not (n == seen.size and np.array_equal(ids, seen)):
+            # A new generation (or one this processor did not follow).
+            self._matcher.reset()
+            self.prompt_length = self._fixed_prompt_length
+            seen = None
+        if seen is None:
+            if self.prompt_length is None:
+                self.prompt_length = n
+            if n < self.prompt_length:
+                raise InvalidArgumentError("input_ids has %d tokens, fewer than prompt_length %d"
+                                           % (n, self.prompt_length))
+            new_tokens = ids[self.prompt_length:]
+        elif continued:
+            new_tokens = ids[-1:]
+        else:
+            new_tokens = ids[:0]  # the same input_ids again: nothing new
+        for token in new_tokens.tolist():
+            if not self._matcher.accept_token(int(token)):
+                # Only another processor or a forced token can get here; the
+                # fail_closed matcher now allows only stop tokens.
+                pass
+        self._seen = ids.copy()
+
+    def _mask(self, scores: Any) -> None:
+        n = lib.treemask_matcher_next_tokens(self._matcher._m, self._next_ptr, _LIST_MAX)
+        if n == 0:
+            raise RuntimeError("the matcher allows no token")  # failed state: close
+        if n <= _LIST_MAX:
+            index = self._next[:n].astype(np.intp)
+            index = index[index < scores.shape[0]]
+            saved = scores[index].copy()
+            scores[:] = -np.inf
+            scores[index] = saved
+            return
+        if not self._matcher.fill_next_token_bitmask(self._bitmask):
+            return  # every token allowed
+        bits = np.unpackbits(self._bitmask.view(np.uint8), bitorder="little")[:scores.shape[0]]
+        if bits.size < scores.shape[0]:
+            bits = np.concatenate([bits, np.zeros(scores.shape[0] - bits.size, dtype=np.uint8)])
+        scores[bits == 0] = -np.inf

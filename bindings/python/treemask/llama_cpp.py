@@ -114,7 +114,7 @@ class TrieLogitsProcessor:
                 if self.error is None:
                     self._mask(scores)
                     return scores
-        except BaseException as e:  # noqa: B902 - nothing may escape into llama-cpp-python
+        except BaseException as e:
             self._fail(e)
         self._keep_stop_tokens(scores)
         return scores
@@ -126,7 +126,7 @@ class TrieLogitsProcessor:
                 sys.stderr.write("treemask.llama_cpp: internal error, generation limited to stop tokens: %s\n"
                                  % self.error)
                 traceback.print_exc(file=sys.stderr)
-            except BaseException:  # noqa: B902 - stderr closed: stay silent
+            except BaseException:
                 pass
 
     def _keep_stop_tokens(self, scores: Any) -> None:
@@ -134,10 +134,10 @@ class TrieLogitsProcessor:
             saved = scores[self._stops].copy()
             scores[:] = -np.inf
             scores[self._stops] = saved
-        except BaseException:  # noqa: B902 - last resort: every score -inf but nothing raised
+        except BaseException:
             try:
                 scores[:] = -np.inf
-            except BaseException:  # noqa: B902
+            except BaseException:
                 pass
 
     def _catch_up(self, input_ids: np.ndarray) -> None:

@@ -185,10 +185,6 @@ typedef struct treemask_trie_options {
    * instead of setting each bit. Rows are built lazily, thread-safely, and
    * never exceed this budget. init sets 64 MiB; 0 disables the cache. */
   size_t dense_row_cache_bytes;
-  /* RTP-LLM loaders only: when the JSON lacks "start_token_id" or
-   * "end_token_id", use RTP-LLM's defaults 225 and 2 instead of failing
-   * ("sep" defaults to "_" regardless). init sets false. */
-  bool rtp_llm_defaults;
 } treemask_trie_options;
 
 /* Sets struct_size and every field to its default. */
@@ -264,49 +260,88 @@ TREEMASK_API treemask_status treemask_trie_get_stats(const treemask_trie *trie,
  *
  * opts: vocab_size is required. If opts names no stop tokens, end_token_id
  * is the stop token; otherwise opts' stop tokens end sequences and no other
- * stop token may appear in a list.
+ * stop token may appear in a list. rtp: the RTP-specific settings below
+ * (NULL: every default).
  *
  * Errors (nothing is built, *out untouched; treemask_last_error() names the
  * key and the problem): a key that does not start with start_token_id and
  * sep, a part that is not a canonical decimal integer, ids outside int32 or
  * >= vocab_size, duplicate keys, an empty sep or one containing digits or
- * '-', an empty input (TREEMASK_ERR_PARSE), a missing or unreadable file
- * (TREEMASK_ERR_IO). Tolerated, counted in treemask_trie_stats.n_warnings:
- * unknown top-level fields (RTP-LLM's own files carry "weight_dict",
- * "sparse_mask") and keys the root cannot reach.
+ * '-', an empty input (TREEMASK_ERR_PARSE), a missing, unreadable or
+ * non-regular file (TREEMASK_ERR_IO). Tolerated, counted in
+ * treemask_trie_stats.n_warnings: unknown top-level fields (RTP-LLM's own
+ * files carry "weight_dict", "sparse_mask") and keys the root cannot reach.
+ *
+ * Compatibility mode (rtp->rtp_llm_compat): loads exactly what RTP-LLM's own
+ * loader accepts. Negative list ids and list ids outside int32 are skipped,
+ * keys that do not start with start_token_id and sep are ignored, and the
+ * separator "-" is allowed; each is a counted warning naming the key instead
+ * of an error. Everything else is checked as in the strict default.
  *
  * Thread-safe. Peak memory of the JSON form is about 4x the input (measured:
  * 330 MB for an 87 MB file; mostly simdjson's index of it), never a map of key
  * strings. */
 
+/* RTP-LLM's own defaults for a dictionary that does not name them. */
+#define TREEMASK_RTP_DEFAULT_START_TOKEN 225
+#define TREEMASK_RTP_DEFAULT_END_TOKEN 2
+
+typedef struct treemask_rtp_options {
+  size_t struct_size;
+  /* The key prefix and the fallback token. -1 (init): the JSON file's
+   * "start_token_id" / "end_token_id" (required there unless
+   * rtp_llm_defaults); the TSV form has no header and needs them here (or
+   * rtp_llm_defaults). A value >= 0 fills a field the JSON lacks, and a JSON
+   * value that differs from it is an error. */
+  int32_t start_token_id;
+  int32_t end_token_id;
+  /* The key separator. NULL (init): the JSON file's "sep", else "_". A
+   * non-NULL value must match the JSON's "sep" when it has one. */
+  const char *sep;
+  /* Use RTP-LLM's defaults TREEMASK_RTP_DEFAULT_START_TOKEN (225) and
+   * TREEMASK_RTP_DEFAULT_END_TOKEN (2) for a start or end token that neither
+   * the file nor this struct gives. init sets false. */
+  bool rtp_llm_defaults;
+  /* Load what RTP-LLM loads (see above) with counted warnings instead of
+   * errors. init sets false (strict). */
+  bool rtp_llm_compat;
+} treemask_rtp_options;
+
+/* Sets struct_size and every field to its default. */
+TREEMASK_API void treemask_rtp_options_init(treemask_rtp_options *rtp);
+
 /* JSON: {"start_token_id": 225, "end_token_id": 2, "sep": "_",
  * "prefix_dict": {"225": [64000, ...], "225_64000": [...], ...}}.
- * start_token_id and end_token_id are required unless opts->rtp_llm_defaults;
- * "sep" defaults to "_". Malformed JSON is TREEMASK_ERR_PARSE with the byte
- * offset. Built without simdjson: TREEMASK_ERR_UNSUPPORTED. */
+ * start_token_id and end_token_id come from the file or rtp (see
+ * treemask_rtp_options); "sep" defaults to "_". A UTF-8 byte-order mark is
+ * skipped; UTF-16 input and anything after the object are TREEMASK_ERR_PARSE
+ * saying so. Malformed JSON is TREEMASK_ERR_PARSE with the byte offset.
+ * Built without simdjson: TREEMASK_ERR_UNSUPPORTED. */
 TREEMASK_API treemask_status treemask_trie_from_rtp_json(const treemask_trie_options *opts,
+                                                         const treemask_rtp_options *rtp,
                                                          const char *json, size_t len,
                                                          treemask_trie **out);
 
 /* The same, reading the file at path. */
 TREEMASK_API treemask_status treemask_trie_from_rtp_json_file(const treemask_trie_options *opts,
+                                                              const treemask_rtp_options *rtp,
                                                               const char *path,
                                                               treemask_trie **out);
 
 /* RTP-LLM's text form: lines "key<TAB>id\x02id\x02..." (LF or CRLF; blank
- * lines skipped); an empty id list after the tab is an empty list. It has no
- * header, so start_token_id and end_token_id are arguments. sep: NULL means
- * "_". Needs no JSON support. Errors name the line and the key. */
+ * lines skipped); an empty id list after the tab is an empty list; an empty
+ * element (a trailing or doubled \x02) is an error. It has no header, so
+ * rtp->start_token_id and rtp->end_token_id are required (or
+ * rtp->rtp_llm_defaults); rtp->sep NULL means "_", and a sep containing a
+ * tab is refused. Needs no JSON support. Errors name the line and the key. */
 TREEMASK_API treemask_status treemask_trie_from_rtp_tsv(const treemask_trie_options *opts,
-                                                        int32_t start_token_id,
-                                                        int32_t end_token_id, const char *sep,
+                                                        const treemask_rtp_options *rtp,
                                                         const char *data, size_t len,
                                                         treemask_trie **out);
 
 /* The same, reading the file at path. */
 TREEMASK_API treemask_status treemask_trie_from_rtp_tsv_file(const treemask_trie_options *opts,
-                                                             int32_t start_token_id,
-                                                             int32_t end_token_id, const char *sep,
+                                                             const treemask_rtp_options *rtp,
                                                              const char *path, treemask_trie **out);
 
 /* ---- Token paths as JSON Lines ------------------------------------------
@@ -1061,13 +1096,16 @@ typedef enum treemask_dtype {
  *
  * - logits: n_rows rows of logits_width elements of dtype, row r at element
  *   r * logits_row_stride (logits_row_stride >= logits_width).
- * - bitmask: n_rows rows of bitmask_row_words int32 words, row r at word
- *   r * bitmask_row_words; bitmask_row_words must cover
+ * - bitmask: n_bitmask_rows rows of bitmask_row_words int32 words, row r at
+ *   word r * bitmask_row_words; bitmask_row_words must cover
  *   min(vocab_size, logits_width) columns. Bits past that are ignored.
  * - vocab_size > 0: columns at or past it (a padded vocab) are masked.
- * - indices: NULL (with n_indices = 0) touches every row; otherwise only
- *   rows indices[0 .. n_indices), each in [0, n_rows), which address both
- *   the logits row and the bitmask row (xgrammar's semantics).
+ * - indices: NULL (with n_indices = 0) touches rows 0 .. n_rows - 1, and
+ *   n_bitmask_rows must be >= n_rows; otherwise only rows
+ *   indices[0 .. n_indices), each of which must be a row of both arrays
+ *   (< n_rows and < n_bitmask_rows): indices[i] addresses the logits row and
+ *   the bitmask row of that number (xgrammar's semantics; the two arrays may
+ *   have different row counts, as in xgrammar).
  *
  * Cost: a fully-masked word is 32 -inf stores with no load, a fully-allowed
  * one is skipped, a mixed one is blended; memory-bandwidth bound.
@@ -1077,8 +1115,8 @@ typedef enum treemask_dtype {
  * checked before anything is written. */
 TREEMASK_API treemask_status treemask_apply_token_bitmask_cpu(
     void *logits, treemask_dtype dtype, size_t n_rows, size_t logits_row_stride,
-    size_t logits_width, const int32_t *bitmask, size_t bitmask_row_words, int32_t vocab_size,
-    const int32_t *indices, size_t n_indices);
+    size_t logits_width, const int32_t *bitmask, size_t bitmask_row_words, size_t n_bitmask_rows,
+    int32_t vocab_size, const int32_t *indices, size_t n_indices);
 
 /* The sparse form: row r keeps only its candidates
  * candidate_tokens[row_offsets[r] .. row_offsets[r + 1]) and every other

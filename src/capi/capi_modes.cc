@@ -31,7 +31,9 @@ const ExclusionSet *to_set(const treemask_exclusion_set *s) {
 }
 
 // A caller's (pointer, count) argument: NULL only with a count of 0.
-Status check_array(const void *data, size_t n, const char *name, const char *count_name) {
+template <class T>
+Status check_array(const T *data, size_t n, const char *name, const char *count_name) {
+  TM_TRY(check_count(count_name, n, sizeof(T)));
   if (n > 0 && !data)
     return error(Code::kInvalidArgument, name, " is NULL but ", count_name, " is ", n);
   return Status::Ok();
@@ -170,9 +172,11 @@ treemask_status treemask_matcher_fill_draft_bitmasks(const treemask_matcher *m,
     TM_REQUIRE_ARG(m);
     TM_REQUIRE_ARG(bitmask);
     TM_TRY(treemask::capi::check_array(tokens, n, "tokens", "n"));
-    if (words_per_row == 0 || (n + 1) > bitmask_words / words_per_row) {
-      return treemask::error(Code::kBufferTooSmall, "bitmask has ", bitmask_words, " words; ",
-                             n + 1, " rows of words_per_row = ", words_per_row, " are needed");
+    TM_TRY(treemask::capi::check_count("n", n, sizeof(int32_t), 1));
+    // n + 1 rows; written as n >= rows so that no sum can wrap around.
+    if (words_per_row == 0 || n >= bitmask_words / words_per_row) {
+      return treemask::error(Code::kBufferTooSmall, "bitmask has ", bitmask_words, " words; ", n,
+                             " + 1 rows of words_per_row = ", words_per_row, " are needed");
     }
     return to_matcher(m)->fill_draft({tokens, tokens ? n : 0}, parents,
                                      reinterpret_cast<uint32_t *>(bitmask), words_per_row, n_valid);

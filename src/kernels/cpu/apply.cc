@@ -138,6 +138,18 @@ size_t stream_threshold_bytes() {
 
 Status apply_token_bitmask(const BitmaskApply &a, MaskRowFn row_fn) {
   TM_TRY(check_rows(a));
+  if (!a.indices && a.bitmask_rows < a.n_rows) {
+    return error(Code::kBufferTooSmall, "the bitmask has ", a.bitmask_rows,
+                 " rows but the logits have ", a.n_rows,
+                 " (without indices every logits row is masked with its bitmask row)");
+  }
+  for (size_t i = 0; i < a.n_indices; ++i) {
+    if (static_cast<size_t>(a.indices[i]) >= a.bitmask_rows) {
+      return error(Code::kOutOfRange, "indices[", i, "] = ", a.indices[i],
+                   " is out of range [0, n_bitmask_rows=", a.bitmask_rows,
+                   "): an index names a row of both the logits and the bitmask");
+    }
+  }
   const size_t valid = std::min(a.width, static_cast<size_t>(a.vocab_size));
   const size_t needed = words_for_vocab(static_cast<int32_t>(valid));
   if (a.bitmask_row_words < needed) {

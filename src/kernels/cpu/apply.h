@@ -72,6 +72,9 @@ struct LogitsRows {
 struct BitmaskApply : LogitsRows {
   const uint32_t *bitmask = nullptr;
   size_t bitmask_row_words = 0;
+  // Rows the bitmask holds: >= n_rows without indices; with indices every
+  // index must be a row of both arrays (xgrammar's semantics).
+  size_t bitmask_rows = 0;
 };
 
 // Validates every argument before touching memory (the message names the

@@ -143,8 +143,10 @@ def apply_token_bitmask_inplace(logits: Any, bitmask: Any, *, vocab_size: Option
             device as ``logits`` (numpy counts as CPU). Bits at or above
             ``vocab_size`` are ignored.
         vocab_size: default ``min(width, 32 * words)`` (xgrammar's rule).
-        indices: only these rows are masked (each selects both the logits
-            row and the bitmask row).
+        indices: only these rows are masked; index i masks logits row i
+            with bitmask row i, so both must have it, but (as in xgrammar)
+            logits and bitmask may then have different row counts. Without
+            indices both must have the same number of rows.
         n_threads: CPU only: up to this many threads (the caller's and
             ``n_threads - 1`` from a pool created on first use) split the
             rows, each taking at least 1 MiB of logits. Masking is bound by
@@ -167,8 +169,9 @@ def apply_token_bitmask_inplace(logits: Any, bitmask: Any, *, vocab_size: Option
         raise InvalidArgumentError(
             "logits are on %s but the bitmask is on %s: move one explicitly (treemask never copies"
             " between devices)" % (logits_device or "cpu", mask_device or "cpu"))
-    if mask_rows != view.n_rows:
-        raise InvalidArgumentError("logits have %d rows but the bitmask has %d" % (view.n_rows, mask_rows))
+    if indices is None and mask_rows != view.n_rows:
+        raise InvalidArgumentError("logits have %d rows but the bitmask has %d (without indices every logits"
+                                   " row is masked with its bitmask row)" % (view.n_rows, mask_rows))
     if vocab_size is None:
         vocab_size = min(view.width, 32 * words)
     elif not 0 < vocab_size <= view.width:
@@ -179,9 +182,9 @@ def apply_token_bitmask_inplace(logits: Any, bitmask: Any, *, vocab_size: Option
     if view.n_rows == 0 or view.width == 0:
         return
     if logits_device is None:
-        _apply_cpu(view, mask_pointer, words, vocab_size, indices, n_threads)
+        _apply_cpu(view, mask_pointer, mask_rows, words, vocab_size, indices, n_threads)
     else:
-        _apply_cuda(logits, view, mask_pointer, words, vocab_size, indices)
+        _apply_cuda(logits, view, mask_pointer, mask_rows, words, vocab_size, indices)
 
 
 # Each thread of a threaded CPU apply masks at least this many bytes of
@@ -205,7 +208,8 @@ def _apply_pool(n_workers: int) -> ThreadPoolExecutor:
         return _pool
 
 
-def _apply_cpu(view: _Logits, mask_pointer, words: int, vocab_size: int, indices, n_threads: int) -> None:
+def _apply_cpu(view: _Logits, mask_pointer, mask_rows: int, words: int, vocab_size: int, indices,
+               n_threads: int) -> None:
     keep = None
     if indices is not None:
         keep = _buffers.int32_array(indices, "indices")
@@ -218,7 +222,7 @@ def _apply_cpu(view: _Logits, mask_pointer, words: int, vocab_size: int, indices
     n_work = keep.size if keep is not None else view.n_rows
     itemsize = 4 if view.dtype == lib.TREEMASK_F32 else 2
     n_parts = max(1, min(n_threads, n_work, n_work * view.width * itemsize // _MIN_BYTES_PER_THREAD))
-    if n_parts > 1 and keep is not None and not (keep.min() >= 0 and keep.max() < view.n_rows):
+    if n_parts > 1 and keep is not None and not (keep.min() >= 0 and keep.max() < min(view.n_rows, mask_rows)):
         n_parts = 1  # one call reports the bad index before writing anything
     bounds = [n_work * i // n_parts for i in range(n_parts + 1)]
 
@@ -229,12 +233,12 @@ def _apply_cpu(view: _Logits, mask_pointer, words: int, vocab_size: int, indices
         if index_base is not None:
             # indices address rows of the whole arrays: same bases, a slice of the list.
             status = lib.treemask_apply_token_bitmask_cpu(
-                logits_pointer, view.dtype, view.n_rows, view.row_stride, view.width, mask, words, vocab_size,
-                index_base + lo, hi - lo)
+                logits_pointer, view.dtype, view.n_rows, view.row_stride, view.width, mask, words, mask_rows,
+                vocab_size, index_base + lo, hi - lo)
         else:
             status = lib.treemask_apply_token_bitmask_cpu(
                 logits_pointer + lo * view.row_stride * itemsize, view.dtype, hi - lo, view.row_stride,
-                view.width, mask + lo * words, words, vocab_size, ffi.NULL, 0)
+                view.width, mask + lo * words, words, hi - lo, vocab_size, ffi.NULL, 0)
         return status, (last_error() if status else None)
 
     if n_parts == 1:
@@ -247,7 +251,8 @@ def _apply_cpu(view: _Logits, mask_pointer, words: int, vocab_size: int, indices
             raise_status(status, message=message)
 
 
-def _apply_cuda(logits: Any, view: _Logits, mask_pointer, words: int, vocab_size: int, indices) -> None:
+def _apply_cuda(logits: Any, view: _Logits, mask_pointer, mask_rows: int, words: int, vocab_size: int,
+                indices) -> None:
     torch = view.torch
     if not lib.treemask_cuda_available():
         raise UnsupportedError(
@@ -268,7 +273,7 @@ def _apply_cuda(logits: Any, view: _Logits, mask_pointer, words: int, vocab_size
             index_pointer = ffi.cast("const int32_t *", keep.data_ptr())
         status = lib.treemask_cuda_apply_token_bitmask(
             ffi.cast("void *", view.pointer), view.dtype, view.n_rows, view.row_stride, view.width,
-            ffi.cast("const int32_t *", mask_pointer), words, vocab_size, index_pointer, n_indices,
+            ffi.cast("const int32_t *", mask_pointer), words, mask_rows, vocab_size, index_pointer, n_indices,
             ffi.cast("void *", stream))
         if status:
             raise_status(status)

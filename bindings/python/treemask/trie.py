@@ -68,6 +68,32 @@ def _stop_token_list(stop_tokens: Union[int, Iterable[int], None]) -> np.ndarray
     return _buffers.int32_array(list(stop_tokens), "stop_tokens")
 
 
+_BOM_AND_SPACE = "\ufeff \t\r\n"
+
+
+def _rtp_options(*, start_token_id: Optional[int] = None, end_token_id: Optional[int] = None,
+                 sep: Optional[str] = None, rtp_llm_defaults: bool = False, rtp_compat: bool = False):
+    """A filled treemask_rtp_options (its sep is owned by the returned cdata)."""
+    rtp = ffi.new("treemask_rtp_options *")
+    lib.treemask_rtp_options_init(rtp)
+    for name, value in (("start_token_id", start_token_id), ("end_token_id", end_token_id)):
+        if value is None:
+            continue
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
+            raise TypeError("%s must be an int, got %s" % (name, type(value).__name__))
+        if not 0 <= value <= _buffers.INT32_MAX:
+            raise OutOfRangeError("%s %d: want 0 .. 2^31 - 1" % (name, value))
+        setattr(rtp, name, int(value))
+    rtp.rtp_llm_defaults = bool(rtp_llm_defaults)
+    rtp.rtp_llm_compat = bool(rtp_compat)
+    if sep is None:
+        return rtp
+    sep_c = ffi.new("char[]", sep.encode("utf-8"))
+    rtp.sep = sep_c
+    # The struct must keep sep alive: tie them with ffi.gc's finaliser.
+    return ffi.gc(rtp, lambda _p, _keep=sep_c: None)
+
+
 def _options(vocab_size: int, stop_tokens: np.ndarray, dense_row_cache_bytes: Optional[int]):
     """A filled treemask_trie_options; stop_tokens must stay alive while it is used."""
     if not isinstance(vocab_size, (int, np.integer)) or isinstance(vocab_size, bool):
@@ -254,7 +280,7 @@ class Trie:
     @classmethod
     def from_rtp_json(cls, source: Union[bytes, str, "os.PathLike[str]"], vocab_size: int,
                       stop_tokens: Union[int, Iterable[int], None] = None, *,
-                      rtp_llm_defaults: bool = False) -> "Trie":
+                      rtp_llm_defaults: bool = False, rtp_compat: bool = False) -> "Trie":
         """Loads an RTP-LLM tree-decode dictionary (``{"start_token_id",
         "end_token_id", "sep", "prefix_dict"}``).
 
@@ -262,41 +288,47 @@ class Trie:
         an ``os.PathLike`` or any other ``str`` is a file path. With
         ``stop_tokens=None`` the dictionary's ``end_token_id`` is the stop
         token. ``rtp_llm_defaults`` accepts files without start/end ids
-        (RTP-LLM's 225 / 2).
+        (RTP-LLM's 225 / 2). ``rtp_compat=True`` loads exactly what RTP-LLM
+        loads: negative and non-int32 list ids are skipped, keys that do not
+        start with the start token are ignored and the separator ``"-"`` is
+        allowed, each counted in ``stats().n_warnings`` instead of an error.
 
         Raises ParseError (with the byte offset), InvalidArgumentError /
-        OutOfRangeError (naming the key), FileError, UnsupportedError (library
-        built without JSON support).
+        OutOfRangeError (naming the key), FileError (saying when a ``str`` was
+        read as a path), UnsupportedError (library built without JSON support).
         """
         stops = _stop_token_list(stop_tokens)
         opts = _options(vocab_size, stops, None)
-        opts.rtp_llm_defaults = bool(rtp_llm_defaults)
+        rtp = _rtp_options(rtp_llm_defaults=rtp_llm_defaults, rtp_compat=rtp_compat)
         return cls._from_text_or_file(
-            source, lambda text: text.lstrip().startswith("{"),
-            lambda data, n, out: lib.treemask_trie_from_rtp_json(opts, data, n, out),
-            lambda path, out: lib.treemask_trie_from_rtp_json_file(opts, path, out))
+            source, lambda text: text.lstrip(_BOM_AND_SPACE).startswith("{"),
+            lambda data, n, out: lib.treemask_trie_from_rtp_json(opts, rtp, data, n, out),
+            lambda path, out: lib.treemask_trie_from_rtp_json_file(opts, rtp, path, out),
+            "it does not start with '{'")
 
     @classmethod
     def from_rtp_tsv(cls, source: Union[bytes, str, "os.PathLike[str]"], vocab_size: int,
                      start_token_id: int, end_token_id: int, sep: str = "_", *,
-                     stop_tokens: Union[int, Iterable[int], None] = None) -> "Trie":
+                     stop_tokens: Union[int, Iterable[int], None] = None,
+                     rtp_compat: bool = False) -> "Trie":
         """Loads RTP-LLM's text form: lines ``key<TAB>id\\x02id\\x02...``.
 
         ``source``: ``bytes``, or a ``str`` containing a tab, is the text; an
         ``os.PathLike`` or any other ``str`` is a file path. The text has no
         header, so the start and end token ids are arguments.
+        ``rtp_compat``: as for :meth:`from_rtp_json`.
         """
         stops = _stop_token_list(stop_tokens)
         opts = _options(vocab_size, stops, None)
         if not isinstance(sep, str):
-            raise InvalidArgumentError("sep must be a str")
-        sep_c = sep.encode("utf-8")
+            raise TypeError("sep must be a str, got %s" % type(sep).__name__)
+        rtp = _rtp_options(start_token_id=start_token_id, end_token_id=end_token_id, sep=sep,
+                           rtp_compat=rtp_compat)
         return cls._from_text_or_file(
             source, lambda text: "\t" in text,
-            lambda data, n, out: lib.treemask_trie_from_rtp_tsv(opts, start_token_id, end_token_id, sep_c,
-                                                                data, n, out),
-            lambda path, out: lib.treemask_trie_from_rtp_tsv_file(opts, start_token_id, end_token_id, sep_c,
-                                                                  path, out))
+            lambda data, n, out: lib.treemask_trie_from_rtp_tsv(opts, rtp, data, n, out),
+            lambda path, out: lib.treemask_trie_from_rtp_tsv_file(opts, rtp, path, out),
+            "it contains no tab")
 
     @classmethod
     def from_jsonl(cls, source: Union[bytes, str, "os.PathLike[str]"], vocab_size: int,
@@ -312,17 +344,25 @@ class Trie:
             lambda path, out: lib.treemask_trie_from_jsonl_file(opts, path, out))
 
     @classmethod
-    def _from_text_or_file(cls, source: Any, str_is_text: Callable[[str], bool], from_text, from_file) -> "Trie":
-        """Loads from bytes, a str that str_is_text says is text, or a path."""
+    def _from_text_or_file(cls, source: Any, str_is_text: Callable[[str], bool], from_text, from_file,
+                           why_a_path: str = "") -> "Trie":
+        """Loads from bytes, a str that str_is_text says is text, or a path.
+        A str read as a path that cannot be opened says so (why_a_path)."""
         out = ffi.new("treemask_trie **")
+        str_path = False
         if isinstance(source, str) and str_is_text(source):
             source = source.encode("utf-8")
+        elif isinstance(source, str):
+            str_path = True
         if isinstance(source, (bytes, bytearray, memoryview)):
             data = ffi.from_buffer("char[]", source)
             status = from_text(data, len(data), out)
         else:
             status = from_file(_fs_path(source), out)
         if status:
+            if str_path and status == lib.TREEMASK_ERR_IO:
+                raise_status(status, context="the str %r was read as a file path (%s; pass bytes "
+                             "to give the text itself)" % (source[:40], why_a_path or "not text"))
             raise_status(status)
         return cls._adopt(out)
 

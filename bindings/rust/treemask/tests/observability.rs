@@ -83,7 +83,12 @@ fn loader_warnings_arrive_as_warnings() {
     let capture = Capture::new();
     let json = br#"{"start_token_id": 225, "end_token_id": 2, "weight_dict": {},
                     "prefix_dict": {"225": [7], "225_7": [2], "225_8": [9]}}"#;
-    let trie = Trie::from_rtp_json(&TrieOptions::new(1000, Vec::new()), json).unwrap();
+    let trie = Trie::from_rtp_json(
+        &TrieOptions::new(1000, Vec::new()),
+        &treemask::RtpOptions::new(),
+        json,
+    )
+    .unwrap();
     let lines = capture.take();
     let warnings: Vec<&String> = lines
         .iter()

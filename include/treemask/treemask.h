@@ -40,6 +40,11 @@
  * - Thread safety is stated per type: a trie may be used from any number of
  *   threads at once; a matcher by one thread at a time, except that functions
  *   taking a const matcher may run concurrently with each other.
+ *   Sharing one matcher (or batch) between threads that call non-const
+ *   functions at the same time is undefined behaviour and is not detected:
+ *   it corrupts the heap (seen within seconds in a stress test). Give each
+ *   thread its own matcher (treemask_matcher_clone is cheap) or serialise
+ *   the calls. The Python package detects such use and raises instead.
  */
 #ifndef TREEMASK_TREEMASK_H
 #define TREEMASK_TREEMASK_H

@@ -285,6 +285,32 @@ void test_pointer_errors(cudaStream_t stream) {
   CHECK(host_logits[0] == 1.0f);
 }
 
+// Issue 14 item 14: as in xgrammar, with indices the logits and the bitmask
+// may have different row counts; index i masks logits row i with bitmask
+// row i, and an index outside either array is skipped on the device.
+void test_different_row_counts(cudaStream_t stream) {
+  const size_t rows = 4;
+  std::vector<float> host(rows * 32, 1.0f);
+  DeviceArray<float> d_logits(host);
+  DeviceArray<int32_t> d_mask(std::vector<int32_t>{0b10, 0b01});  // 2 bitmask rows
+  const std::vector<int32_t> indices = {1, 3};                    // 3: no bitmask row
+  DeviceArray<int32_t> d_indices(indices);
+  CHECK_TM(treemask_cuda_apply_token_bitmask(d_logits.get(), cudatest::kF32, rows, 32, 32,
+                                             d_mask.get(), 1, 2, 32, d_indices.get(), 2, stream));
+  const auto got = d_logits.download(stream);
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t c = 0; c < 32; ++c) {
+      const bool finite = got[r * 32 + c] > -3e38f;
+      CHECK_MSG(finite == (r != 1 || c == 0), "row " + std::to_string(r));
+    }
+  }
+  // Without indices the bitmask needs a row per logits row.
+  const treemask_status s = treemask_cuda_apply_token_bitmask(
+      d_logits.get(), cudatest::kF32, rows, 32, 32, d_mask.get(), 1, 2, 32, nullptr, 0, stream);
+  CHECK_MSG(error_mentions(s, TREEMASK_ERR_BUFFER_TOO_SMALL, "the bitmask has 2 rows"),
+            treemask_last_error());
+}
+
 }  // namespace
 
 int main() {
@@ -299,6 +325,7 @@ int main() {
   }
   test_many_rows(rng, stream);
   test_pointer_errors(stream);
+  test_different_row_counts(stream);
   CHECK_CUDA(cudaStreamDestroy(stream));
   return cudatest::finish("test_cuda_apply");
 }

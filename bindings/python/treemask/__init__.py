@@ -25,12 +25,12 @@ from .errors import (BufferTooSmallError, CorruptFileError, Error, FileError, In
                      VersionMismatchError, last_error)
 from .log import LOG_ERROR, LOG_INFO, LOG_WARNING, log_to_logging, set_log_callback
 from .matcher import ExclusionSet, Matcher, MatcherCounters
-from .trie import STATE_FAILED, STATE_ROOT, STATE_TERMINATED, Trie, TrieStats
+from .trie import STATE_FAILED, STATE_ROOT, STATE_TERMINATED, SkippedLabel, Trie, TrieStats
 
 __version__ = _ffi.string(_lib.treemask_version_string()).decode("ascii")
 
 __all__ = [
-    "Trie", "TrieStats", "Matcher", "MatcherCounters", "BatchMatcher", "ExclusionSet",
+    "Trie", "TrieStats", "SkippedLabel", "Matcher", "MatcherCounters", "BatchMatcher", "ExclusionSet",
     "set_log_callback", "log_to_logging", "LOG_INFO", "LOG_WARNING", "LOG_ERROR",
     "allocate_token_bitmask", "get_bitmask_shape", "reset_token_bitmask", "apply_token_bitmask_inplace",
     "cuda_available", "cpu_kernel_isa", "library_path", "last_error",

@@ -4,6 +4,7 @@ Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Iterable, Optional, Sequence, Union
 
 import numpy as np
@@ -22,6 +23,11 @@ class _SlotMatcher(_MatcherMethods):
     across set_matcher and reorder; an empty slot raises InvalidStateError."""
 
     __slots__ = ("_batch", "_slot", "_flag", "_count")
+
+    @property
+    def _busy(self):
+        # A slot's matcher lives in the batch: one lock for both.
+        return self._batch._busy
 
     def __init__(self, batch: "BatchMatcher", slot: int) -> None:
         self._batch = batch
@@ -55,7 +61,8 @@ class BatchMatcher:
 
     Slot i always writes row i of a bitmask of ``n_slots`` rows.
     ``batch[i]`` is the matcher in slot i (every Matcher method works on it
-    between batch calls). One thread at a time.
+    between batch calls). One thread at a time: a call while another thread
+    is inside one raises InvalidStateError (as for Matcher).
 
     Args:
         matchers: the number of slots (all empty), or an iterable of Matcher
@@ -64,9 +71,10 @@ class BatchMatcher:
         n_threads: worker threads besides the caller's (0 = none; at most 256).
     """
 
-    __slots__ = ("_ptr", "_n", "_tries", "_bound", "__weakref__")
+    __slots__ = ("_ptr", "_n", "_tries", "_bound", "_busy", "__weakref__")
 
     def __init__(self, matchers: Union[int, Iterable[Optional[Matcher]]], *, n_threads: int = 0) -> None:
+        self._busy = threading.RLock()  # concurrent use raises (_buffers.exclusive)
         initial = None
         if isinstance(matchers, (int, np.integer)):
             n_slots = int(matchers)
@@ -215,3 +223,7 @@ class BatchMatcher:
     def __repr__(self) -> str:
         used = sum(t is not None for t in self._tries)
         return "<treemask.BatchMatcher slots=%d used=%d>" % (self._n, used)
+
+
+_buffers.exclusive(BatchMatcher)
+_buffers.exclusive(_SlotMatcher)

@@ -4,6 +4,7 @@ Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Iterable, List, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
@@ -148,8 +149,10 @@ class _MatcherMethods:
         """Undoes the last ``n`` accepts that changed the state (termination
         included). Raises OutOfRangeError beyond the history or
         max_rollback_tokens, InvalidStateError when closed or failed."""
-        if n < 0:
-            raise OutOfRangeError("rollback(%d): n must be >= 0" % n)
+        if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+            raise TypeError("rollback: n must be an int, got %s" % type(n).__name__)
+        if not 0 <= n < 2**64:
+            raise OutOfRangeError("rollback(%d): n must be in [0, 2^64)" % n)
         status = lib.treemask_matcher_rollback(self._m, n)
         if status:
             raise_status(status)
@@ -303,7 +306,11 @@ class Matcher(_MatcherMethods):
     Every decode step: :meth:`fill_next_token_bitmask`, mask the logits
     (:func:`treemask.apply_token_bitmask_inplace`), sample, then
     :meth:`accept_token`. One thread at a time; :meth:`clone` is cheap (the
-    rollback history is shared copy-on-write).
+    rollback history is shared copy-on-write). Sharing one matcher between
+    threads would corrupt the C library's heap; here every call takes the
+    matcher's lock without blocking, so a second thread using it at the same
+    moment gets :class:`InvalidStateError` instead (a few hundred ns per
+    call).
 
     Args:
         trie: the :class:`Trie` to follow (kept alive by the matcher).
@@ -325,7 +332,7 @@ class Matcher(_MatcherMethods):
     Raises InvalidArgumentError naming an inconsistent option.
     """
 
-    __slots__ = ("_m", "_trie", "_flag", "_count", "__weakref__")
+    __slots__ = ("_m", "_trie", "_flag", "_count", "_busy", "__weakref__")
 
     def __init__(self, trie: Trie, *, failure_policy: Union[str, int] = "reject",
                  terminate_without_stop_token: bool = False, max_rollback_tokens: int = 0,
@@ -382,6 +389,9 @@ class Matcher(_MatcherMethods):
         self._trie = trie
         self._flag = ffi.new("bool *")
         self._count = ffi.new("size_t *")
+        # Taken without blocking by every call: concurrent use raises
+        # InvalidStateError instead of corrupting the matcher (_buffers.exclusive).
+        self._busy = threading.RLock()
 
     @classmethod
     def _wrap(cls, pointer, trie: Trie) -> "Matcher":
@@ -394,3 +404,6 @@ class Matcher(_MatcherMethods):
 
     def __repr__(self) -> str:
         return "<treemask.Matcher %s>" % self.debug_string()
+
+
+_buffers.exclusive(Matcher)

@@ -14,7 +14,7 @@ from . import _buffers
 from ._ffi import ffi, lib
 from .errors import InvalidArgumentError, OutOfRangeError, raise_status
 
-__all__ = ["Trie", "TrieStats", "STATE_ROOT", "STATE_TERMINATED", "STATE_FAILED", "failure_policy_code"]
+__all__ = ["Trie", "TrieStats", "SkippedLabel", "STATE_ROOT", "STATE_TERMINATED", "STATE_FAILED", "failure_policy_code"]
 
 StrPath = Union[str, "os.PathLike[str]"]
 
@@ -241,32 +241,40 @@ class Trie:
 
         A label round-trips when its ids decode to ``prefix + label`` (or to
         the label alone, for tokenizers that drop a leading space when
-        decoding). One that does not, or whose ids contain a stop token, is
-        left out and listed in :attr:`skipped_labels`; with ``strict=True`` it
-        raises :class:`InvalidArgumentError` instead.
+        decoding). One that does not, whose ids contain a stop token, or that
+        tokenizes to nothing (it would make the empty sequence complete) is
+        left out and listed in :attr:`skipped_labels` (each entry is the label
+        string, with the reason in its ``reason`` attribute); with
+        ``strict=True`` it raises :class:`InvalidArgumentError` instead.
+
+        Raises TypeError naming ``tokenizer`` when it is not one of the kinds
+        above or returns something other than a list of int token ids.
         """
         encode, check = _tokenizer_functions(tokenizer, decode)
         stops = _stop_token_list(stop_tokens)
         stop_set = set(stops.tolist())
         paths: List[List[int]] = []
         ids: List[int] = []
-        skipped: List[str] = []
+        skipped: List[SkippedLabel] = []
         for i, label in enumerate(labels):
             if not isinstance(label, str):
                 raise InvalidArgumentError("labels[%d] is %s, not a str" % (i, type(label).__name__))
             text = prefix + label
-            tokens = [int(t) for t in encode(text)]
+            tokens = _token_ids(encode(text), i)
             problem = None
-            if stop_set.intersection(tokens):
-                problem = "its tokens %s contain a stop token" % tokens
+            inside = sorted(stop_set.intersection(tokens))
+            if not tokens:
+                problem = "it tokenizes to no tokens (an empty path would let a sequence end at once)"
+            elif inside:
+                problem = "the stop token %d is inside its path %s" % (inside[0], tokens)
             elif check is not None:
                 decoded = check(tokens)
                 if decoded != text and decoded != label:
-                    problem = "tokens %s decode to %r, not %r" % (tokens, decoded, text)
+                    problem = "it does not round-trip: tokens %s decode to %r, not %r" % (tokens, decoded, text)
             if problem is not None:
                 if strict:
-                    raise InvalidArgumentError("labels[%d] %r does not round-trip: %s" % (i, label, problem))
-                skipped.append(label)
+                    raise InvalidArgumentError("labels[%d] %r: %s" % (i, label, problem))
+                skipped.append(SkippedLabel(label, problem))
                 continue
             paths.append(tokens)
             ids.append(i)
@@ -385,7 +393,8 @@ class Trie:
         if _META_LABELS in meta:
             trie._labels = tuple(json.loads(meta[_META_LABELS]))
         if _META_SKIPPED in meta:
-            trie._skipped_labels = list(json.loads(meta[_META_SKIPPED]))
+            trie._skipped_labels = [SkippedLabel(*e) if isinstance(e, list) else e
+                                    for e in json.loads(meta[_META_SKIPPED])]
         return trie
 
     def save(self, path: StrPath, metadata: Optional[Mapping[str, str]] = None) -> None:
@@ -396,7 +405,9 @@ class Trie:
         entries = dict(metadata or {})
         if self._labels is not None:
             entries.setdefault(_META_LABELS, json.dumps(list(self._labels), ensure_ascii=False))
-            entries.setdefault(_META_SKIPPED, json.dumps(self._skipped_labels, ensure_ascii=False))
+            entries.setdefault(_META_SKIPPED, json.dumps(
+                [[s, s.reason] if isinstance(s, SkippedLabel) else s for s in self._skipped_labels],
+                ensure_ascii=False))
         keep = []
         keys = ffi.new("const char *[]", len(entries))
         values = ffi.new("const char *[]", len(entries))
@@ -458,7 +469,8 @@ class Trie:
 
     @property
     def skipped_labels(self) -> List[str]:
-        """Labels :meth:`from_labels` left out because they did not round-trip."""
+        """Labels :meth:`from_labels` left out (each a :class:`SkippedLabel`:
+        the string, with why in ``.reason``)."""
         return list(self._skipped_labels)
 
     def label(self, label_id: int) -> str:
@@ -522,13 +534,49 @@ def _state_array(states: Any, writable: bool) -> np.ndarray:
     return _buffers.int_array(states, np.uint32, "states", 0, 2**32 - 1)
 
 
+class SkippedLabel(str):
+    """A label :meth:`Trie.from_labels` left out: the label string itself,
+    with why in ``reason``."""
+
+    reason: str
+
+    def __new__(cls, label: str, reason: str) -> "SkippedLabel":
+        self = super().__new__(cls, label)
+        self.reason = reason
+        return self
+
+
+def _token_ids(result: Any, index: int) -> List[int]:
+    """The token ids a tokenizer returned for labels[index], checked."""
+    if isinstance(result, (str, bytes)):
+        raise TypeError("tokenizer returned %s for labels[%d]; want a list of int token ids"
+                        % (type(result).__name__, index))
+    try:
+        items = list(result)
+    except TypeError:
+        raise TypeError("tokenizer returned %s for labels[%d]; want a list of int token ids"
+                        % (type(result).__name__, index)) from None
+    for t in items:
+        if not isinstance(t, (int, np.integer)) or isinstance(t, bool):
+            raise TypeError("tokenizer returned %r (%s) among the ids of labels[%d]; want int token ids"
+                            % (t, type(t).__name__, index))
+    return [int(t) for t in items]
+
+
 def _tokenizer_functions(tokenizer: Any, decode: Optional[Callable[[List[int]], str]]):
     """(encode: text -> ids, check: ids -> text or None) for the supported kinds."""
     encode_method = getattr(tokenizer, "encode", None)
     if callable(encode_method):
         def encode(text: str) -> List[int]:
-            result = encode_method(text, add_special_tokens=False)
-            return list(result.ids) if hasattr(result, "ids") else list(result)
+            try:
+                result = encode_method(text, add_special_tokens=False)
+            except TypeError as e:
+                if "add_special_tokens" not in str(e):
+                    raise
+                raise TypeError("tokenizer: %s.encode() does not take add_special_tokens; want a transformers"
+                                " tokenizer, a tokenizers.Tokenizer or a callable text -> ids"
+                                % type(tokenizer).__name__) from None
+            return result.ids if hasattr(result, "ids") else result
 
         if decode is None:
             decode_method = getattr(tokenizer, "decode", None)
@@ -541,6 +589,6 @@ def _tokenizer_functions(tokenizer: Any, decode: Optional[Callable[[List[int]], 
                     return decode_method(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
         return encode, decode
     if callable(tokenizer):
-        return (lambda text: list(tokenizer(text))), decode
-    raise InvalidArgumentError("tokenizer: want a transformers tokenizer, a tokenizers.Tokenizer or a callable"
+        return tokenizer, decode
+    raise TypeError("tokenizer: want a transformers tokenizer, a tokenizers.Tokenizer or a callable"
                                " text -> ids, got %s" % type(tokenizer).__name__)

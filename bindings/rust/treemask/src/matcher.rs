@@ -223,6 +223,12 @@ fn raw_matcher_options_defaults() -> sys::treemask_matcher_options {
 /// independent copy with the same state (cheap: the rollback history is
 /// shared copy-on-write).
 ///
+/// Threads: a `Matcher` is `Send` and `Sync`, and the borrow checker already
+/// keeps every mutating call (`&mut self`) to one thread at a time. Code that
+/// gets around it (raw pointers to the C matcher, `unsafe` aliasing) and lets
+/// two threads mutate one matcher at once corrupts the heap, as the C header
+/// says: give each thread its own clone.
+///
 /// ```
 /// use treemask::{Matcher, Trie, TrieOptions};
 ///

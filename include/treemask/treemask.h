@@ -1123,6 +1123,21 @@ TREEMASK_API treemask_status treemask_apply_token_bitmask_cpu(
     size_t logits_width, const int32_t *bitmask, size_t bitmask_row_words, size_t n_bitmask_rows,
     int32_t vocab_size, const int32_t *indices, size_t n_indices);
 
+/* Out of place: the rows treemask_apply_token_bitmask_cpu would write, but
+ * into out, leaving logits untouched (transformers requires logits
+ * processors not to modify their input). Every row r < n_rows of out gets
+ * logits row r, masked when the call touches row r (indices as above;
+ * rows not selected are copied unchanged). One pass over memory: each row
+ * is copied and masked while it is in cache. out rows are out_row_stride
+ * elements apart (>= logits_width); columns from logits_width up to the
+ * stride are not written. logits and out must not overlap (an error).
+ * Errors: as treemask_apply_token_bitmask_cpu, plus NULL out and
+ * overlapping arrays. */
+TREEMASK_API treemask_status treemask_apply_token_bitmask_out_cpu(
+    const void *logits, void *out, treemask_dtype dtype, size_t n_rows, size_t logits_row_stride,
+    size_t out_row_stride, size_t logits_width, const int32_t *bitmask, size_t bitmask_row_words,
+    size_t n_bitmask_rows, int32_t vocab_size, const int32_t *indices, size_t n_indices);
+
 /* The sparse form: row r keeps only its candidates
  * candidate_tokens[row_offsets[r] .. row_offsets[r + 1]) and every other
  * column (< logits_width) becomes -inf. Each row is filled with -inf and its

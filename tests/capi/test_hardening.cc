@@ -10,6 +10,8 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -177,6 +179,78 @@ TEST(Messages, LoadFlagsAreHex) {
   EXPECT_EQ(treemask_trie_load("/nonexistent.tmtrie", 0x80000000u, &t),
             TREEMASK_ERR_INVALID_ARGUMENT);
   EXPECT_NE(last_error().find("unknown load flags 0x80000000"), std::string::npos) << last_error();
+}
+
+// Item 14: with indices, logits and bitmask may have different row counts.
+TEST(Apply, IndicesAddressArraysOfDifferentRowCounts) {
+  std::vector<float> logits(4 * 32, 1.0f);
+  const int32_t mask[2] = {0b10, 0b01};
+  const int32_t index = 1;
+  ASSERT_EQ(treemask_apply_token_bitmask_cpu(logits.data(), TREEMASK_F32, 4, 32, 32, mask, 1, 2, 32,
+                                             &index, 1),
+            TREEMASK_OK)
+      << last_error();
+  for (size_t c = 0; c < 4 * 32; ++c) EXPECT_EQ(logits[c] == 1.0f, c / 32 != 1 || c == 32) << c;
+  const int32_t past = 3;
+  EXPECT_EQ(treemask_apply_token_bitmask_cpu(logits.data(), TREEMASK_F32, 4, 32, 32, mask, 1, 2, 32,
+                                             &past, 1),
+            TREEMASK_ERR_OUT_OF_RANGE);
+  EXPECT_NE(last_error().find("n_bitmask_rows=2"), std::string::npos) << last_error();
+  EXPECT_EQ(treemask_apply_token_bitmask_cpu(logits.data(), TREEMASK_F32, 4, 32, 32, mask, 1, 2, 32,
+                                             nullptr, 0),
+            TREEMASK_ERR_BUFFER_TOO_SMALL);
+}
+
+// Item 13: the fused out-of-place apply equals copy + in-place apply, for
+// every dtype, with and without indices, and never writes its input.
+TEST(Apply, OutOfPlaceEqualsInPlaceAndLeavesTheInput) {
+  std::mt19937 rng(13);
+  for (int dtype = 0; dtype < 3; ++dtype) {
+    const size_t bytes = dtype == 0 ? 4 : 2;
+    for (size_t width : {1, 31, 33, 100}) {
+      const size_t rows = 3, stride = width + 3, words = (width + 31) / 32;
+      std::vector<uint8_t> in(rows * stride * bytes);
+      for (auto &b : in) b = static_cast<uint8_t>(rng());
+      std::vector<int32_t> mask(rows * words);
+      for (auto &w : mask) w = static_cast<int32_t>(rng() & rng());
+      mask[0] = 0;
+      if (words > 1) mask[1] = -1;
+      const int32_t vocab = static_cast<int32_t>(width > 1 ? width - 1 : 1);
+      for (bool use_indices : {false, true}) {
+        const int32_t indices[2] = {2, 0};
+        const int32_t *idx = use_indices ? indices : nullptr;
+        const size_t n_idx = use_indices ? 2 : 0;
+        std::vector<uint8_t> want = in;
+        ASSERT_EQ(
+            treemask_apply_token_bitmask_cpu(want.data(), treemask_dtype(dtype), rows, stride,
+                                             width, mask.data(), words, rows, vocab, idx, n_idx),
+            TREEMASK_OK)
+            << last_error();
+        const std::vector<uint8_t> before = in;
+        std::vector<uint8_t> got(rows * width * bytes, 0xAB);
+        ASSERT_EQ(treemask_apply_token_bitmask_out_cpu(in.data(), got.data(), treemask_dtype(dtype),
+                                                       rows, stride, width, width, mask.data(),
+                                                       words, rows, vocab, idx, n_idx),
+                  TREEMASK_OK)
+            << last_error();
+        EXPECT_EQ(in, before);
+        for (size_t r = 0; r < rows; ++r) {
+          EXPECT_EQ(0, std::memcmp(got.data() + r * width * bytes, want.data() + r * stride * bytes,
+                                   width * bytes))
+              << "dtype " << dtype << " width " << width << " row " << r;
+        }
+      }
+    }
+  }
+  std::vector<float> buf(64, 1.0f);
+  const int32_t mask[2] = {0, 0};
+  EXPECT_EQ(treemask_apply_token_bitmask_out_cpu(buf.data(), buf.data() + 16, TREEMASK_F32, 1, 32,
+                                                 32, 32, mask, 1, 1, 32, nullptr, 0),
+            TREEMASK_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("overlap"), std::string::npos) << last_error();
+  EXPECT_EQ(treemask_apply_token_bitmask_out_cpu(buf.data(), nullptr, TREEMASK_F32, 1, 32, 32, 32,
+                                                 mask, 1, 1, 32, nullptr, 0),
+            TREEMASK_ERR_INVALID_ARGUMENT);
 }
 
 }  // namespace

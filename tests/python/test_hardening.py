@@ -141,3 +141,41 @@ def test_concurrent_use_of_one_matcher_raises_instead_of_corrupting():  # item 1
         th.join()
     m.reset()
     assert m.next_tokens() == [1]
+
+
+def test_out_of_place_apply_matches_in_place_and_leaves_input():  # item 13
+    rng = np.random.default_rng(13)
+    for dtype in (np.float32, np.float16):
+        logits = rng.standard_normal((5, 70)).astype(dtype)
+        logits.flags.writeable = False  # the input is only read
+        bitmask = rng.integers(-2**31, 2**31, size=(5, 3)).astype(np.int32)
+        for indices in (None, [4, 0], []):
+            want = np.array(logits)
+            treemask.apply_token_bitmask_inplace(want, bitmask, vocab_size=65, indices=indices)
+            got = treemask.apply_token_bitmask(logits, bitmask, vocab_size=65, indices=indices)
+            assert got.dtype == logits.dtype and got.shape == logits.shape
+            np.testing.assert_array_equal(got, want)
+    big = rng.standard_normal((8, 70000)).astype(np.float32)
+    big_mask = rng.integers(-2**31, 2**31, size=(8, 2188)).astype(np.int32)
+    want = big.copy()
+    treemask.apply_token_bitmask_inplace(want, big_mask)
+    np.testing.assert_array_equal(treemask.apply_token_bitmask(big, big_mask, n_threads=3), want)
+    reuse = np.empty_like(big)
+    assert treemask.apply_token_bitmask(big, big_mask, out=reuse) is reuse
+    np.testing.assert_array_equal(reuse, want)
+    strided = np.ones((3, 40), np.float32)[:, :33]
+    got = treemask.apply_token_bitmask(strided, np.zeros((3, 2), np.int32))
+    assert got.flags.c_contiguous and np.isinf(got).all() and (strided == 1).all()
+
+
+def test_processor_does_not_modify_scores():  # item 13
+    torch = pytest.importorskip("torch")
+    from treemask.hf import TrieLogitsProcessor
+
+    trie = treemask.Trie.from_paths([[1, 2], [3]], 100, 0)
+    processor = TrieLogitsProcessor(trie, prompt_length=1)
+    scores = torch.randn((2, 100))
+    before = scores.clone()
+    out = processor(torch.tensor([[5], [5]]), scores)
+    assert torch.equal(scores, before)
+    assert torch.isfinite(out).sum().item() == 4

@@ -18,7 +18,7 @@ import os as _os
 
 from ._ffi import ffi as _ffi, lib as _lib
 from .batch import BatchMatcher
-from .bitmask import (allocate_token_bitmask, apply_token_bitmask_inplace, cpu_kernel_isa, cuda_available,
+from .bitmask import (allocate_token_bitmask, apply_token_bitmask, apply_token_bitmask_inplace, cpu_kernel_isa, cuda_available,
                       get_bitmask_shape, reset_token_bitmask)
 from .errors import (BufferTooSmallError, CorruptFileError, Error, FileError, InternalError, InvalidArgumentError,
                      InvalidStateError, OutOfMemoryError, OutOfRangeError, ParseError, UnsupportedError,
@@ -33,6 +33,7 @@ __all__ = [
     "Trie", "TrieStats", "SkippedLabel", "Matcher", "MatcherCounters", "BatchMatcher", "ExclusionSet",
     "set_log_callback", "log_to_logging", "LOG_INFO", "LOG_WARNING", "LOG_ERROR",
     "allocate_token_bitmask", "get_bitmask_shape", "reset_token_bitmask", "apply_token_bitmask_inplace",
+    "apply_token_bitmask",
     "cuda_available", "cpu_kernel_isa", "library_path", "last_error",
     "STATE_ROOT", "STATE_TERMINATED", "STATE_FAILED",
     "Error", "InvalidArgumentError", "OutOfRangeError", "BufferTooSmallError", "InvalidStateError",

@@ -67,7 +67,7 @@ class _Logits:
     __slots__ = ("pointer", "dtype", "n_rows", "row_stride", "width", "device", "torch", "one_dim")
 
 
-def _logits_view(logits: Any) -> _Logits:
+def _logits_view(logits: Any, writable: bool = True) -> _Logits:
     view = _Logits()
     torch = _buffers.torch_tensor_module(logits)
     view.torch = torch
@@ -82,7 +82,7 @@ def _logits_view(logits: Any) -> _Logits:
         itemsize = logits.dtype.itemsize
         strides = tuple(s // itemsize if s % itemsize == 0 else -1 for s in logits.strides)
         view.device = None
-        if not logits.flags.writeable:
+        if writable and not logits.flags.writeable:
             raise InvalidArgumentError("logits: the array is read-only")
     else:
         raise InvalidArgumentError("logits: want a numpy.ndarray or torch.Tensor, got %s"
@@ -161,6 +161,100 @@ def apply_token_bitmask_inplace(logits: Any, bitmask: Any, *, vocab_size: Option
     """
     n_threads = _buffers.thread_count(n_threads)
     view = _logits_view(logits)
+    mask_pointer, mask_rows, words, vocab_size = _check_apply(view, bitmask, vocab_size, indices)
+    if view.n_rows == 0 or view.width == 0:
+        return
+    if view.device is None or view.device.type == "cpu":
+        _apply_cpu(view, mask_pointer, mask_rows, words, vocab_size, indices, n_threads)
+    else:
+        _apply_cuda(logits, view, mask_pointer, mask_rows, words, vocab_size, indices)
+
+
+def apply_token_bitmask(logits: Any, bitmask: Any, *, vocab_size: Optional[int] = None,
+                        indices: Optional[Sequence[int]] = None, out: Any = None, n_threads: int = 1) -> Any:
+    """:func:`apply_token_bitmask_inplace` out of place: returns a new
+    C-contiguous array or tensor (same type, dtype, shape and device) holding
+    the masked logits, and leaves ``logits`` unchanged. Rows that
+    ``indices`` does not select are copied as they are.
+
+    On the CPU it is one fused pass (treemask_apply_token_bitmask_out_cpu:
+    each row is read once, copied and masked while in cache), so it costs
+    about what the in-place form costs plus writing the output once. CUDA
+    tensors are cloned and then masked in place by treemask's CUDA kernel.
+
+    ``out``: where to write (default: a new array), of the same type, shape,
+    dtype and device as ``logits``, not overlapping it. Reusing one saves
+    the page faults of a fresh allocation (several ms for 32 x 152k logits).
+    ``n_threads``: as for :func:`apply_token_bitmask_inplace` (CPU, without
+    indices).
+    """
+    n_threads = _buffers.thread_count(n_threads)
+    view = _logits_view(logits, writable=False)
+    mask_pointer, mask_rows, words, vocab_size = _check_apply(view, bitmask, vocab_size, indices)
+    torch = view.torch
+    if out is not None:
+        if type(out) is not type(logits) or tuple(out.shape) != tuple(logits.shape) or out.dtype != logits.dtype \
+                or (torch is not None and out.device != logits.device):
+            raise InvalidArgumentError("out: want the type, shape, dtype and device of logits (%s), got %s"
+                                       % (_buffers.describe(logits), _buffers.describe(out)))
+    if torch is not None and view.device.type != "cpu":
+        if out is None:
+            out = logits.clone(memory_format=torch.contiguous_format)
+        else:
+            out.copy_(logits)
+        apply_token_bitmask_inplace(out, bitmask, vocab_size=vocab_size, indices=indices)
+        return out
+    if out is not None:
+        pass
+    elif torch is not None:
+        out = torch.empty_like(logits, memory_format=torch.contiguous_format)
+    else:
+        out = np.empty_like(logits, order="C")
+    if view.n_rows == 0 or view.width == 0:
+        out[...] = logits
+        return out
+    out_view = _logits_view(out)
+    keep = None if indices is None else _buffers.int32_array(indices, "indices")
+    index_pointer = _buffers.host_buffer(keep, "int32_t[]") if keep is not None and keep.size else ffi.NULL
+    n_indices = 0 if keep is None else keep.size
+    if keep is not None and n_indices == 0:
+        out[...] = logits
+        return out
+    src = ffi.cast("const char *", view.pointer)
+    dst = ffi.cast("char *", out_view.pointer)
+    mask = ffi.cast("const int32_t *", mask_pointer)
+    itemsize = 4 if view.dtype == lib.TREEMASK_F32 else 2
+    n_parts = 1 if keep is not None else max(1, min(n_threads, view.n_rows,
+                                                     view.n_rows * view.width * itemsize // _MIN_BYTES_PER_THREAD))
+    bounds = [view.n_rows * i // n_parts for i in range(n_parts + 1)]
+
+    def part(i: int):
+        lo, hi = bounds[i], bounds[i + 1]
+        if keep is not None:
+            status = lib.treemask_apply_token_bitmask_out_cpu(
+                src, dst, view.dtype, view.n_rows, view.row_stride, out_view.row_stride, view.width, mask, words,
+                mask_rows, vocab_size, index_pointer, n_indices)
+        else:
+            status = lib.treemask_apply_token_bitmask_out_cpu(
+                src + lo * view.row_stride * itemsize, dst + lo * out_view.row_stride * itemsize, view.dtype,
+                hi - lo, view.row_stride, out_view.row_stride, view.width, mask + lo * words, words, hi - lo,
+                vocab_size, ffi.NULL, 0)
+        return status, (last_error() if status else None)
+
+    if n_parts == 1:
+        results = [part(0)]
+    else:
+        futures = [_apply_pool(n_parts - 1).submit(part, i) for i in range(1, n_parts)]
+        results = [part(0)] + [f.result() for f in futures]
+    for status, message in results:
+        if status:
+            raise_status(status, message=message)
+    return out
+
+
+def _check_apply(view: _Logits, bitmask: Any, vocab_size: Optional[int], indices):
+    """The checks both apply forms share; returns (bitmask pointer, its
+    rows, its words per row, the vocab_size to use)."""
     mask_pointer, mask_rows, words, mask_device = _bitmask_view(bitmask)
     logits_device = view.device if view.device is not None and view.device.type != "cpu" else None
     if mask_device is not None and mask_device.type == "cpu":
@@ -179,12 +273,7 @@ def apply_token_bitmask_inplace(logits: Any, bitmask: Any, *, vocab_size: Option
     if vocab_size > 32 * words:
         raise InvalidArgumentError("vocab_size %d needs %d bitmask words per row, the bitmask has %d"
                                    % (vocab_size, (vocab_size + 31) // 32, words))
-    if view.n_rows == 0 or view.width == 0:
-        return
-    if logits_device is None:
-        _apply_cpu(view, mask_pointer, mask_rows, words, vocab_size, indices, n_threads)
-    else:
-        _apply_cuda(logits, view, mask_pointer, mask_rows, words, vocab_size, indices)
+    return mask_pointer, mask_rows, words, vocab_size
 
 
 # Each thread of a threaded CPU apply masks at least this many bytes of

@@ -81,6 +81,13 @@ struct BitmaskApply : LogitsRows {
 // offending argument, index or row), then masks the rows with `row_fn`.
 Status apply_token_bitmask(const BitmaskApply &args, MaskRowFn row_fn = mask_row_best());
 
+// One call of treemask_apply_token_bitmask_out_cpu: the masked rows go to
+// args.logits (the output, args.row_stride apart); src holds the input rows,
+// src_row_stride apart. Every row is written (copied, then masked if the
+// call touches it) while it is in cache.
+Status apply_token_bitmask_out(const BitmaskApply &args, const void *src, size_t src_row_stride,
+                               MaskRowFn row_fn = mask_row_best());
+
 // One call of treemask_apply_token_candidates_cpu: candidate lists in CSR
 // form replace the bitmask.
 struct CandidateApply : LogitsRows {

@@ -44,7 +44,7 @@ def rtp_sequences(prefix_dict, start, end, sep="_"):
 
 
 def paths_output(seqs):
-    return "".join(" ".join(map(str, s)) + "\n" for s in seqs)
+    return "".join((" ".join(map(str, s)) if s else "(empty)") + "\n" for s in seqs)
 
 
 class Paths(unittest.TestCase):
@@ -263,6 +263,17 @@ class Hardening(unittest.TestCase):
         run("paths", d, "--vocab-size", "10", check_rc=1)
         p = run("paths", d, "--vocab-size", "10", "--rtp-compat", check_rc=0)
         self.assertEqual(p.stdout, "5\n")
+
+    def test_paths_prints_labels_stop_tokens_and_the_empty_sequence(self):  # item 19
+        src = self.path("p.jsonl", '[1, 2]\n{"tokens": [1], "label": 7}\n[]\n[1, 2]\n')
+        base = ["paths", src, "--vocab-size", "10", "--stop-tokens", "5,0"]
+        self.assertEqual(run(*base, check_rc=0).stdout, "(empty)\n1\n1 2\n")
+        self.assertEqual(run(*base, "--labels", "--with-stop", check_rc=0).stdout,
+                         "0\t2\n1 0\t7\n1 2 0\t0,3\n")
+        # An RTP dictionary has no labels: no label column.
+        p = run("paths", self.src, "--vocab-size", "100000", "--labels", "--with-stop", check_rc=0)
+        self.assertTrue(p.stdout.startswith("64000 64001 2\n"), p.stdout)
+        self.assertNotIn("\t", p.stdout)
 
     def test_a_label_list_is_not_tsv(self):  # item 17
         labels = self.path("labels.txt", "red shoes\nblue hat\n")

@@ -179,3 +179,47 @@ def test_processor_does_not_modify_scores():  # item 13
     out = processor(torch.tensor([[5], [5]]), scores)
     assert torch.equal(scores, before)
     assert torch.isfinite(out).sum().item() == 4
+
+
+def _run_module(*args, cwd=None):
+    import subprocess
+    import sys
+
+    env = dict(os.environ)
+    return subprocess.run([sys.executable, "-m", "treemask", *args], capture_output=True, text=True, env=env,
+                          cwd=cwd, timeout=120)
+
+
+def test_compile_labels_from_the_command_line(tmp_path):  # item 17
+    tokenizers = pytest.importorskip("tokenizers", reason="compile-labels reads tokenizer.json with tokenizers")
+    from tokenizers import Tokenizer, models, pre_tokenizers, decoders
+
+    vocab = {"[UNK]": 0, "<eos>": 1, "red": 2, "shoes": 3, "blue": 4, "hat": 5}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.decoder = decoders.WordPiece()
+    tok_path = tmp_path / "tokenizer.json"
+    tok.save(str(tok_path))
+    labels = tmp_path / "labels.txt"
+    labels.write_text("red shoes\nblue hat\ngreen\n\nblue\n", encoding="utf-8")
+    out = tmp_path / "labels.tmtrie"
+    p = _run_module("compile-labels", str(labels), "--tokenizer", str(tok_path), "--vocab-size", "6",
+                    "--stop-tokens", "1", "-o", str(out), "--prefix", "")
+    assert p.returncode == 0, p.stderr
+    assert "skipped: 'green'" in p.stderr and "does not round-trip" in p.stderr
+    assert "compiled 3 of 4 labels" in p.stdout
+    trie = treemask.Trie.load(out)
+    assert [trie.label(i) for i in range(3)] == ["red shoes", "blue hat", "green"]
+    m = treemask.Matcher(trie)
+    assert sorted(m.next_tokens()) == [2, 4]
+    assert m.accept_token(4) and m.can_terminate()  # "blue" is a label and a prefix
+    p = _run_module("compile-labels", str(labels), "--tokenizer", str(tok_path), "--vocab-size", "6",
+                    "--stop-tokens", "1", "-o", str(out), "--prefix", "", "--strict")
+    assert p.returncode == 1 and "'green'" in p.stderr
+    p = _run_module("compile-labels", str(labels), "--tokenizer", str(tmp_path / "nope.json"),
+                    "--vocab-size", "6", "--stop-tokens", "1", "-o", str(out))
+    assert p.returncode == 2 and "no such file" in p.stderr
+    p = _run_module("compile-labels", str(labels), "--tokenizer", str(tok_path), "--vocab-size", "6",
+                    "--stop-tokens", "1", "-o", str(labels))
+    assert p.returncode == 2 and "is the labels file" in p.stderr
+    assert _run_module("frobnicate").returncode == 2

@@ -224,7 +224,8 @@ class Trie:
     @classmethod
     def from_labels(cls, labels: Sequence[str], tokenizer: Any, vocab_size: int,
                     stop_tokens: Union[int, Iterable[int]], prefix: str = " ", strict: bool = False, *,
-                    decode: Optional[Callable[[List[int]], str]] = None) -> "Trie":
+                    decode: Optional[Callable[[List[int]], str]] = None,
+                    progress: Optional[Callable[[int, int], None]] = None) -> "Trie":
         """Builds a trie of label strings tokenized by ``tokenizer``.
 
         Label ``i`` is tokenized as ``prefix + labels[i]`` and carries label id
@@ -247,9 +248,13 @@ class Trie:
         string, with the reason in its ``reason`` attribute); with
         ``strict=True`` it raises :class:`InvalidArgumentError` instead.
 
+        ``progress(done, total)``, if given, is called every 1,000 labels and
+        at the end (``python -m treemask compile-labels`` draws a bar with it).
+
         Raises TypeError naming ``tokenizer`` when it is not one of the kinds
         above or returns something other than a list of int token ids.
         """
+        labels = list(labels)
         encode, check = _tokenizer_functions(tokenizer, decode)
         stops = _stop_token_list(stop_tokens)
         stop_set = set(stops.tolist())
@@ -257,6 +262,8 @@ class Trie:
         ids: List[int] = []
         skipped: List[SkippedLabel] = []
         for i, label in enumerate(labels):
+            if progress is not None and i % 1000 == 0:
+                progress(i, len(labels))
             if not isinstance(label, str):
                 raise InvalidArgumentError("labels[%d] is %s, not a str" % (i, type(label).__name__))
             text = prefix + label
@@ -278,6 +285,8 @@ class Trie:
                 continue
             paths.append(tokens)
             ids.append(i)
+        if progress is not None:
+            progress(len(labels), len(labels))
         if not paths:
             raise InvalidArgumentError("none of the %d labels round-trips through the tokenizer" % len(labels))
         trie = cls.from_paths(paths, vocab_size, stops, ids)

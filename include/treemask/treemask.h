@@ -497,6 +497,15 @@ typedef struct treemask_matcher_options {
    * override_stop_tokens). NULL / 0 = the trie's (init). Copied. */
   const int32_t *override_stop_tokens;
   size_t n_override_stop_tokens;
+  /* Think mode: once the model has emitted a prefix of think_end_tokens
+   * naturally (a partial match), force the rest of it, as RTP-LLM's
+   * ThinkModeLogitsProcessor does. false (init): only a spent budget
+   * forces; a partial match that breaks is ordinary thinking text. Off by
+   * default because end sequences often start with a token that ordinary
+   * thinking text contains (a newline, a "</" piece): forcing after it
+   * would cut thinking short at the first such token. Set it to reproduce
+   * RTP-LLM exactly. */
+  bool think_force_end_after_prefix;
 } treemask_matcher_options;
 
 /* Sets struct_size and every field to its default. */
@@ -703,8 +712,11 @@ TREEMASK_API treemask_status treemask_matcher_get_counters(const treemask_matche
  * Rollback crosses the boundary both ways.
  * Differences from RTP-LLM's ThinkModeLogitsProcessor: (1) RTP-LLM forces
  * the rest of the end sequence as soon as a partial match starts; treemask
- * forces only when the budget is spent. (2) RTP-LLM's max_thinking_tokens
- * <= 0 means no budget; here -1 means none and 0 forces the end at once.
+ * forces only when the budget is spent, unless
+ * think_force_end_after_prefix is set (then exactly as RTP-LLM). (2)
+ * max_thinking_tokens: RTP-LLM creates no think processor at all when it
+ * is <= 0, so thinking is then unconstrained and unbounded; here that is
+ * -1, and 0 means a budget of zero: the end sequence is forced at once.
  * (3) RTP-LLM opens thinking with a begin *sequence* decided from the first
  * tokens; here one begin token, or start_in_thinking. (4) RTP-LLM advances
  * its state while writing the forced mask; here only accept changes state,

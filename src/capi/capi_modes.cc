@@ -60,6 +60,7 @@ Status matcher_mode_options(const treemask_matcher_options &o, ModeOptions &out)
   out.think_begin_token = o.think_begin_token;
   out.start_in_thinking = o.start_in_thinking;
   out.max_thinking_tokens = o.max_thinking_tokens;
+  out.think_force_end_after_prefix = o.think_force_end_after_prefix;
   out.max_new_tokens = o.max_new_tokens;
   return Status::Ok();
 }

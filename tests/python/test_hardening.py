@@ -223,3 +223,13 @@ def test_compile_labels_from_the_command_line(tmp_path):  # item 17
                     "--stop-tokens", "1", "-o", str(labels))
     assert p.returncode == 2 and "is the labels file" in p.stderr
     assert _run_module("frobnicate").returncode == 2
+
+
+def test_think_force_end_after_prefix():  # item 16
+    trie = treemask.Trie.from_paths([[1, 2], [3]], 16, 0)
+    m = treemask.Matcher(trie, think_end_tokens=[7, 8, 9], start_in_thinking=True,
+                         think_force_end_after_prefix=True)
+    assert m.accept_token(5) and m.accept_token(7)
+    assert m.next_tokens() == [8] and m.forced_tokens() == [8, 9]
+    plain = treemask.Matcher(trie, think_end_tokens=[7, 8, 9], start_in_thinking=True)
+    assert plain.accept_token(7) and len(plain.next_tokens()) == 16

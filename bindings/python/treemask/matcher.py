@@ -328,6 +328,10 @@ class Matcher(_MatcherMethods):
             forced once the budget is spent).
         max_new_tokens: length budget (never cut a label in half).
         override_stop_tokens: replace the trie's stop tokens for this matcher.
+        think_force_end_after_prefix: once a prefix of think_end_tokens is
+            emitted naturally, force the rest (RTP-LLM's behaviour; off by
+            default, see treemask.h). max_thinking_tokens=0 forces the end at
+            once; None is RTP-LLM's <= 0 (no think processor, no budget).
 
     Raises InvalidArgumentError naming an inconsistent option.
     """
@@ -341,7 +345,8 @@ class Matcher(_MatcherMethods):
                  think_end_tokens: Optional[Sequence[int]] = None, think_begin_token: Optional[int] = None,
                  start_in_thinking: bool = False, max_thinking_tokens: Optional[int] = None,
                  max_new_tokens: Optional[int] = None,
-                 override_stop_tokens: Optional[Sequence[int]] = None) -> None:
+                 override_stop_tokens: Optional[Sequence[int]] = None,
+                 think_force_end_after_prefix: bool = False) -> None:
         if not isinstance(trie, Trie):
             raise InvalidArgumentError("trie must be a treemask.Trie, got %s" % type(trie).__name__)
         opts = ffi.new("treemask_matcher_options *")
@@ -373,6 +378,7 @@ class Matcher(_MatcherMethods):
                 opts.think_begin_token = think_begin_token
             opts.start_in_thinking = bool(start_in_thinking)
             opts.max_thinking_tokens = -1 if max_thinking_tokens is None else max_thinking_tokens
+            opts.think_force_end_after_prefix = bool(think_force_end_after_prefix)
             opts.max_new_tokens = -1 if max_new_tokens is None else max_new_tokens
             set_tokens("override_stop_tokens", "n_override_stop_tokens", override_stop_tokens,
                        "override_stop_tokens")

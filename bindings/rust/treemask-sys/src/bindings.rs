@@ -186,6 +186,7 @@ pub struct treemask_matcher_options {
     pub max_new_tokens: i64,
     pub override_stop_tokens: *const i32,
     pub n_override_stop_tokens: usize,
+    pub think_force_end_after_prefix: bool,
 }
 extern "C" {
     pub fn treemask_matcher_options_init(opts: *mut treemask_matcher_options);

@@ -114,6 +114,7 @@ treemask_status treemask_trie_from_rtp_json(const treemask_trie_options *opts,
                                             size_t len, treemask_trie **out) {
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(out);
+    TM_TRY(treemask::capi::check_count("len", len, 1, 64));
     if (!json && len > 0) {
       return treemask::error(Code::kInvalidArgument, "json is NULL but len is ", len);
     }
@@ -143,6 +144,7 @@ treemask_status treemask_trie_from_rtp_tsv(const treemask_trie_options *opts,
                                            size_t len, treemask_trie **out) {
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(out);
+    TM_TRY(treemask::capi::check_count("len", len, 1, 64));
     if (!data && len > 0) {
       return treemask::error(Code::kInvalidArgument, "data is NULL but len is ", len);
     }
@@ -165,6 +167,7 @@ treemask_status treemask_trie_from_jsonl(const treemask_trie_options *opts, cons
                                          size_t len, treemask_trie **out) {
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(out);
+    TM_TRY(treemask::capi::check_count("len", len, 1, 64));
     if (!data && len > 0) {
       return treemask::error(Code::kInvalidArgument, "data is NULL but len is ", len);
     }

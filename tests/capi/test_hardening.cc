@@ -100,6 +100,14 @@ TEST(WrapAround, EveryCountIsChecked) {
                                                 &one, 40, nullptr, 0),
             TREEMASK_ERR_OUT_OF_RANGE);
 
+  // In-memory loaders copy len bytes plus padding: len near SIZE_MAX wrapped.
+  o.n_stop_tokens = 1;
+  EXPECT_EQ(treemask_trie_from_rtp_json(&o, nullptr, "{}", SIZE_MAX - 8, &t),
+            TREEMASK_ERR_OUT_OF_RANGE);
+  EXPECT_EQ(treemask_trie_from_rtp_tsv(&o, testutil::Rtp(1, 0).get(), "x", SIZE_MAX, &t),
+            TREEMASK_ERR_OUT_OF_RANGE);
+  EXPECT_EQ(treemask_trie_from_jsonl(&o, "[1]", SIZE_MAX - 1, &t), TREEMASK_ERR_OUT_OF_RANGE);
+
   treemask_batch_options bo;
   treemask_batch_options_init(&bo);
   bo.n_slots = 4;

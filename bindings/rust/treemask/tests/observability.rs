@@ -170,6 +170,8 @@ fn events_from_other_threads_reach_the_callback() {
 
 #[test]
 fn matcher_counters_follow_every_event() {
+    // Builds tries, whose log events would reach another test's capture.
+    let _serial = LOG_TESTS.lock().unwrap_or_else(|p| p.into_inner());
     let trie = Trie::from_paths(&TrieOptions::new(8, [0]), [[1, 2], [1, 3]]).unwrap();
     let mut options = MatcherOptions::default();
     options.failure_policy = FailurePolicy::FailClosed;
@@ -199,6 +201,8 @@ fn matcher_counters_follow_every_event() {
 
 #[test]
 fn batch_fills_count_for_the_slot_matchers() {
+    // Builds tries, whose log events would reach another test's capture.
+    let _serial = LOG_TESTS.lock().unwrap_or_else(|p| p.into_inner());
     let trie = Trie::from_paths(&TrieOptions::new(8, [0]), [&[1, 2][..], &[3]]).unwrap();
     let mut batch = Batch::new(2).unwrap();
     let m = Matcher::new(&trie).unwrap();

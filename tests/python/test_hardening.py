@@ -233,3 +233,20 @@ def test_think_force_end_after_prefix():  # item 16
     assert m.next_tokens() == [8] and m.forced_tokens() == [8, 9]
     plain = treemask.Matcher(trie, think_end_tokens=[7, 8, 9], start_in_thinking=True)
     assert plain.accept_token(7) and len(plain.next_tokens()) == 16
+
+
+def test_ints_too_large_for_c_are_out_of_range_errors():  # item 11
+    trie = treemask.Trie.from_paths([[1, 2]], 10, 0)
+    m = treemask.Matcher(trie)
+    bitmask = treemask.allocate_token_bitmask(1, 10)
+    calls = [
+        lambda: m.fill_next_token_bitmask(bitmask, remaining_tokens=2**70),
+        lambda: setattr(m, "remaining_tokens", 2**70),
+        lambda: treemask.Matcher(trie, max_rollback_tokens=2**70),
+        lambda: treemask.BatchMatcher(1, n_threads=2**70),
+        lambda: m.accept_token(2**70),
+        lambda: treemask.BatchMatcher([m])[0].rollback(2**70),
+    ]
+    for call in calls:
+        with pytest.raises(treemask.Error):
+            call()

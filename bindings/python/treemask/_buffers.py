@@ -178,10 +178,12 @@ def exclusive(cls, lock_attr: str = "_busy"):
     defines them in) so that two threads using one object at once get
     InvalidStateError instead of corrupting the C object's state: each call
     takes the object's lock without blocking. The lock is reentrant, so a
-    method may call another of the same object."""
+    method may call another of the same object. An int argument too large
+    for its C type (cffi's OverflowError) becomes OutOfRangeError, so every
+    error is a treemask.Error."""
     import functools
 
-    from .errors import InvalidStateError
+    from .errors import InvalidStateError, OutOfRangeError
 
     def guard(name, fn):
         @functools.wraps(fn)
@@ -194,6 +196,9 @@ def exclusive(cls, lock_attr: str = "_busy"):
                     % (type(self).__name__, name, type(self).__name__))
             try:
                 return fn(self, *args, **kwargs)
+            except OverflowError as e:
+                raise OutOfRangeError("%s.%s: an argument is out of range (%s)"
+                                      % (type(self).__name__, name, e)) from None
             finally:
                 lock.release()
         return wrapper

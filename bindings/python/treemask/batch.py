@@ -87,8 +87,11 @@ class BatchMatcher:
             raise InvalidArgumentError("n_threads %d must be >= 0" % n_threads)
         opts = ffi.new("treemask_batch_options *")
         lib.treemask_batch_options_init(opts)
-        opts.n_slots = n_slots
-        opts.n_threads = n_threads
+        try:
+            opts.n_slots = n_slots
+            opts.n_threads = n_threads
+        except OverflowError:
+            raise OutOfRangeError("n_slots %d / n_threads %d: out of range" % (n_slots, n_threads)) from None
         out = ffi.new("treemask_batch **")
         status = lib.treemask_batch_create(opts, out)
         if status:

@@ -355,7 +355,10 @@ class Matcher(_MatcherMethods):
         opts.terminate_without_stop_token = bool(terminate_without_stop_token)
         if max_rollback_tokens < 0:
             raise InvalidArgumentError("max_rollback_tokens %d must be >= 0" % max_rollback_tokens)
-        opts.max_rollback_tokens = max_rollback_tokens
+        try:
+            opts.max_rollback_tokens = max_rollback_tokens
+        except OverflowError:
+            raise OutOfRangeError("max_rollback_tokens %d is out of range" % max_rollback_tokens) from None
         keep = []
 
         def set_tokens(pointer_field: str, count_field: str, values, what: str) -> None:

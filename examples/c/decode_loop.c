@@ -53,7 +53,7 @@ int main(void) {
       return fail("fill");
     /* mask: disallowed logits become -inf */
     if (need_apply && treemask_apply_token_bitmask_cpu(logits, TREEMASK_F32, 1, VOCAB, VOCAB, mask,
-                                                       words, VOCAB, NULL, 0) != TREEMASK_OK)
+                                                       words, 1, VOCAB, NULL, 0) != TREEMASK_OK)
       return fail("mask");
     for (best = 0, t = 1; t < VOCAB; ++t) /* greedy */
       if (logits[t] > logits[best]) best = t;

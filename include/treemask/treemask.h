@@ -62,6 +62,11 @@
  * - Thread safety is stated per type: a trie may be used from any number of
  *   threads at once; a matcher by one thread at a time, except that functions
  *   taking a const matcher may run concurrently with each other.
+ *   Sharing one matcher (or batch) between threads that call non-const
+ *   functions at the same time is undefined behaviour and is not detected:
+ *   it corrupts the heap (seen within seconds in a stress test). Give each
+ *   thread its own matcher (treemask_matcher_clone is cheap) or serialise
+ *   the calls. The Python package detects such use and raises instead.
  */
 #ifndef TREEMASK_TREEMASK_H
 #define TREEMASK_TREEMASK_H
@@ -225,10 +230,6 @@ typedef struct treemask_trie_options {
    * instead of setting each bit. Rows are built lazily, thread-safely, and
    * never exceed this budget. init sets 64 MiB; 0 disables the cache. */
   size_t dense_row_cache_bytes;
-  /* RTP-LLM loaders only: when the JSON lacks "start_token_id" or
-   * "end_token_id", use RTP-LLM's defaults 225 and 2 instead of failing
-   * ("sep" defaults to "_" regardless). init sets false. */
-  bool rtp_llm_defaults;
 } treemask_trie_options;
 
 /* Sets struct_size and every field to its default. */
@@ -301,45 +302,86 @@ TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_trie_get_stats(const tr
  *
  * opts: vocab_size is required. If opts names no stop tokens, end_token_id
  * is the stop token; otherwise opts' stop tokens end sequences and no other
- * stop token may appear in a list.
+ * stop token may appear in a list. rtp: the RTP-specific settings below
+ * (NULL: every default).
  *
  * Errors (nothing is built, *out untouched; treemask_last_error() names the
  * key and the problem): a key that does not start with start_token_id and
  * sep, a part that is not a canonical decimal integer, ids outside int32 or
  * >= vocab_size, duplicate keys, an empty sep or one containing digits or
- * '-', an empty input (TREEMASK_ERR_PARSE), a missing or unreadable file
- * (TREEMASK_ERR_IO). Tolerated, counted in treemask_trie_stats.n_warnings:
- * unknown top-level fields (RTP-LLM's own files carry "weight_dict",
- * "sparse_mask") and keys the root cannot reach.
+ * '-', an empty input (TREEMASK_ERR_PARSE), a missing, unreadable or
+ * non-regular file (TREEMASK_ERR_IO). Tolerated, counted in
+ * treemask_trie_stats.n_warnings: unknown top-level fields (RTP-LLM's own
+ * files carry "weight_dict", "sparse_mask") and keys the root cannot reach.
+ *
+ * Compatibility mode (rtp->rtp_llm_compat): loads exactly what RTP-LLM's own
+ * loader accepts. Negative list ids and list ids outside int32 are skipped,
+ * keys that do not start with start_token_id and sep are ignored, and the
+ * separator "-" is allowed; each is a counted warning naming the key instead
+ * of an error. Everything else is checked as in the strict default.
  *
  * Thread-safe. Peak memory of the JSON form is about 4x the input (measured:
  * 330 MB for an 87 MB file; mostly simdjson's index of it), never a map of key
  * strings. */
 
+/* RTP-LLM's own defaults for a dictionary that does not name them. */
+#define TREEMASK_RTP_DEFAULT_START_TOKEN 225
+#define TREEMASK_RTP_DEFAULT_END_TOKEN 2
+
+typedef struct treemask_rtp_options {
+  size_t struct_size;
+  /* The key prefix and the fallback token. -1 (init): the JSON file's
+   * "start_token_id" / "end_token_id" (required there unless
+   * rtp_llm_defaults); the TSV form has no header and needs them here (or
+   * rtp_llm_defaults). A value >= 0 fills a field the JSON lacks, and a JSON
+   * value that differs from it is an error. */
+  int32_t start_token_id;
+  int32_t end_token_id;
+  /* The key separator. NULL (init): the JSON file's "sep", else "_". A
+   * non-NULL value must match the JSON's "sep" when it has one. */
+  const char *sep;
+  /* Use RTP-LLM's defaults TREEMASK_RTP_DEFAULT_START_TOKEN (225) and
+   * TREEMASK_RTP_DEFAULT_END_TOKEN (2) for a start or end token that neither
+   * the file nor this struct gives. init sets false. */
+  bool rtp_llm_defaults;
+  /* Load what RTP-LLM loads (see above) with counted warnings instead of
+   * errors. init sets false (strict). */
+  bool rtp_llm_compat;
+} treemask_rtp_options;
+
+/* Sets struct_size and every field to its default. */
+TREEMASK_API void treemask_rtp_options_init(treemask_rtp_options *rtp);
+
 /* JSON: {"start_token_id": 225, "end_token_id": 2, "sep": "_",
  * "prefix_dict": {"225": [64000, ...], "225_64000": [...], ...}}.
- * start_token_id and end_token_id are required unless opts->rtp_llm_defaults;
- * "sep" defaults to "_". Malformed JSON is TREEMASK_ERR_PARSE with the byte
- * offset. Built without simdjson: TREEMASK_ERR_UNSUPPORTED. */
-TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_trie_from_rtp_json(
-    const treemask_trie_options *opts, const char *json, size_t len, treemask_trie **out);
+ * start_token_id and end_token_id come from the file or rtp (see
+ * treemask_rtp_options); "sep" defaults to "_". A UTF-8 byte-order mark is
+ * skipped; UTF-16 input and anything after the object are TREEMASK_ERR_PARSE
+ * saying so. Malformed JSON is TREEMASK_ERR_PARSE with the byte offset.
+ * Built without simdjson: TREEMASK_ERR_UNSUPPORTED. */
+TREEMASK_NODISCARD TREEMASK_API treemask_status
+treemask_trie_from_rtp_json(const treemask_trie_options *opts, const treemask_rtp_options *rtp,
+                            const char *json, size_t len, treemask_trie **out);
 
 /* The same, reading the file at path. */
-TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_trie_from_rtp_json_file(
-    const treemask_trie_options *opts, const char *path, treemask_trie **out);
+TREEMASK_NODISCARD TREEMASK_API treemask_status
+treemask_trie_from_rtp_json_file(const treemask_trie_options *opts, const treemask_rtp_options *rtp,
+                                 const char *path, treemask_trie **out);
 
 /* RTP-LLM's text form: lines "key<TAB>id\x02id\x02..." (LF or CRLF; blank
- * lines skipped); an empty id list after the tab is an empty list. It has no
- * header, so start_token_id and end_token_id are arguments. sep: NULL means
- * "_". Needs no JSON support. Errors name the line and the key. */
-TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_trie_from_rtp_tsv(
-    const treemask_trie_options *opts, int32_t start_token_id, int32_t end_token_id,
-    const char *sep, const char *data, size_t len, treemask_trie **out);
+ * lines skipped); an empty id list after the tab is an empty list; an empty
+ * element (a trailing or doubled \x02) is an error. It has no header, so
+ * rtp->start_token_id and rtp->end_token_id are required (or
+ * rtp->rtp_llm_defaults); rtp->sep NULL means "_", and a sep containing a
+ * tab is refused. Needs no JSON support. Errors name the line and the key. */
+TREEMASK_NODISCARD TREEMASK_API treemask_status
+treemask_trie_from_rtp_tsv(const treemask_trie_options *opts, const treemask_rtp_options *rtp,
+                           const char *data, size_t len, treemask_trie **out);
 
 /* The same, reading the file at path. */
-TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_trie_from_rtp_tsv_file(
-    const treemask_trie_options *opts, int32_t start_token_id, int32_t end_token_id,
-    const char *sep, const char *path, treemask_trie **out);
+TREEMASK_NODISCARD TREEMASK_API treemask_status
+treemask_trie_from_rtp_tsv_file(const treemask_trie_options *opts, const treemask_rtp_options *rtp,
+                                const char *path, treemask_trie **out);
 
 /* ---- Token paths as JSON Lines ------------------------------------------
  *
@@ -488,6 +530,15 @@ typedef struct treemask_matcher_options {
    * override_stop_tokens). NULL / 0 = the trie's (init). Copied. */
   const int32_t *override_stop_tokens;
   size_t n_override_stop_tokens;
+  /* Think mode: once the model has emitted a prefix of think_end_tokens
+   * naturally (a partial match), force the rest of it, as RTP-LLM's
+   * ThinkModeLogitsProcessor does. false (init): only a spent budget
+   * forces; a partial match that breaks is ordinary thinking text. Off by
+   * default because end sequences often start with a token that ordinary
+   * thinking text contains (a newline, a "</" piece): forcing after it
+   * would cut thinking short at the first such token. Set it to reproduce
+   * RTP-LLM exactly. */
+  bool think_force_end_after_prefix;
 } treemask_matcher_options;
 
 /* Sets struct_size and every field to its default. */
@@ -679,7 +730,10 @@ treemask_matcher_get_counters(const treemask_matcher *m, treemask_matcher_counte
  *   only while some label can still follow (no dead ends).
  * - Hierarchical labels (leaves_only): a sequence may end only at a leaf.
  * - Think mode (think_end_tokens): every token but think_begin_token is
- *   allowed until the end sequence, which the thinking budget forces.
+ *   allowed until the end sequence, which the thinking budget forces (with
+ *   think_force_end_after_prefix also as soon as a prefix of it appears,
+ *   as RTP-LLM does). max_thinking_tokens = 0 forces the end at once; -1
+ *   is no budget (RTP-LLM's <= 0, which creates no think processor).
  * - Length budget (max_new_tokens, treemask_matcher_set_remaining_tokens,
  *   treemask_fill_options.remaining_tokens): a child is offered only if an
  *   end fits in the budget, so max_new_tokens never cuts a label in half.
@@ -1053,13 +1107,16 @@ typedef enum treemask_dtype {
  *
  * - logits: n_rows rows of logits_width elements of dtype, row r at element
  *   r * logits_row_stride (logits_row_stride >= logits_width).
- * - bitmask: n_rows rows of bitmask_row_words int32 words, row r at word
- *   r * bitmask_row_words; bitmask_row_words must cover
+ * - bitmask: n_bitmask_rows rows of bitmask_row_words int32 words, row r at
+ *   word r * bitmask_row_words; bitmask_row_words must cover
  *   min(vocab_size, logits_width) columns. Bits past that are ignored.
  * - vocab_size > 0: columns at or past it (a padded vocab) are masked.
- * - indices: NULL (with n_indices = 0) touches every row; otherwise only
- *   rows indices[0 .. n_indices), each in [0, n_rows), which address both
- *   the logits row and the bitmask row (xgrammar's semantics).
+ * - indices: NULL (with n_indices = 0) touches rows 0 .. n_rows - 1, and
+ *   n_bitmask_rows must be >= n_rows; otherwise only rows
+ *   indices[0 .. n_indices), each of which must be a row of both arrays
+ *   (< n_rows and < n_bitmask_rows): indices[i] addresses the logits row and
+ *   the bitmask row of that number (xgrammar's semantics; the two arrays may
+ *   have different row counts, as in xgrammar).
  *
  * Cost: a fully-masked word is 32 -inf stores with no load, a fully-allowed
  * one is skipped, a mixed one is blended; memory-bandwidth bound.
@@ -1069,8 +1126,23 @@ typedef enum treemask_dtype {
  * checked before anything is written. */
 TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_apply_token_bitmask_cpu(
     void *logits, treemask_dtype dtype, size_t n_rows, size_t logits_row_stride,
-    size_t logits_width, const int32_t *bitmask, size_t bitmask_row_words, int32_t vocab_size,
-    const int32_t *indices, size_t n_indices);
+    size_t logits_width, const int32_t *bitmask, size_t bitmask_row_words, size_t n_bitmask_rows,
+    int32_t vocab_size, const int32_t *indices, size_t n_indices);
+
+/* Out of place: the rows treemask_apply_token_bitmask_cpu would write, but
+ * into out, leaving logits untouched (transformers requires logits
+ * processors not to modify their input). Every row r < n_rows of out gets
+ * logits row r, masked when the call touches row r (indices as above;
+ * rows not selected are copied unchanged). One pass over memory: each row
+ * is copied and masked while it is in cache. out rows are out_row_stride
+ * elements apart (>= logits_width); columns from logits_width up to the
+ * stride are not written. logits and out must not overlap (an error).
+ * Errors: as treemask_apply_token_bitmask_cpu, plus NULL out and
+ * overlapping arrays. */
+TREEMASK_API treemask_status treemask_apply_token_bitmask_out_cpu(
+    const void *logits, void *out, treemask_dtype dtype, size_t n_rows, size_t logits_row_stride,
+    size_t out_row_stride, size_t logits_width, const int32_t *bitmask, size_t bitmask_row_words,
+    size_t n_bitmask_rows, int32_t vocab_size, const int32_t *indices, size_t n_indices);
 
 /* The sparse form: row r keeps only its candidates
  * candidate_tokens[row_offsets[r] .. row_offsets[r + 1]) and every other

@@ -66,14 +66,16 @@ TREEMASK_API bool treemask_cuda_available(void);
  *   r * logits_row_stride and has logits_width columns. Columns >= vocab_size
  *   are always masked; columns in [logits_width, logits_row_stride) are never
  *   touched.
- * - bitmask: device array of n_rows rows of bitmask_row_words int32 words
- *   (xgrammar layout); bitmask_row_words >= treemask_bitmask_words(
- *   vocab_size). Bits at or above vocab_size are ignored.
+ * - bitmask: device array of n_bitmask_rows rows of bitmask_row_words int32
+ *   words (xgrammar layout); bitmask_row_words >= treemask_bitmask_words(
+ *   vocab_size). Bits at or above vocab_size are ignored. Without indices
+ *   n_bitmask_rows must be >= n_rows.
  * - vocab_size: 1 .. logits_width.
  * - indices: NULL masks every row. Otherwise a device array of n_indices row
  *   numbers: only those rows are masked, and indices[i] selects both the
- *   logits row and the bitmask row (xgrammar semantics). An index outside
- *   [0, n_rows) is skipped (it cannot be checked on the host).
+ *   logits row and the bitmask row (xgrammar semantics; the arrays may have
+ *   different row counts). An index outside [0, min(n_rows,
+ *   n_bitmask_rows)) is skipped (it cannot be checked on the host).
  *
  * Memory traffic: a 32-token word with no allowed token is stored without
  * loading the logits, an all-allowed word is skipped, and 16-byte vector
@@ -86,8 +88,8 @@ TREEMASK_API bool treemask_cuda_available(void);
  * n_indices = 0 with non-NULL indices enqueues nothing and succeeds. */
 TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_apply_token_bitmask(
     void *logits, int32_t dtype, size_t n_rows, size_t logits_row_stride, size_t logits_width,
-    const int32_t *bitmask, size_t bitmask_row_words, int32_t vocab_size, const int32_t *indices,
-    size_t n_indices, void *stream);
+    const int32_t *bitmask, size_t bitmask_row_words, size_t n_bitmask_rows, int32_t vocab_size,
+    const int32_t *indices, size_t n_indices, void *stream);
 
 /* Sparse apply: keeps only the candidate logits of each row and sets every
  * other column to -inf, from candidate lists in CSR form instead of a

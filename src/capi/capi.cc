@@ -62,11 +62,31 @@ treemask_status fail_with_exception(const char *function, Code code,
   return static_cast<treemask_status>(code);
 }
 
+Status check_count(const char *name, size_t n, size_t elem_bytes, size_t extra) {
+  const size_t max_elements = static_cast<size_t>(PTRDIFF_MAX) / elem_bytes;
+  if (extra > max_elements || n > max_elements - extra) {
+    return error(Code::kOutOfRange, name, " = ", n, " is too large: ", n, extra ? " + " : "",
+                 extra ? std::to_string(extra) : std::string(), " elements of ", elem_bytes,
+                 " bytes exceed the address space (a count computed as k - 1 with k = 0?)");
+  }
+  return Status::Ok();
+}
+
+Status check_rows(const char *name, size_t n_rows, size_t words_per_row) {
+  if (n_rows == 0 || words_per_row == 0) return Status::Ok();
+  if (n_rows > static_cast<size_t>(PTRDIFF_MAX) / sizeof(uint32_t) / words_per_row) {
+    return error(Code::kOutOfRange, name, " = ", n_rows, " rows of ", words_per_row,
+                 " words exceed the address space (a count computed as k - 1 with k = 0?)");
+  }
+  return Status::Ok();
+}
+
 Status trie_build_options(const treemask_trie_options *opts, TrieBuildOptions &out) {
   if (!opts) return error(Code::kInvalidArgument, "opts is NULL");
   treemask_trie_options o;
   treemask_trie_options_init(&o);
   TM_TRY(read_options(opts, o, "treemask_trie_options"));
+  TM_TRY(check_count("opts->n_stop_tokens", o.n_stop_tokens, sizeof(int32_t)));
   if (o.n_stop_tokens > 0 && !o.stop_tokens) {
     return error(Code::kInvalidArgument, "opts->stop_tokens is NULL but opts->n_stop_tokens is ",
                  o.n_stop_tokens);
@@ -126,6 +146,7 @@ treemask_status treemask_trie_from_paths(const treemask_trie_options *opts, cons
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(out);
     TM_REQUIRE_ARG(offsets);
+    TM_TRY(treemask::capi::check_count("n_paths", n_paths, sizeof(size_t), 1));
     treemask::TrieBuildOptions build;
     TM_TRY(treemask::capi::trie_build_options(opts, build));
     const size_t n_tokens = n_paths > 0 || offsets ? offsets[n_paths] : 0;

@@ -11,6 +11,8 @@
 using treemask::Batch;
 using treemask::Code;
 using treemask::Status;
+using treemask::capi::check_count;
+using treemask::capi::check_rows;
 using treemask::capi::guard;
 using treemask::capi::to_matcher;
 using treemask::capi::to_trie;
@@ -70,6 +72,8 @@ treemask_status treemask_batch_fill_next_token_bitmask(treemask_batch *batch, in
                                                        bool *need_apply) {
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(batch);
+    TM_TRY(check_count("n_slots", n_slots, sizeof(int32_t)));
+    TM_TRY(check_rows("the batch's n_slots", to_batch(batch)->size(), bitmask_row_words));
     return to_batch(batch)->fill(reinterpret_cast<uint32_t *>(bitmask), bitmask_row_words, slots,
                                  n_slots, need_apply);
   });
@@ -79,6 +83,7 @@ treemask_status treemask_batch_bind_bitmask(treemask_batch *batch, int32_t *bitm
                                             size_t bitmask_row_words) {
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(batch);
+    TM_TRY(check_rows("the batch's n_slots", to_batch(batch)->size(), bitmask_row_words));
     return to_batch(batch)->bind(reinterpret_cast<uint32_t *>(bitmask), bitmask_row_words);
   });
 }
@@ -91,6 +96,7 @@ treemask_status treemask_batch_fill_bound(treemask_batch *batch, const int32_t *
       return treemask::error(Code::kInvalidArgument, "unknown mode ", mode,
                              " (expected 0 = TREEMASK_FILL_FULL, 1 = TREEMASK_FILL_INCREMENTAL)");
     }
+    TM_TRY(check_count("n_slots", n_slots, sizeof(int32_t)));
     return to_batch(batch)->fill_bound(slots, n_slots, mode == TREEMASK_FILL_INCREMENTAL,
                                        need_apply);
   });
@@ -100,6 +106,7 @@ treemask_status treemask_batch_invalidate(treemask_batch *batch, const int32_t *
                                           size_t n_rows) {
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(batch);
+    TM_TRY(check_count("n_rows", n_rows, sizeof(int32_t)));
     return to_batch(batch)->invalidate(rows, n_rows);
   });
 }
@@ -109,6 +116,7 @@ treemask_status treemask_batch_accept_tokens(treemask_batch *batch, const int32_
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(batch);
     // Rejections are reported by accepted[] and the counters, not as errors.
+    TM_TRY(check_count("n_tokens", n_tokens, sizeof(int32_t)));
     std::string rejection;
     return to_batch(batch)->accept(tokens, n_tokens, accepted, &rejection);
   });
@@ -117,6 +125,7 @@ treemask_status treemask_batch_accept_tokens(treemask_batch *batch, const int32_
 treemask_status treemask_batch_reorder(treemask_batch *batch, const int32_t *src, size_t n) {
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(batch);
+    TM_TRY(check_count("n", n, sizeof(int32_t)));
     return to_batch(batch)->reorder(src, n);
   });
 }
@@ -126,6 +135,8 @@ treemask_status treemask_trie_fill_states(const treemask_trie *trie, const uint3
                                           size_t bitmask_row_words) {
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(trie);
+    TM_TRY(check_count("n_states", n_states, sizeof(uint32_t)));
+    TM_TRY(check_rows("n_states", n_states, bitmask_row_words));
     if (n_states > 0) TM_REQUIRE_ARG(states);
     return treemask::fill_states(*to_trie(trie), {states, n_states},
                                  reinterpret_cast<uint32_t *>(bitmask), bitmask_row_words);
@@ -137,6 +148,7 @@ treemask_status treemask_trie_advance_states(const treemask_trie *trie, uint32_t
                                              int32_t failure_policy, bool *accepted) {
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(trie);
+    TM_TRY(check_count("n_states", n_states, sizeof(uint32_t)));
     if (n_states > 0) TM_REQUIRE_ARG(states);
     return treemask::advance_states(*to_trie(trie), {states, n_states}, tokens,
                                     static_cast<treemask::FailurePolicy>(failure_policy), accepted);

@@ -121,16 +121,24 @@ bool treemask_cuda_available(void) {
 treemask_status treemask_cuda_apply_token_bitmask(void *logits, int32_t dtype, size_t n_rows,
                                                   size_t logits_row_stride, size_t logits_width,
                                                   const int32_t *bitmask, size_t bitmask_row_words,
-                                                  int32_t vocab_size, const int32_t *indices,
-                                                  size_t n_indices, void *stream) {
+                                                  size_t n_bitmask_rows, int32_t vocab_size,
+                                                  const int32_t *indices, size_t n_indices,
+                                                  void *stream) {
   return guard(__func__, [&]() -> Status {
     TM_ASSIGN_OR_RETURN(
         const bridge::LogitsArg l,
         logits_arg(logits, dtype, n_rows, logits_row_stride, logits_width, vocab_size));
     TM_REQUIRE_ARG(bitmask);
-    TM_TRY(check_bitmask_words(bitmask_row_words, vocab_size, n_rows));
-    if (selects_nothing(n_rows, indices, n_indices)) return Status::Ok();
-    return bridge::apply_bitmask(l, {indices, n_indices}, bitmask, bitmask_row_words, stream);
+    TM_TRY(treemask::capi::check_count("n_indices", n_indices, sizeof(int32_t)));
+    if (!indices && n_bitmask_rows < n_rows) {
+      return error(Code::kBufferTooSmall, "the bitmask has ", n_bitmask_rows,
+                   " rows but the logits have ", n_rows,
+                   " (without indices every logits row is masked with its bitmask row)");
+    }
+    TM_TRY(check_bitmask_words(bitmask_row_words, vocab_size, n_bitmask_rows));
+    if (selects_nothing(n_rows, indices, n_indices) || n_bitmask_rows == 0) return Status::Ok();
+    return bridge::apply_bitmask(l, {indices, n_indices}, bitmask, bitmask_row_words,
+                                 n_bitmask_rows, stream);
   });
 }
 
@@ -145,6 +153,8 @@ treemask_status treemask_cuda_apply_token_candidates(void *logits, int32_t dtype
         const bridge::LogitsArg l,
         logits_arg(logits, dtype, n_rows, logits_row_stride, logits_width, vocab_size));
     TM_REQUIRE_ARG(row_offsets);
+    TM_TRY(treemask::capi::check_count("n_indices", n_indices, sizeof(int32_t)));
+    TM_TRY(treemask::capi::check_count("n_rows", n_rows, sizeof(int32_t), 1));
     if (n_candidates > 0 && !candidates) {
       return error(Code::kInvalidArgument, "candidates is NULL but n_candidates is ", n_candidates);
     }

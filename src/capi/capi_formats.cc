@@ -26,16 +26,31 @@ using treemask::capi::to_trie;
 
 namespace {
 
-// Reads the fields of treemask_trie_options the RTP-LLM loaders use.
-Status rtp_options(const treemask_trie_options *opts, treemask::RtpOptions &out) {
+// Reads the trie options and the RTP-LLM loader options. Explicit values
+// must agree with the file (as the CLI's flags do); RTP-LLM's defaults only
+// fill what neither gives.
+Status rtp_options(const treemask_trie_options *opts, const treemask_rtp_options *rtp,
+                   treemask::RtpOptions &out) {
   TM_TRY(treemask::capi::trie_build_options(opts, out.build));
-  treemask_trie_options o;
-  treemask_trie_options_init(&o);
-  TM_TRY(treemask::capi::read_options(opts, o, "treemask_trie_options"));
-  if (o.rtp_llm_defaults) {
-    out.start_token_id = treemask::kRtpDefaultStartToken;
-    out.end_token_id = treemask::kRtpDefaultEndToken;
+  treemask_rtp_options r;
+  treemask_rtp_options_init(&r);
+  TM_TRY(treemask::capi::read_options(rtp, r, "treemask_rtp_options"));
+  for (const auto &[value, name] :
+       {std::pair{r.start_token_id, "start_token_id"}, std::pair{r.end_token_id, "end_token_id"}}) {
+    if (value < -1) {
+      return treemask::error(Code::kInvalidArgument, "rtp->", name, " is ", value,
+                             " (a token id >= 0, or -1 to take it from the file)");
+    }
   }
+  if (r.start_token_id >= 0) out.start_token_id = r.start_token_id;
+  if (r.end_token_id >= 0) out.end_token_id = r.end_token_id;
+  if (r.sep) out.sep = std::string(r.sep);
+  out.values_must_match = r.start_token_id >= 0 || r.end_token_id >= 0 || r.sep;
+  if (r.rtp_llm_defaults) {
+    if (!out.start_token_id) out.start_token_id = treemask::kRtpDefaultStartToken;
+    if (!out.end_token_id) out.end_token_id = treemask::kRtpDefaultEndToken;
+  }
+  out.compat = r.rtp_llm_compat;
   return Status::Ok();
 }
 
@@ -54,13 +69,16 @@ std::string in_memory(std::string_view kind, size_t len) {
   return treemask::cat(kind, " (", len, " bytes)");
 }
 
-Status rtp_tsv(const treemask_trie_options *opts, int32_t start, int32_t end, const char *sep,
+Status rtp_tsv(const treemask_trie_options *opts, const treemask_rtp_options *rtp,
                std::string_view data, std::string_view source, treemask_trie **out) {
   treemask::RtpOptions o;
-  TM_TRY(rtp_options(opts, o));
-  o.start_token_id = start;
-  o.end_token_id = end;
-  o.sep = sep ? std::string(sep) : std::string(treemask::kRtpDefaultSep);
+  TM_TRY(rtp_options(opts, rtp, o));
+  if (!o.start_token_id || !o.end_token_id) {
+    return treemask::error(Code::kInvalidArgument,
+                           "the TSV form has no header: set rtp->start_token_id and "
+                           "rtp->end_token_id (or rtp->rtp_llm_defaults)");
+  }
+  if (!o.sep) o.sep = std::string(treemask::kRtpDefaultSep);
   Diagnostics diag;
   return publish(treemask::load_rtp_tsv(o, data, diag), out, source, diag);
 }
@@ -83,15 +101,25 @@ Status with_path(Status s, const char *path) {
 
 extern "C" {
 
-treemask_status treemask_trie_from_rtp_json(const treemask_trie_options *opts, const char *json,
+void treemask_rtp_options_init(treemask_rtp_options *rtp) {
+  if (!rtp) return;
+  std::memset(static_cast<void *>(rtp), 0, sizeof(*rtp));
+  rtp->struct_size = sizeof(*rtp);
+  rtp->start_token_id = -1;
+  rtp->end_token_id = -1;
+}
+
+treemask_status treemask_trie_from_rtp_json(const treemask_trie_options *opts,
+                                            const treemask_rtp_options *rtp, const char *json,
                                             size_t len, treemask_trie **out) {
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(out);
+    TM_TRY(treemask::capi::check_count("len", len, 1, 64));
     if (!json && len > 0) {
       return treemask::error(Code::kInvalidArgument, "json is NULL but len is ", len);
     }
     treemask::RtpOptions o;
-    TM_TRY(rtp_options(opts, o));
+    TM_TRY(rtp_options(opts, rtp, o));
     Diagnostics diag;
     return publish(treemask::load_rtp_json(o, {json ? json : "", len}, diag), out,
                    in_memory("RTP-LLM JSON", len), diag);
@@ -99,41 +127,39 @@ treemask_status treemask_trie_from_rtp_json(const treemask_trie_options *opts, c
 }
 
 treemask_status treemask_trie_from_rtp_json_file(const treemask_trie_options *opts,
-                                                 const char *path, treemask_trie **out) {
+                                                 const treemask_rtp_options *rtp, const char *path,
+                                                 treemask_trie **out) {
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(out);
     TM_REQUIRE_ARG(path);
     treemask::RtpOptions o;
-    TM_TRY(rtp_options(opts, o));
+    TM_TRY(rtp_options(opts, rtp, o));
     Diagnostics diag;
     return publish(treemask::load_rtp_json_file(o, path, diag), out, path, diag);
   });
 }
 
 treemask_status treemask_trie_from_rtp_tsv(const treemask_trie_options *opts,
-                                           int32_t start_token_id, int32_t end_token_id,
-                                           const char *sep, const char *data, size_t len,
-                                           treemask_trie **out) {
+                                           const treemask_rtp_options *rtp, const char *data,
+                                           size_t len, treemask_trie **out) {
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(out);
+    TM_TRY(treemask::capi::check_count("len", len, 1, 64));
     if (!data && len > 0) {
       return treemask::error(Code::kInvalidArgument, "data is NULL but len is ", len);
     }
-    return rtp_tsv(opts, start_token_id, end_token_id, sep, {data ? data : "", len},
-                   in_memory("RTP-LLM TSV", len), out);
+    return rtp_tsv(opts, rtp, {data ? data : "", len}, in_memory("RTP-LLM TSV", len), out);
   });
 }
 
 treemask_status treemask_trie_from_rtp_tsv_file(const treemask_trie_options *opts,
-                                                int32_t start_token_id, int32_t end_token_id,
-                                                const char *sep, const char *path,
+                                                const treemask_rtp_options *rtp, const char *path,
                                                 treemask_trie **out) {
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(out);
     TM_REQUIRE_ARG(path);
     TM_ASSIGN_OR_RETURN(auto file, treemask::read_file(path, 0));
-    return with_path(rtp_tsv(opts, start_token_id, end_token_id, sep, file.view(), path, out),
-                     path);
+    return with_path(rtp_tsv(opts, rtp, file.view(), path, out), path);
   });
 }
 
@@ -141,6 +167,7 @@ treemask_status treemask_trie_from_jsonl(const treemask_trie_options *opts, cons
                                          size_t len, treemask_trie **out) {
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(out);
+    TM_TRY(treemask::capi::check_count("len", len, 1, 64));
     if (!data && len > 0) {
       return treemask::error(Code::kInvalidArgument, "data is NULL but len is ", len);
     }

@@ -33,14 +33,34 @@ extern "C" {
 treemask_status treemask_apply_token_bitmask_cpu(void *logits, treemask_dtype dtype, size_t n_rows,
                                                  size_t logits_row_stride, size_t logits_width,
                                                  const int32_t *bitmask, size_t bitmask_row_words,
-                                                 int32_t vocab_size, const int32_t *indices,
-                                                 size_t n_indices) {
+                                                 size_t n_bitmask_rows, int32_t vocab_size,
+                                                 const int32_t *indices, size_t n_indices) {
   return guard(__func__, [&]() -> Status {
+    TM_TRY(treemask::capi::check_count("n_indices", n_indices, sizeof(int32_t)));
+    TM_TRY(treemask::capi::check_rows("n_bitmask_rows", n_bitmask_rows, bitmask_row_words));
     const treemask::kernels::BitmaskApply a{
         logits_rows(logits, dtype, n_rows, logits_row_stride, logits_width, vocab_size, indices,
                     n_indices),
-        reinterpret_cast<const uint32_t *>(bitmask), bitmask_row_words};
+        reinterpret_cast<const uint32_t *>(bitmask), bitmask_row_words, n_bitmask_rows};
     return treemask::kernels::apply_token_bitmask(a);
+  });
+}
+
+treemask_status treemask_apply_token_bitmask_out_cpu(
+    const void *logits, void *out, treemask_dtype dtype, size_t n_rows, size_t logits_row_stride,
+    size_t out_row_stride, size_t logits_width, const int32_t *bitmask, size_t bitmask_row_words,
+    size_t n_bitmask_rows, int32_t vocab_size, const int32_t *indices, size_t n_indices) {
+  return guard(__func__, [&]() -> Status {
+    TM_TRY(treemask::capi::check_count("n_indices", n_indices, sizeof(int32_t)));
+    TM_TRY(treemask::capi::check_rows("n_bitmask_rows", n_bitmask_rows, bitmask_row_words));
+    if (n_rows > 0 && logits_width > 0 && !out) {
+      return treemask::error(treemask::Code::kInvalidArgument, "out is NULL");
+    }
+    const treemask::kernels::BitmaskApply a{
+        logits_rows(out, dtype, n_rows, out_row_stride, logits_width, vocab_size, indices,
+                    n_indices),
+        reinterpret_cast<const uint32_t *>(bitmask), bitmask_row_words, n_bitmask_rows};
+    return treemask::kernels::apply_token_bitmask_out(a, logits, logits_row_stride);
   });
 }
 
@@ -51,6 +71,8 @@ treemask_status treemask_apply_token_candidates_cpu(void *logits, treemask_dtype
                                                     int32_t vocab_size, const int32_t *indices,
                                                     size_t n_indices) {
   return guard(__func__, [&]() -> Status {
+    TM_TRY(treemask::capi::check_count("n_indices", n_indices, sizeof(int32_t)));
+    TM_TRY(treemask::capi::check_count("n_rows", n_rows, sizeof(size_t), 1));
     const treemask::kernels::CandidateApply a{
         logits_rows(logits, dtype, n_rows, logits_row_stride, logits_width, vocab_size, indices,
                     n_indices),

@@ -31,7 +31,9 @@ const ExclusionSet *to_set(const treemask_exclusion_set *s) {
 }
 
 // A caller's (pointer, count) argument: NULL only with a count of 0.
-Status check_array(const void *data, size_t n, const char *name, const char *count_name) {
+template <class T>
+Status check_array(const T *data, size_t n, const char *name, const char *count_name) {
+  TM_TRY(check_count(count_name, n, sizeof(T)));
   if (n > 0 && !data)
     return error(Code::kInvalidArgument, name, " is NULL but ", count_name, " is ", n);
   return Status::Ok();
@@ -58,6 +60,7 @@ Status matcher_mode_options(const treemask_matcher_options &o, ModeOptions &out)
   out.think_begin_token = o.think_begin_token;
   out.start_in_thinking = o.start_in_thinking;
   out.max_thinking_tokens = o.max_thinking_tokens;
+  out.think_force_end_after_prefix = o.think_force_end_after_prefix;
   out.max_new_tokens = o.max_new_tokens;
   return Status::Ok();
 }
@@ -150,9 +153,11 @@ treemask_status treemask_matcher_fill_draft_bitmasks(const treemask_matcher *m,
     TM_REQUIRE_ARG(m);
     TM_REQUIRE_ARG(bitmask);
     TM_TRY(treemask::capi::check_array(tokens, n, "tokens", "n"));
-    if (bitmask_row_words == 0 || (n + 1) > bitmask_len / bitmask_row_words) {
-      return treemask::error(Code::kBufferTooSmall, "bitmask has ", bitmask_len, " words; ", n + 1,
-                             " rows of bitmask_row_words = ", bitmask_row_words, " are needed");
+    TM_TRY(treemask::capi::check_count("n", n, sizeof(int32_t), 1));
+    // n + 1 rows; written as n >= rows so that no sum can wrap around.
+    if (bitmask_row_words == 0 || n >= bitmask_len / bitmask_row_words) {
+      return treemask::error(Code::kBufferTooSmall, "bitmask has ", bitmask_len, " words; ", n,
+                             " + 1 rows of bitmask_row_words = ", bitmask_row_words, " are needed");
     }
     return to_matcher(m)->fill_draft({tokens, tokens ? n : 0}, parents,
                                      reinterpret_cast<uint32_t *>(bitmask), bitmask_row_words,

@@ -111,6 +111,15 @@ Status write_sized(T *out, const char *name, Fill &&fill) {
   return Status::Ok();
 }
 
+// Whether an array of n elements of elem_bytes each, plus `extra` more
+// elements (the n + 1 offsets of a CSR array, say), can exist: a count
+// near SIZE_MAX (a caller's k - 1 with k == 0) is kOutOfRange naming the
+// argument before any size computation can wrap around.
+Status check_count(const char *name, size_t n, size_t elem_bytes, size_t extra = 0);
+
+// The same for n_rows rows of words_per_row 32-bit words.
+Status check_rows(const char *name, size_t n_rows, size_t words_per_row);
+
 inline Trie *to_trie(treemask_trie *t) { return reinterpret_cast<Trie *>(t); }
 inline const Trie *to_trie(const treemask_trie *t) { return reinterpret_cast<const Trie *>(t); }
 inline treemask_trie *to_handle(Trie *t) { return reinterpret_cast<treemask_trie *>(t); }

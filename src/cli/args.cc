@@ -88,7 +88,7 @@ std::string with_commas(uint64_t n) {
 }
 
 void print_error(const std::string &message) {
-  std::fprintf(stderr, "treemask: %s\n", message.c_str());
+  std::fprintf(stderr, "treemask: %s\n", printable(message).c_str());
 }
 
 }  // namespace treemask::cli

@@ -62,12 +62,12 @@ int cmd_check(int argc, char **argv) {
     (void)diag.problem(loaded.trie.status());
   }
   if (loaded.trie.ok()) check_every_node(*loaded.trie.value(), diag);
-  for (const std::string &e : diag.errors()) std::printf("error: %s\n", e.c_str());
-  for (const std::string &w : diag.warnings()) std::printf("warning: %s\n", w.c_str());
+  for (const std::string &e : diag.errors()) std::printf("error: %s\n", printable(e).c_str());
+  for (const std::string &w : diag.warnings()) print_warning(stdout, w);
   const uint64_t hidden =
       diag.n_errors() + diag.n_warnings() - diag.errors().size() - diag.warnings().size();
   if (hidden > 0) std::printf("... and %s more not shown\n", with_commas(hidden).c_str());
-  std::printf("%s: %s error%s, %s warning%s\n", loaded.input.path.c_str(),
+  std::printf("%s: %s error%s, %s warning%s\n", printable(loaded.input.path).c_str(),
               with_commas(diag.n_errors()).c_str(), diag.n_errors() == 1 ? "" : "s",
               with_commas(diag.n_warnings()).c_str(), diag.n_warnings() == 1 ? "" : "s");
   return diag.n_errors() > 0 ? kExitBadInput : kExitOk;

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -83,8 +84,17 @@ std::optional<int> load_or_exit(const Args &args, const char *usage, Diagnostics
 
 // "1,234,567".
 std::string with_commas(uint64_t n);
-// Prints "treemask: <message>" to stderr.
+// Prints "treemask: <message>" to stderr, one printable line (control
+// bytes escaped as the C API's treemask_last_error() does).
 void print_error(const std::string &message);
+// text with its control bytes escaped: what every message quoting input
+// must print (a NUL would cut the line, a newline fake another message, an
+// ESC drive the terminal).
+inline std::string printable(std::string_view text) { return escape_control(text); }
+// Prints "warning: <message>" (escaped) to `to`.
+inline void print_warning(std::FILE *to, std::string_view message) {
+  std::fprintf(to, "warning: %s\n", printable(message).c_str());
+}
 
 int cmd_compile(int argc, char **argv);
 int cmd_paths(int argc, char **argv);

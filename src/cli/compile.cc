@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "cli/cli.h"
+#include "core/open_file.h"
 #include "treemask/version.h"
 #include "trie/annotations.h"
 #include "trie/file.h"
@@ -53,6 +54,20 @@ int cmd_compile(int argc, char **argv) {
   if (auto done = parse_command(argc, argv, spec, kUsage, kHelp, args)) return *done;
   const std::string *output = args.value("output");
   if (!output) return usage_error("missing -o OUTPUT.tmtrie", kUsage);
+  // Checked before any work: a bad output must not cost a long parse first.
+  if (Status s = check_output_path(*output); !s.ok()) {
+    print_error(s.message());
+    return kExitBadInput;
+  }
+  if (args.positional().size() == 1) {
+    struct stat in_st {
+    }, out_st{};
+    if (stat(args.positional()[0].c_str(), &in_st) == 0 && stat(output->c_str(), &out_st) == 0 &&
+        in_st.st_dev == out_st.st_dev && in_st.st_ino == out_st.st_ino) {
+      print_error(cat("output \"", *output, "\" is the input file; refusing to overwrite it"));
+      return kExitBadInput;
+    }
+  }
   std::vector<std::pair<std::string, std::string>> metadata;
   for (const std::string &kv : args.all("meta")) {
     const size_t eq = kv.find('=');
@@ -80,7 +95,7 @@ int cmd_compile(int argc, char **argv) {
     print_error(s.message());
     return kExitBadInput;
   }
-  for (const std::string &w : diag.warnings()) std::fprintf(stderr, "warning: %s\n", w.c_str());
+  for (const std::string &w : diag.warnings()) print_warning(stderr, w);
   if (diag.n_warnings() > diag.warnings().size()) {
     std::fprintf(stderr, "warning: ... %s more (treemask check lists them all)\n",
                  with_commas(diag.n_warnings() - diag.warnings().size()).c_str());
@@ -88,8 +103,9 @@ int cmd_compile(int argc, char **argv) {
   const TrieArrays &a = trie.arrays();
   struct stat st {};
   stat(output->c_str(), &st);
-  std::printf("compiled %s (%s, %s bytes) in %.3f s (%.1f MB/s)\n", loaded.input.path.c_str(),
-              loaded.input.format.c_str(), with_commas(loaded.input.bytes).c_str(), loaded.seconds,
+  std::printf("compiled %s (%s, %s bytes) in %.3f s (%.1f MB/s)\n",
+              printable(loaded.input.path).c_str(), loaded.input.format.c_str(),
+              with_commas(loaded.input.bytes).c_str(), loaded.seconds,
               loaded.seconds > 0 ? loaded.input.bytes / loaded.seconds / 1e6 : 0.0);
   std::printf("  nodes %s, edges %s, terminals %s, labels %s, max depth %u, max fanout %u\n",
               with_commas(a.n_nodes).c_str(), with_commas(a.n_edges()).c_str(),
@@ -97,7 +113,7 @@ int cmd_compile(int argc, char **argv) {
               a.max_fanout);
   std::printf("  arrays %s bytes (%.2f bytes/edge) -> %s (%s bytes)\n",
               with_commas(a.bytes()).c_str(), a.n_edges() ? double(a.bytes()) / a.n_edges() : 0.0,
-              output->c_str(), with_commas(static_cast<uint64_t>(st.st_size)).c_str());
+              printable(*output).c_str(), with_commas(static_cast<uint64_t>(st.st_size)).c_str());
   std::printf("  warnings %s\n", with_commas(diag.n_warnings()).c_str());
   return kExitOk;
 }

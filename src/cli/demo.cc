@@ -6,9 +6,11 @@
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -280,7 +282,8 @@ class Demo {
   void apply_mask() {
     const size_t width = logits_.size();
     if (treemask_apply_token_bitmask_cpu(logits_.data(), TREEMASK_F32, 1, width, width,
-                                         mask_.data(), words_, vocab_, nullptr, 0) != TREEMASK_OK) {
+                                         mask_.data(), words_, 1, vocab_, nullptr,
+                                         0) != TREEMASK_OK) {
       print_error(cat("apply failed: ", treemask_last_error()));
       std::exit(1);
     }
@@ -323,12 +326,28 @@ int cmd_demo(int argc, char **argv) {
                         kUsage, kHelp, args)) {
     return *done;
   }
-  const uint64_t seed =
-      args.has("seed") ? std::strtoull(args.value("seed")->c_str(), nullptr, 10) : 42;
-  const int samples = args.has("samples") ? std::atoi(args.value("samples")->c_str()) : 8;
+  uint64_t seed = 42;
+  int samples = 8;
+  // Whole decimal numbers only: strtoull would read "x" as 0 and "-1" as 2^64 - 1.
+  auto parse = [&](const char *flag, auto &out, auto max) -> std::optional<std::string> {
+    const std::string *text = args.value(flag);
+    if (!text) return std::nullopt;
+    const auto [ptr, ec] = std::from_chars(text->data(), text->data() + text->size(), out);
+    bool negative = false;
+    if constexpr (std::is_signed_v<std::decay_t<decltype(out)>>) negative = out < 0;
+    if (ec != std::errc() || ptr != text->data() + text->size() || negative || out > max) {
+      return cat("--", flag, " expects a whole number in [0, ", max, "], got \"", *text, "\"");
+    }
+    return std::nullopt;
+  };
+  if (auto e = parse("seed", seed, std::numeric_limits<uint64_t>::max())) {
+    return usage_error(*e, kUsage);
+  }
+  if (auto e = parse("samples", samples, 1000000)) return usage_error(*e, kUsage);
   const std::string path = find_catalogue(args);
   std::printf("treemask demo: constrained generation over a real semantic-ID catalogue\n");
-  std::printf("data       %s (seed %llu)\n", path.c_str(), static_cast<unsigned long long>(seed));
+  std::printf("data       %s (seed %llu)\n", printable(path).c_str(),
+              static_cast<unsigned long long>(seed));
   auto file = read_file(path, 0);
   if (!file.ok()) {
     print_error(file.status().message());

@@ -8,9 +8,9 @@
 #include <charconv>
 #include <chrono>
 #include <cstring>
-#include <fstream>
 
 #include "cli/cli.h"
+#include "core/open_file.h"
 #include "json/read_file.h"
 #include "json/rtp.h"
 #include "trie/file.h"
@@ -18,8 +18,9 @@
 namespace treemask::cli {
 
 const std::vector<FlagSpec> kInputFlags = {
-    {"vocab-size", true}, {"stop-tokens", true}, {"format", true},        {"start-token", true},
-    {"end-token", true},  {"sep", true},         {"rtp-defaults", false}, {"trusted", false},
+    {"vocab-size", true},    {"stop-tokens", true}, {"format", true},
+    {"start-token", true},   {"end-token", true},   {"sep", true},
+    {"rtp-defaults", false}, {"trusted", false},    {"rtp-compat", false},
 };
 
 namespace {
@@ -29,6 +30,9 @@ constexpr uint64_t kProgressMinBytes = 4u << 20;
 std::optional<UsageError> parse_int(const std::string &flag, const std::string &text,
                                     int32_t &out) {
   const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  if (ec == std::errc::result_out_of_range && ptr == text.data() + text.size()) {
+    return UsageError{cat("--", flag, " ", text, " is out of range (at most 2147483647)")};
+  }
   if (ec != std::errc() || ptr != text.data() + text.size()) {
     return UsageError{cat("--", flag, " expects an integer, got \"", text, "\"")};
   }
@@ -48,11 +52,17 @@ std::optional<UsageError> parse_int_list(const std::string &flag, const std::str
   return std::nullopt;
 }
 
-bool starts_with_tmtrie_magic(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  char magic[8] = {};
-  in.read(magic, 8);
-  return in.gcount() == 8 && std::memcmp(magic, "\x89TMTRIE\n", 8) == 0;
+// The first bytes of a regular file (fewer if it is shorter).
+std::string read_head(int fd, size_t n) {
+  std::string head(n, '\0');
+  size_t got = 0;
+  while (got < n) {
+    const ssize_t r = pread(fd, head.data() + got, n - got, static_cast<off_t>(got));
+    if (r <= 0) break;
+    got += static_cast<size_t>(r);
+  }
+  head.resize(got);
+  return head;
 }
 
 std::string format_from_name(const std::string &path) {
@@ -100,15 +110,32 @@ std::optional<UsageError> load_input(const Args &args, Diagnostics &diag, bool p
   }
   Input &in = out.input;
   in.path = args.positional()[0];
-  struct stat st;
-  if (stat(in.path.c_str(), &st) == 0) in.bytes = static_cast<uint64_t>(st.st_size);
+  const auto started = std::chrono::steady_clock::now();
+  auto finish = [&](Result<Ref<Trie>> trie) {
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    out.trie = std::move(trie);
+    return std::nullopt;
+  };
+  // Checked before anything reads it: a FIFO or device would block or never end.
+  size_t file_size = 0;
+  auto opened = open_regular_file(in.path, &file_size);
+  if (!opened.ok()) {
+    if (!args.has("format") && format_from_name(in.path).empty()) {
+      return UsageError{cat("cannot tell the format of \"", in.path,
+                            "\" from its name; pass --format rtp-json|rtp-tsv|jsonl|tmtrie")};
+    }
+    return finish(opened.take_status());
+  }
+  const std::string head = read_head(opened.value(), 4096);
+  close(opened.value());
+  in.bytes = file_size;
   if (const std::string *f = args.value("format")) {
     in.format = *f;
     if (in.format != "rtp-json" && in.format != "rtp-tsv" && in.format != "jsonl" &&
         in.format != "tmtrie") {
       return UsageError{cat("unknown --format \"", *f, "\" (rtp-json, rtp-tsv, jsonl, tmtrie)")};
     }
-  } else if (starts_with_tmtrie_magic(in.path)) {
+  } else if (head.size() >= 8 && std::memcmp(head.data(), "\x89TMTRIE\n", 8) == 0) {
     in.format = "tmtrie";
   } else {
     in.format = format_from_name(in.path);
@@ -118,14 +145,30 @@ std::optional<UsageError> load_input(const Args &args, Diagnostics &diag, bool p
     }
   }
 
-  const auto started = std::chrono::steady_clock::now();
-  auto finish = [&](Result<Ref<Trie>> trie) {
-    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    out.trie = std::move(trie);
-    return std::nullopt;
-  };
+  // A flag that does not apply to this input is a mistake, not a no-op.
+  const bool rtp = in.format == "rtp-json" || in.format == "rtp-tsv";
+  for (const char *flag : {"vocab-size", "stop-tokens", "start-token", "end-token", "sep",
+                           "rtp-defaults", "rtp-compat", "trusted"}) {
+    const std::string_view name = flag;
+    const bool applies = name == "trusted"       ? in.format == "tmtrie"
+                         : name == "vocab-size"  ? in.format != "tmtrie"
+                         : name == "stop-tokens" ? in.format != "tmtrie"
+                                                 : rtp;
+    if (args.has(flag) && !applies) {
+      return UsageError{cat("--", flag, " does not apply to ", in.format, " input")};
+    }
+  }
   if (in.format == "tmtrie") {
     return finish(load_trie(in.path, args.has("trusted") ? kLoadTrusted : 0));
+  }
+  // A .txt label list is not RTP TSV: say where label strings go instead.
+  if (in.format == "rtp-tsv" && !args.has("format") && head.find('\t') == std::string::npos &&
+      !head.empty()) {
+    return UsageError{cat(
+        "\"", in.path,
+        "\" has no tab in its first lines, so it is not RTP-LLM TSV (key<TAB>ids). For a list of "
+        "label strings, one per line, use: python -m treemask compile-labels ",
+        in.path, " --tokenizer tokenizer.json --vocab-size V --stop-tokens ID -o out.tmtrie")};
   }
 
   RtpOptions opts;
@@ -144,7 +187,15 @@ std::optional<UsageError> load_input(const Args &args, Diagnostics &diag, bool p
     if (auto e = parse_int("end-token", *s, v)) return e;
     opts.end_token_id = v;
   }
-  if (const std::string *s = args.value("sep")) opts.sep = *s;
+  if (const std::string *s = args.value("sep")) {
+    if (s->find('\t') != std::string::npos && in.format == "rtp-tsv") {
+      return UsageError{
+          "--sep must not contain a tab: the TSV form separates each key from its "
+          "ids with one"};
+    }
+    opts.sep = *s;
+  }
+  opts.compat = args.has("rtp-compat");
   // Explicit flags say what the user expects the file to hold; RTP-LLM's
   // defaults only fill what it lacks.
   opts.values_must_match = args.has("start-token") || args.has("end-token") || args.has("sep");

@@ -68,7 +68,7 @@ int cmd_inspect(int argc, char **argv) {
     hi = std::max(next_lo, next_hi);
   }
 
-  std::printf("%s\n", loaded.input.path.c_str());
+  std::printf("%s\n", printable(loaded.input.path).c_str());
   std::printf("  format        %s%s, %s bytes\n", loaded.input.format.c_str(),
               loaded.input.format == "tmtrie"
                   ? (args.has("trusted") ? " (loaded trusted: checksum not verified)"
@@ -97,9 +97,9 @@ int cmd_inspect(int argc, char **argv) {
   std::printf("  metadata      %s\n", notes && !notes->metadata().empty() ? "" : "(none)");
   if (notes) {
     for (const auto &e : notes->metadata()) {
-      std::string value(e.value.substr(0, 100));
-      std::replace(value.begin(), value.end(), '\n', ' ');
-      std::printf("    %-20.*s %s%s\n", static_cast<int>(e.key.size()), e.key.data(), value.c_str(),
+      const std::string key = printable(e.key);
+      const std::string value = printable(e.value.substr(0, 100));
+      std::printf("    %-20s %s%s\n", key.c_str(), value.c_str(),
                   e.value.size() > 100 ? "..." : "");
     }
   }

@@ -96,6 +96,27 @@ void append(std::string &out, N n) {
 }
 }  // namespace detail
 
+// An unsigned value that cat() writes in hexadecimal with a 0x prefix
+// (flags, magic numbers): cat("flags ", Hex{0x10}) is "flags 0x10".
+struct Hex {
+  uint64_t value;
+};
+
+namespace detail {
+inline void append(std::string &out, Hex h) {
+  static const char kDigits[] = "0123456789abcdef";
+  char buf[16];
+  size_t n = 0;
+  uint64_t v = h.value;
+  do {
+    buf[n++] = kDigits[v & 15];
+    v >>= 4;
+  } while (v != 0);
+  out.append("0x");
+  while (n > 0) out.push_back(buf[--n]);
+}
+}  // namespace detail
+
 template <class... Args>
 std::string cat(const Args &...args) {
   std::string out;

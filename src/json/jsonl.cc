@@ -97,10 +97,15 @@ class JsonlReader {
   Status read_object(od::document &doc, int64_t &label) {
     od::object obj;
     if (auto e = doc.get_object().get(obj)) return syntax(e, doc);
-    bool has_tokens = false;
+    bool has_tokens = false, has_label = false;
     for (auto field : obj) {
       std::string_view key;
       if (auto e = field.unescaped_key().get(key)) return syntax(e, doc);
+      // A repeated field would otherwise append to the path or silently
+      // keep the last label.
+      if ((key == "tokens" && has_tokens) || (key == "label" && has_label)) {
+        return bad(Code::kParse, cat("duplicate field \"", key, "\""));
+      }
       if (key == "tokens") {
         od::array list;
         if (auto e = field.value().get_array().get(list)) {
@@ -110,6 +115,7 @@ class JsonlReader {
         has_tokens = true;
         TM_TRY(read_tokens(list, doc));
       } else if (key == "label") {
+        has_label = true;
         if (auto e = field.value().get_int64().get(label)) {
           if (json::is_syntax_error(e)) return syntax(e, doc);
           return bad(Code::kParse, "\"label\" must be an integer");
@@ -141,7 +147,8 @@ class JsonlReader {
                              static_cast<int32_t>(t))) {
         TM_TRY(bad(Code::kInvalidArgument,
                    cat("stop token ", t, " at position ", position,
-                       "; a stop token may only end a sequence, never be part of it")));
+                       ": a stop token may not appear in a path (a path ends where its "
+                       "sequence ends; the stop token is allowed there by itself)")));
         return Status::Ok();
       }
       tokens_.push_back(static_cast<int32_t>(t));

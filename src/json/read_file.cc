@@ -1,37 +1,31 @@
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include "json/read_file.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <new>
 
+#include "core/open_file.h"
+
 namespace treemask {
 
 Result<FileBytes> read_file(const std::string &path, size_t padding) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return error(Code::kIo, "cannot open \"", path, "\": ", std::strerror(errno));
+  size_t file_size = 0;
+  TM_ASSIGN_OR_RETURN(const int fd, open_regular_file(path, &file_size));
   struct Closer {
     int fd;
     ~Closer() { close(fd); }
   } closer{fd};
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    return error(Code::kIo, "cannot stat \"", path, "\": ", std::strerror(errno));
-  }
-  if (!S_ISREG(st.st_mode)) return error(Code::kIo, "\"", path, "\" is not a regular file");
   FileBytes out;
-  out.capacity = static_cast<size_t>(st.st_size) + padding;
+  out.capacity = file_size + padding;
   out.data.reset(new (std::nothrow) char[out.capacity]);
   if (!out.data) {
     return error(Code::kOutOfMemory, "cannot allocate ", out.capacity, " bytes for \"", path, "\"");
   }
-  while (out.size < static_cast<size_t>(st.st_size)) {
-    const ssize_t r =
-        read(fd, out.data.get() + out.size, static_cast<size_t>(st.st_size) - out.size);
+  while (out.size < file_size) {
+    const ssize_t r = read(fd, out.data.get() + out.size, file_size - out.size);
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) return error(Code::kIo, "cannot read \"", path, "\": ", std::strerror(errno));
     if (r == 0) break;  // the file shrank while we read it

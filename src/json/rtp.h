@@ -40,6 +40,11 @@ struct RtpOptions {
   std::optional<int32_t> end_token_id;
   std::optional<std::string> sep;  // "_" when neither file nor options say
   bool values_must_match = false;
+  // RTP-LLM compatibility: load what RTP-LLM's own loader loads. Negative
+  // and non-int32 list ids are skipped, keys that do not start with
+  // start_token_id + sep are ignored, and sep "-" is allowed; each is a
+  // counted warning naming the key.
+  bool compat = false;
   ProgressFn progress;
 };
 

@@ -51,7 +51,11 @@ Result<RtpConfig> resolve_rtp_config(const RtpOptions &opts, std::optional<int64
                  *opts.sep, "\" was given");
   }
   c.sep = file_sep ? std::string(*file_sep) : opts.sep ? *opts.sep : std::string(kRtpDefaultSep);
+  c.compat = opts.compat;
   if (c.sep.empty()) return error(Code::kInvalidArgument, "sep must not be empty");
+  // RTP-LLM's own fixtures use "-"; its keys then hold no negative ids, and
+  // compatibility mode reads them as it does.
+  if (c.compat && c.sep == "-") return c;
   if (c.sep.find_first_of("0123456789-") != std::string::npos) {
     return error(Code::kInvalidArgument, "sep \"", c.sep,
                  "\" contains a digit or '-', which makes keys ambiguous");
@@ -92,6 +96,13 @@ Status RtpDictCollector::begin_key(std::string_view key, std::string_view where,
   };
   if (!key.starts_with(start_text_) ||
       (key.size() > start_text_.size() && !key.substr(start_text_.size()).starts_with(sep))) {
+    if (config_.compat) {
+      // RTP-LLM only ever looks keys up by start_token_id + generated ids.
+      diag_->warning(cat(context(), " ignored: it does not start with start_token_id ",
+                         config_.start_token_id, " followed by sep \"", sep,
+                         "\" (RTP-LLM compatibility)"));
+      return Status::Ok();
+    }
     return reject(Code::kInvalidArgument, "does not start with start_token_id ",
                   config_.start_token_id, " followed by sep \"", sep, "\"");
   }
@@ -139,11 +150,13 @@ Status RtpDictCollector::begin_key(std::string_view key, std::string_view where,
 }
 
 Status RtpDictCollector::add_id(int64_t id) {
-  if (id < kInt32Min || id > kInt32Max) {
-    return diag_->problem(error(Code::kOutOfRange, context(), ": id ", id, " is outside int32"));
-  }
+  if (id < kInt32Min || id > kInt32Max) return add_outside_int32(std::to_string(id));
   if (id == config_.end_token_id) {
     saw_end_ = true;
+    return Status::Ok();
+  }
+  if (id < 0 && config_.compat) {
+    diag_->warning(cat(context(), ": negative id ", id, " skipped (RTP-LLM compatibility)"));
     return Status::Ok();
   }
   if (id < 0 || id >= build_.vocab_size) {
@@ -158,6 +171,15 @@ Status RtpDictCollector::add_id(int64_t id) {
   }
   ids_.push_back(static_cast<int32_t>(id));
   return Status::Ok();
+}
+
+Status RtpDictCollector::add_outside_int32(std::string_view text) {
+  if (config_.compat) {
+    diag_->warning(
+        cat(context(), ": id ", text, " is outside int32, skipped (RTP-LLM compatibility)"));
+    return Status::Ok();
+  }
+  return diag_->problem(error(Code::kOutOfRange, context(), ": id ", text, " is outside int32"));
 }
 
 Status RtpDictCollector::add_non_integer(std::string_view text) {
@@ -260,7 +282,15 @@ Result<Ref<Trie>> RtpDictCollector::build() {
   }
   for (const auto &level : levels) {
     for (const uint32_t e : level) {
-      if (!reached[e]) {
+      if (reached[e]) continue;
+      const auto key = key_of(e);
+      const auto end_at = std::find(key.begin(), key.end(), config_.end_token_id);
+      if (end_at != key.end()) {
+        diag_->warning(cat("key \"", key_text(e), "\" is unreachable from the root \"", start_text_,
+                           "\": its id ", config_.end_token_id,
+                           " is end_token_id, which ends the sequence (no key after it is "
+                           "ever looked up)"));
+      } else {
         diag_->warning(cat("key \"", key_text(e), "\" is unreachable from the root \"", start_text_,
                            "\" (a shorter key is missing or does not list the id)"));
       }

@@ -20,6 +20,7 @@ struct RtpConfig {
   int32_t start_token_id = 0;
   int32_t end_token_id = 0;
   std::string sep;
+  bool compat = false;  // RtpOptions::compat
 };
 
 // Resolves start/end/sep from what the file said (nullopt: absent) and the
@@ -42,6 +43,8 @@ class RtpDictCollector {
   Status add_id(int64_t id);
   // A list element that is not an integer (text as written).
   Status add_non_integer(std::string_view text);
+  // A list element that is an integer outside int32 (text as written).
+  Status add_outside_int32(std::string_view text);
   void end_key();
 
   // What messages about the current entry start with: `where` + key "...".

@@ -17,6 +17,36 @@ namespace {
 namespace od = simdjson::ondemand;
 constexpr uint64_t kProgressEveryKeys = 1u << 15;
 
+// Where the first top-level value of text ends, if it is a balanced object
+// or array followed by something other than whitespace: simdjson reports
+// such trailing junk as an unbalanced document, so its errors are checked
+// against this first (error path only; one pass over the text).
+std::optional<size_t> trailing_content_at(std::string_view text) {
+  size_t i = text.find_first_not_of(" \t\r\n");
+  if (i == std::string_view::npos || (text[i] != '{' && text[i] != '[')) return std::nullopt;
+  size_t depth = 0;
+  bool in_string = false;
+  for (; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if ((c == '}' || c == ']') && --depth == 0) {
+      const size_t rest = text.find_first_not_of(" \t\r\n", i + 1);
+      if (rest == std::string_view::npos) return std::nullopt;
+      return rest;
+    }
+  }
+  return std::nullopt;
+}
+
 struct TopLevel {
   std::optional<int64_t> start, end;
   std::optional<std::string> sep;
@@ -29,11 +59,25 @@ class RtpJsonParser {
       : buf_(buf), len_(len), capacity_(capacity), diag_(diag) {}
 
   Result<Ref<Trie>> run(const RtpOptions &opts) {
-    if (std::string_view(buf_, len_).find_first_not_of(" \t\r\n") == std::string_view::npos) {
+    // A UTF-8 byte-order mark (Windows editors write one) is skipped.
+    if (std::string_view(buf_, len_).starts_with("\xEF\xBB\xBF")) {
+      buf_ += 3;
+      len_ -= 3;
+      capacity_ -= 3;
+    }
+    const std::string_view text(buf_, len_);
+    if (text.starts_with("\xFF\xFE") || text.starts_with("\xFE\xFF") ||
+        (len_ >= 2 && (buf_[0] == '\0' || buf_[1] == '\0'))) {
+      return error(Code::kParse,
+                   "the input looks like UTF-16 (a byte-order mark or NUL bytes); RTP-LLM JSON "
+                   "must be UTF-8: convert it, e.g. iconv -f UTF-16 -t UTF-8");
+    }
+    if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
       return error(Code::kParse, "empty input: expected a JSON object with a \"prefix_dict\"");
     }
     TM_TRY(json::reserve_parser(parser_, len_));
     if (auto e = parser_.iterate(buf_, len_, capacity_).get(doc_)) {
+      if (auto junk = trailing_content_at(text)) return trailing_content(*junk);
       return json::syntax_error(e, json::indexing_error_offset(e, buf_, len_));
     }
     TM_ASSIGN_OR_RETURN(TopLevel top, read_top_level());
@@ -45,7 +89,12 @@ class RtpJsonParser {
   }
 
  private:
+  Status trailing_content(size_t at) {
+    return error(Code::kParse, "malformed JSON at byte ", at,
+                 ": trailing content after the top-level object");
+  }
   Status syntax(simdjson::error_code e) {
+    if (auto junk = trailing_content_at({buf_, len_})) return trailing_content(*junk);
     // An unbalanced document is reported at the root; find where it goes wrong.
     const uint64_t at = e == simdjson::INCOMPLETE_ARRAY_OR_OBJECT
                             ? json::indexing_error_offset(e, buf_, len_)
@@ -96,10 +145,7 @@ class RtpJsonParser {
         diag_.warning(cat("unknown top-level field \"", key, "\" ignored"));
       }
     }
-    if (!doc_.current_location().error()) {
-      return error(Code::kParse, "malformed JSON at byte ", offset(),
-                   ": trailing content after the top-level object");
-    }
+    if (!doc_.current_location().error()) return trailing_content(offset());
     if (!top.has_prefix_dict) return error(Code::kInvalidArgument, "missing \"prefix_dict\"");
     return top;
   }
@@ -152,11 +198,15 @@ class RtpJsonParser {
       while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
         text.remove_suffix(1);
       }
-      if (e == simdjson::INCORRECT_TYPE) {
+      // An integer too large for int64 (a 26-digit id) is reported by
+      // simdjson as a type error; it is as much outside int32 as a 20-digit one.
+      const std::string_view digits = text.substr(text.starts_with('-') ? 1 : 0);
+      const bool integer_text =
+          !digits.empty() && digits.find_first_not_of("0123456789") == std::string_view::npos;
+      if (e == simdjson::INCORRECT_TYPE && !integer_text) {
         TM_TRY(dict.add_non_integer(cat(text, " (at byte ", offset(), ")")));
       } else {
-        TM_TRY(diag_.problem(
-            error(Code::kOutOfRange, dict.context(), ": id ", text, " is outside int32")));
+        TM_TRY(dict.add_outside_int32(text));
       }
     }
     dict.end_key();

@@ -20,6 +20,12 @@ Result<Ref<Trie>> load_rtp_tsv(const RtpOptions &opts, std::string_view data, Di
     return error(Code::kInvalidArgument,
                  "the TSV form has no header: start_token_id and end_token_id must be given");
   }
+  // The key/list separator is a tab: a sep with one would split keys apart.
+  if (opts.sep && opts.sep->find('\t') != std::string::npos) {
+    return error(Code::kInvalidArgument,
+                 "sep must not contain a tab: the TSV form separates the key from its ids with "
+                 "one");
+  }
   TM_ASSIGN_OR_RETURN(RtpConfig config, resolve_rtp_config(opts, {}, {}, {}));
   TM_ASSIGN_OR_RETURN(RtpDictCollector dict, RtpDictCollector::create(config, opts.build, diag));
   if (data.find_first_not_of(" \t\r\n") == std::string_view::npos) {
@@ -36,20 +42,24 @@ Result<Ref<Trie>> load_rtp_tsv(const RtpOptions &opts, std::string_view data, Di
         bool accepted = false;
         TM_TRY(dict.begin_key(line.substr(0, tab), where, &accepted));
         if (!accepted) return Status::Ok();
-        std::string_view ids = line.substr(tab + 1);
-        while (!ids.empty()) {
-          size_t end = ids.find(kIdSeparator);
+        // An empty list is allowed; an empty element (a doubled, leading or
+        // trailing \x02) is an error wherever it is.
+        const std::string_view ids = line.substr(tab + 1);
+        size_t position = 0;
+        for (size_t begin = 0; !ids.empty() && begin <= ids.size(); ++position) {
+          size_t end = ids.find(kIdSeparator, begin);
           if (end == std::string_view::npos) end = ids.size();
-          const std::string_view text = ids.substr(0, end);
-          ids.remove_prefix(end == ids.size() ? end : end + 1);
+          const std::string_view text = ids.substr(begin, end - begin);
+          begin = end + 1;
           int64_t id = 0;
           const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
-          if (text.empty() || ec == std::errc::invalid_argument ||
-              ptr != text.data() + text.size()) {
+          if (text.empty()) {
+            TM_TRY(diag.problem(error(Code::kParse, dict.context(), ": empty id at position ",
+                                      position, " (a doubled, leading or trailing \\x02)")));
+          } else if (ec == std::errc::invalid_argument || ptr != text.data() + text.size()) {
             TM_TRY(dict.add_non_integer(cat("\"", text, "\"")));
           } else if (ec == std::errc::result_out_of_range) {
-            TM_TRY(diag.problem(
-                error(Code::kOutOfRange, dict.context(), ": id ", text, " is outside int32")));
+            TM_TRY(dict.add_outside_int32(text));
           } else {
             TM_TRY(dict.add_id(id));
           }

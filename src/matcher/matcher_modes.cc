@@ -107,6 +107,8 @@ bool Matcher::think_forcing(std::optional<int64_t> remaining) const {
   if (m.max_thinking_tokens >= 0 && state_.think_tokens >= uint64_t(m.max_thinking_tokens)) {
     return true;
   }
+  // RTP-LLM: a prefix of the end sequence, emitted naturally, forces the rest.
+  if (m.think_force_end_after_prefix && state_.step > 0) return true;
   if (!remaining) return false;
   // One more free token must leave room for the whole end sequence (a
   // partial match may be lost) and the shortest label.

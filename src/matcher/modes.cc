@@ -47,7 +47,8 @@ Status check_tokens(const char *name, std::span<const int32_t> tokens, int32_t v
 bool any_mode(const ModeOptions &o) {
   return !o.label_separator.empty() || o.max_labels != 0 || o.leaves_only ||
          !o.think_end_tokens.empty() || o.think_begin_token != -1 || o.start_in_thinking ||
-         o.max_thinking_tokens != -1 || o.max_new_tokens != -1 || !o.override_stop_tokens.empty();
+         o.max_thinking_tokens != -1 || o.max_new_tokens != -1 || !o.override_stop_tokens.empty() ||
+         o.think_force_end_after_prefix;
 }
 
 Status resolve_stops(const Trie &trie, const ModeOptions &o, ModeConfig &cfg) {
@@ -107,10 +108,11 @@ Status resolve_think(const Trie &trie, const ModeOptions &o, std::span<const int
                  " (expected -1 = unlimited, or >= 0)");
   }
   if (o.think_end_tokens.empty()) {
-    if (o.think_begin_token != -1 || o.start_in_thinking || o.max_thinking_tokens != -1) {
+    if (o.think_begin_token != -1 || o.start_in_thinking || o.max_thinking_tokens != -1 ||
+        o.think_force_end_after_prefix) {
       return error(Code::kInvalidArgument,
-                   "think_begin_token, start_in_thinking and max_thinking_tokens need "
-                   "think_end_tokens (think mode)");
+                   "think_begin_token, start_in_thinking, max_thinking_tokens and "
+                   "think_force_end_after_prefix need think_end_tokens (think mode)");
     }
     return Status::Ok();
   }
@@ -145,6 +147,7 @@ Status resolve_think(const Trie &trie, const ModeOptions &o, std::span<const int
   cfg.think_begin = begin;
   cfg.start_in_thinking = o.start_in_thinking;
   cfg.max_thinking_tokens = o.max_thinking_tokens;
+  cfg.think_force_end_after_prefix = o.think_force_end_after_prefix;
   return Status::Ok();
 }
 

@@ -30,6 +30,8 @@ struct ModeOptions {
   int32_t think_begin_token = -1;
   bool start_in_thinking = false;
   int64_t max_thinking_tokens = -1;  // -1 = unlimited
+  // A partial match of the end sequence forces its rest (RTP-LLM).
+  bool think_force_end_after_prefix = false;
   // Length budget: tokens the engine will still generate from the start;
   // -1 = none.
   int64_t max_new_tokens = -1;
@@ -46,6 +48,7 @@ struct ModeConfig {
   int32_t think_begin = -1;
   bool start_in_thinking = false;
   int64_t max_thinking_tokens = -1;
+  bool think_force_end_after_prefix = false;
   int64_t max_new_tokens = -1;
 
   bool multi_label() const { return !separator.empty(); }

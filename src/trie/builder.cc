@@ -49,9 +49,10 @@ Status validate_paths(const TrieBuildOptions &opts, std::span<const int32_t> tok
                      " is out of range [0, vocab_size=", vocab, ")");
       }
       if (t >= stop_min && t <= stop_max && std::binary_search(stops.begin(), stops.end(), t)) {
-        return error(Code::kInvalidArgument, "stop token ", t, " occurs inside path ", i,
-                     " at position ", j - offsets[i],
-                     "; a stop token may only end a sequence, never be part of it");
+        return error(Code::kInvalidArgument, "path ", i, ", position ", j - offsets[i],
+                     ": stop token ", t,
+                     " may not appear in a path at all (not even last: a path ends where its "
+                     "sequence ends, and the stop token is then allowed by itself)");
       }
     }
   }

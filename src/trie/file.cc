@@ -15,6 +15,7 @@
 #include <cstring>
 #include <map>
 
+#include "core/open_file.h"
 #include "trie/annotations.h"
 #include "trie/xxh64.h"
 
@@ -83,7 +84,7 @@ Status check_counts(const FileHeader &h) {
                  kMaxMetadataEntries);
   }
   if (h.flags & ~kFlagHasLabels) {
-    return error(Code::kCorruptFile, "unknown flags 0x", h.flags & ~kFlagHasLabels);
+    return error(Code::kCorruptFile, "unknown flags ", Hex{h.flags & ~kFlagHasLabels});
   }
   if (h.n_sections != kSections) {
     return error(Code::kCorruptFile, "section count ", h.n_sections, ", expected ", kSections);
@@ -277,6 +278,7 @@ Result<TrieImage> parse_trie_image(const unsigned char *data, size_t size, uint3
 
 Status save_trie(const Trie &trie, const std::string &path,
                  const std::vector<std::pair<std::string, std::string>> &extra_metadata) {
+  TM_TRY(check_output_path(path));
   // Metadata: the trie's own, overridden by extra; validated by make().
   std::map<std::string, std::string> merged;
   if (const TrieAnnotations *own = trie.annotations()) {
@@ -363,16 +365,11 @@ Status save_trie(const Trie &trie, const std::string &path,
 
 Result<Ref<Trie>> load_trie(const std::string &path, uint32_t flags, size_t dense_row_cache_bytes) {
   if (flags & ~kLoadTrusted) {
-    return error(Code::kInvalidArgument, "unknown load flags 0x", flags & ~kLoadTrusted);
+    return error(Code::kInvalidArgument, "unknown load flags ", Hex{flags & ~kLoadTrusted});
   }
-  FileDescriptor fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) return error(Code::kIo, "cannot open \"", path, "\": ", errno_text());
-  struct stat st;
-  if (fstat(fd.get(), &st) != 0) {
-    return error(Code::kIo, "cannot stat \"", path, "\": ", errno_text());
-  }
-  if (!S_ISREG(st.st_mode)) return error(Code::kIo, "\"", path, "\" is not a regular file");
-  const auto size = static_cast<size_t>(st.st_size);
+  size_t size = 0;
+  TM_ASSIGN_OR_RETURN(const int raw_fd, open_regular_file(path, &size));
+  FileDescriptor fd(raw_fd);
   if (size == 0) return error(Code::kCorruptFile, "\"", path, "\": empty file, not a .tmtrie file");
   // Pre-faulting pays off when every page is about to be read by the checksum.
   const int populate = (flags & kLoadTrusted) ? 0 : MAP_POPULATE;

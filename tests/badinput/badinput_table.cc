@@ -64,7 +64,7 @@ const std::vector<int32_t> kStopZero{0};
 treemask_status rtp_json(const std::string &json) {
   const treemask_trie_options o = testutil::trie_options(100000);
   treemask_trie *t = nullptr;
-  const treemask_status s = treemask_trie_from_rtp_json(&o, json.data(), json.size(), &t);
+  const treemask_status s = treemask_trie_from_rtp_json(&o, nullptr, json.data(), json.size(), &t);
   treemask_trie_free(t);
   return s;
 }
@@ -78,8 +78,8 @@ treemask_status rtp_dict(const std::string &entries) {
 treemask_status rtp_tsv(const std::string &text, int32_t end = 2) {
   const treemask_trie_options o = testutil::trie_options(100000);
   treemask_trie *t = nullptr;
-  const treemask_status s =
-      treemask_trie_from_rtp_tsv(&o, 225, end, nullptr, text.data(), text.size(), &t);
+  const treemask_status s = treemask_trie_from_rtp_tsv(&o, testutil::Rtp(225, end, nullptr).get(),
+                                                       text.data(), text.size(), &t);
   treemask_trie_free(t);
   return s;
 }
@@ -371,14 +371,14 @@ std::vector<Case> cases() {
       TREEMASK_ERR_BUFFER_TOO_SMALL, [] {
         float logits[100] = {};
         const int32_t mask[2] = {-1, -1};
-        return treemask_apply_token_bitmask_cpu(logits, TREEMASK_F32, 1, 100, 100, mask, 2, 100,
+        return treemask_apply_token_bitmask_cpu(logits, TREEMASK_F32, 1, 100, 100, mask, 2, 1, 100,
                                                 nullptr, 0);
       });
   add("kernel: dtype 3", "treemask_apply_token_bitmask_cpu", TREEMASK_ERR_INVALID_ARGUMENT, [] {
     float logits[32] = {};
     const int32_t mask[1] = {-1};
     return treemask_apply_token_bitmask_cpu(logits, static_cast<treemask_dtype>(3), 1, 32, 32, mask,
-                                            1, 32, nullptr, 0);
+                                            1, 1, 32, nullptr, 0);
   });
   return c;
 }

@@ -75,7 +75,7 @@ void run(size_t rows, treemask_dtype dtype, bool trie_like, std::mt19937_64 &rng
   });
   const double ours_ns = bench::ns_per_call([&] {
     TM_MUST(treemask_apply_token_bitmask_cpu(logits.data, dtype, rows, bench::kVocab, bench::kVocab,
-                                             mask, words, bench::kVocab, nullptr, 0));
+                                             mask, words, rows, bench::kVocab, nullptr, 0));
     bench::keep(logits.data);
   });
   const double scalar_ns = bench::ns_per_call([&] {

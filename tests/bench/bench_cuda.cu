@@ -159,7 +159,7 @@ void bench_apply(cudaStream_t stream) {
                                                              : candidates);
         const Timing dense = measure(stream, iters, [&] {
           CHECK_TM(treemask_cuda_apply_token_bitmask(d_logits.get(), dtype, rows, kVocab, kVocab,
-                                                     d_mask.get(), words, kVocab, nullptr, 0,
+                                                     d_mask.get(), words, rows, kVocab, nullptr, 0,
                                                      stream));
         });
         const double dense_gbs = apply_traffic_bytes(mask, rows, words, eb) / (dense.gpu_us * 1e3);
@@ -238,7 +238,8 @@ void bench_step(cudaStream_t stream) {
 
     auto apply_mask = [&] {
       CHECK_TM(treemask_cuda_apply_token_bitmask(d_logits.get(), dtype, rows, kVocab, kVocab,
-                                                 d_mask.get(), words, kVocab, nullptr, 0, stream));
+                                                 d_mask.get(), words, rows, kVocab, nullptr, 0,
+                                                 stream));
     };
     auto run_fused = [&](bool to_logits) {
       const auto t0 = Clock::now();

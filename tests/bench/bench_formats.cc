@@ -213,7 +213,8 @@ int main() {
   o.vocab_size = kVocab;
   treemask_trie *rtp = nullptr;
   const auto t0 = Clock::now();
-  if (treemask_trie_from_rtp_json_file(&o, json_path.c_str(), &rtp) != TREEMASK_OK) die("rtp json");
+  if (treemask_trie_from_rtp_json_file(&o, nullptr, json_path.c_str(), &rtp) != TREEMASK_OK)
+    die("rtp json");
   const double parse_s = seconds_since(t0);
   const auto rs = stats(rtp);
   std::printf("RTP-LLM JSON, %zu items x %d levels: %.1f MiB, %llu nodes\n", items.size(), kLevels,

@@ -76,6 +76,22 @@ inline treemask_trie_options trie_options(int32_t vocab, const std::vector<int32
   return opts;
 }
 
+// RTP-LLM loader options for one call: Rtp(225, 2, "_").get() points to
+// options that live until the end of the full expression.
+struct Rtp {
+  treemask_rtp_options value;
+  explicit Rtp(int32_t start = -1, int32_t end = -1, const char *sep = nullptr, bool compat = false,
+               bool defaults = false) {
+    treemask_rtp_options_init(&value);
+    value.start_token_id = start;
+    value.end_token_id = end;
+    value.sep = sep;
+    value.rtp_llm_compat = compat;
+    value.rtp_llm_defaults = defaults;
+  }
+  const treemask_rtp_options *get() const { return &value; }
+};
+
 // Builds a trie from a list of paths; returns the status.
 inline treemask_status make_trie(const std::vector<std::vector<int32_t>> &paths, int32_t vocab,
                                  const std::vector<int32_t> &stops, TrieHandle &out,

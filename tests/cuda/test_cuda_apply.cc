@@ -108,8 +108,8 @@ void test_dense(std::mt19937_64 &rng, cudaStream_t stream) {
         DeviceArray<uint8_t> d_logits(want.bytes, g.shift_elements * eb);
         DeviceArray<int32_t> d_indices(use_indices ? indices : std::vector<int32_t>{0});
         CHECK_TM(treemask_cuda_apply_token_bitmask(
-            d_logits.get(), dtype, g.n_rows, g.stride, g.width, d_mask.get(), g.row_words, g.vocab,
-            use_indices ? d_indices.get() : nullptr, indices.size(), stream));
+            d_logits.get(), dtype, g.n_rows, g.stride, g.width, d_mask.get(), g.row_words, g.n_rows,
+            g.vocab, use_indices ? d_indices.get() : nullptr, indices.size(), stream));
         cudatest::reference_apply(want, mask, g.row_words, g.vocab,
                                   use_indices ? &indices : nullptr);
         const std::string diff = cudatest::first_difference(want, d_logits.download(stream));
@@ -219,8 +219,8 @@ void test_many_rows(std::mt19937_64 &rng, cudaStream_t stream) {
   HostLogits want(cudatest::kBF16, g.n_rows, g.stride, g.width, rng);
   DeviceArray<uint8_t> d_logits(want.bytes);
   CHECK_TM(treemask_cuda_apply_token_bitmask(d_logits.get(), cudatest::kBF16, g.n_rows, g.stride,
-                                             g.width, d_mask.get(), g.row_words, g.vocab, nullptr,
-                                             0, stream));
+                                             g.width, d_mask.get(), g.row_words, g.n_rows, g.vocab,
+                                             nullptr, 0, stream));
   cudatest::reference_apply(want, mask, g.row_words, g.vocab, nullptr);
   std::string diff = cudatest::first_difference(want, d_logits.download(stream));
   CHECK_MSG(diff.empty(), "dense, 70000 rows: " + diff);
@@ -248,16 +248,16 @@ void test_pointer_errors(cudaStream_t stream) {
   DeviceArray<float> d_logits(64);
   DeviceArray<int32_t> d_mask(host_mask);
   treemask_status s = treemask_cuda_apply_token_bitmask(
-      host_logits.data(), cudatest::kF32, 1, 64, 64, d_mask.get(), 2, 64, nullptr, 0, stream);
+      host_logits.data(), cudatest::kF32, 1, 64, 64, d_mask.get(), 2, 1, 64, nullptr, 0, stream);
   CHECK_MSG(error_mentions(s, TREEMASK_ERR_INVALID_ARGUMENT, "logits is host memory"),
             treemask_last_error());
   s = treemask_cuda_apply_token_bitmask(d_logits.get(), cudatest::kF32, 1, 64, 64, host_mask.data(),
-                                        2, 64, nullptr, 0, stream);
+                                        2, 1, 64, nullptr, 0, stream);
   CHECK_MSG(error_mentions(s, TREEMASK_ERR_INVALID_ARGUMENT, "bitmask is host memory"),
             treemask_last_error());
   const int32_t host_index = 0;
   s = treemask_cuda_apply_token_bitmask(d_logits.get(), cudatest::kF32, 1, 64, 64, d_mask.get(), 2,
-                                        64, &host_index, 1, stream);
+                                        1, 64, &host_index, 1, stream);
   CHECK_MSG(error_mentions(s, TREEMASK_ERR_INVALID_ARGUMENT, "indices is host memory"),
             treemask_last_error());
   const int32_t host_offsets[2] = {0, 0};
@@ -272,17 +272,43 @@ void test_pointer_errors(cudaStream_t stream) {
   auto *pinned = static_cast<int32_t *>(pinned_memory);
   pinned[0] = pinned[1] = 0;
   CHECK_TM(treemask_cuda_apply_token_bitmask(d_logits.get(), cudatest::kF32, 1, 64, 64, pinned, 2,
-                                             64, nullptr, 0, stream));
+                                             1, 64, nullptr, 0, stream));
   const auto masked = d_logits.download(stream);
   CHECK(std::all_of(masked.begin(), masked.end(), [](float x) { return x < -3e38f; }));
   CHECK_CUDA(cudaFreeHost(pinned));
 
   // Empty selections succeed without touching anything, even with host pointers.
   CHECK_TM(treemask_cuda_apply_token_bitmask(host_logits.data(), cudatest::kF32, 0, 64, 64,
-                                             host_mask.data(), 2, 64, nullptr, 0, stream));
+                                             host_mask.data(), 2, 0, 64, nullptr, 0, stream));
   CHECK_TM(treemask_cuda_apply_token_bitmask(host_logits.data(), cudatest::kF32, 1, 64, 64,
-                                             host_mask.data(), 2, 64, &host_index, 0, stream));
+                                             host_mask.data(), 2, 1, 64, &host_index, 0, stream));
   CHECK(host_logits[0] == 1.0f);
+}
+
+// Issue 14 item 14: as in xgrammar, with indices the logits and the bitmask
+// may have different row counts; index i masks logits row i with bitmask
+// row i, and an index outside either array is skipped on the device.
+void test_different_row_counts(cudaStream_t stream) {
+  const size_t rows = 4;
+  std::vector<float> host(rows * 32, 1.0f);
+  DeviceArray<float> d_logits(host);
+  DeviceArray<int32_t> d_mask(std::vector<int32_t>{0b10, 0b01});  // 2 bitmask rows
+  const std::vector<int32_t> indices = {1, 3};                    // 3: no bitmask row
+  DeviceArray<int32_t> d_indices(indices);
+  CHECK_TM(treemask_cuda_apply_token_bitmask(d_logits.get(), cudatest::kF32, rows, 32, 32,
+                                             d_mask.get(), 1, 2, 32, d_indices.get(), 2, stream));
+  const auto got = d_logits.download(stream);
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t c = 0; c < 32; ++c) {
+      const bool finite = got[r * 32 + c] > -3e38f;
+      CHECK_MSG(finite == (r != 1 || c == 0), "row " + std::to_string(r));
+    }
+  }
+  // Without indices the bitmask needs a row per logits row.
+  const treemask_status s = treemask_cuda_apply_token_bitmask(
+      d_logits.get(), cudatest::kF32, rows, 32, 32, d_mask.get(), 1, 2, 32, nullptr, 0, stream);
+  CHECK_MSG(error_mentions(s, TREEMASK_ERR_BUFFER_TOO_SMALL, "the bitmask has 2 rows"),
+            treemask_last_error());
 }
 
 }  // namespace
@@ -299,6 +325,7 @@ int main() {
   }
   test_many_rows(rng, stream);
   test_pointer_errors(stream);
+  test_different_row_counts(stream);
   CHECK_CUDA(cudaStreamDestroy(stream));
   return cudatest::finish("test_cuda_apply");
 }

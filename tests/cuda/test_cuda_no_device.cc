@@ -67,7 +67,7 @@ void run_everything() {
   const std::vector<int32_t> offsets = {0, 1, 2};
   const std::vector<int32_t> candidates = {5, 6};
   EXPECT(failed_with(treemask_cuda_apply_token_bitmask(logits.data(), 0, 2, 64, 64, bitmask.data(),
-                                                       2, 64, nullptr, 0, nullptr),
+                                                       2, 2, 64, nullptr, 0, nullptr),
                      TREEMASK_ERR_UNSUPPORTED, why));
   EXPECT(failed_with(
       treemask_cuda_apply_token_candidates(logits.data(), 2, 2, 64, 64, offsets.data(),
@@ -77,34 +77,35 @@ void run_everything() {
 
   // Host-side argument errors, named.
   EXPECT(argument_error(treemask_cuda_apply_token_bitmask(nullptr, 0, 2, 64, 64, bitmask.data(), 2,
-                                                          64, nullptr, 0, nullptr),
+                                                          2, 64, nullptr, 0, nullptr),
                         TREEMASK_ERR_INVALID_ARGUMENT, "logits is NULL"));
   EXPECT(argument_error(treemask_cuda_apply_token_bitmask(logits.data(), 0, 2, 64, 64, nullptr, 2,
-                                                          64, nullptr, 0, nullptr),
+                                                          2, 64, nullptr, 0, nullptr),
                         TREEMASK_ERR_INVALID_ARGUMENT, "bitmask is NULL"));
   EXPECT(
       argument_error(treemask_cuda_apply_token_bitmask(logits.data(), 3, 2, 64, 64, bitmask.data(),
-                                                       2, 64, nullptr, 0, nullptr),
+                                                       2, 2, 64, nullptr, 0, nullptr),
                      TREEMASK_ERR_INVALID_ARGUMENT, "unknown dtype 3"));
   EXPECT(argument_error(
-      treemask_cuda_apply_token_bitmask(logits.data(), 0, 2, 63, 64, bitmask.data(), 2, 64, nullptr,
-                                        0, nullptr),
+      treemask_cuda_apply_token_bitmask(logits.data(), 0, 2, 63, 64, bitmask.data(), 2, 2, 64,
+                                        nullptr, 0, nullptr),
       TREEMASK_ERR_INVALID_ARGUMENT, "logits_row_stride 63 is smaller than logits_width 64"));
   EXPECT(argument_error(
-      treemask_cuda_apply_token_bitmask(logits.data(), 0, 2, 64, 64, bitmask.data(), 2, 65, nullptr,
-                                        0, nullptr),
+      treemask_cuda_apply_token_bitmask(logits.data(), 0, 2, 64, 64, bitmask.data(), 2, 2, 65,
+                                        nullptr, 0, nullptr),
       TREEMASK_ERR_INVALID_ARGUMENT, "vocab_size 65 is outside [1, logits_width=64]"));
-  EXPECT(argument_error(treemask_cuda_apply_token_bitmask(
-                            logits.data(), 0, 2, 64, 64, bitmask.data(), 2, 0, nullptr, 0, nullptr),
-                        TREEMASK_ERR_INVALID_ARGUMENT, "vocab_size 0"));
-  EXPECT(argument_error(
-      treemask_cuda_apply_token_bitmask(logits.data(), 0, 2, 64, 64, bitmask.data(), 1, 64, nullptr,
-                                        0, nullptr),
-      TREEMASK_ERR_BUFFER_TOO_SMALL, "bitmask_row_words 1 is too small: vocab_size 64 needs 2"));
   EXPECT(
-      argument_error(treemask_cuda_apply_token_bitmask(logits.data(), 0, SIZE_MAX / 8, 64, 64,
-                                                       bitmask.data(), 2, 64, nullptr, 0, nullptr),
-                     TREEMASK_ERR_INVALID_ARGUMENT, "too large to address"));
+      argument_error(treemask_cuda_apply_token_bitmask(logits.data(), 0, 2, 64, 64, bitmask.data(),
+                                                       2, 2, 0, nullptr, 0, nullptr),
+                     TREEMASK_ERR_INVALID_ARGUMENT, "vocab_size 0"));
+  EXPECT(argument_error(
+      treemask_cuda_apply_token_bitmask(logits.data(), 0, 2, 64, 64, bitmask.data(), 1, 2, 64,
+                                        nullptr, 0, nullptr),
+      TREEMASK_ERR_BUFFER_TOO_SMALL, "bitmask_row_words 1 is too small: vocab_size 64 needs 2"));
+  EXPECT(argument_error(
+      treemask_cuda_apply_token_bitmask(logits.data(), 0, SIZE_MAX / 8, 64, 64, bitmask.data(), 2,
+                                        SIZE_MAX / 8, 64, nullptr, 0, nullptr),
+      TREEMASK_ERR_INVALID_ARGUMENT, "too large to address"));
   EXPECT(argument_error(
       treemask_cuda_apply_token_candidates(logits.data(), 0, 2, 64, 64, nullptr, candidates.data(),
                                            2, 64, nullptr, 0, nullptr),
@@ -126,7 +127,7 @@ void run_everything() {
 
   // Nothing to do needs no device.
   const treemask_status empty = treemask_cuda_apply_token_bitmask(
-      logits.data(), 0, 0, 64, 64, bitmask.data(), 2, 64, nullptr, 0, nullptr);
+      logits.data(), 0, 0, 64, 64, bitmask.data(), 2, 0, 64, nullptr, 0, nullptr);
   EXPECT(TREEMASK_TEST_CUDA_BUILT ? empty == TREEMASK_OK : empty == TREEMASK_ERR_UNSUPPORTED);
 
   treemask_cuda_trie_free(nullptr);

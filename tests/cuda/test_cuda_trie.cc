@@ -368,7 +368,8 @@ void test_graph(const TrieUnderTest &t, std::mt19937_64 &rng) {
                                                    policy, nullptr, d_bitmask.get(), words,
                                                    stream));
   CHECK_TM(treemask_cuda_apply_token_bitmask(d_logits_a.get(), cudatest::kF32, kRows, width, width,
-                                             d_bitmask.get(), words, t.vocab, nullptr, 0, stream));
+                                             d_bitmask.get(), words, kRows, t.vocab, nullptr, 0,
+                                             stream));
   CHECK_TM(treemask_cuda_trie_advance_mask_logits(dt, d_states_b.get(), d_tokens.get(), kRows,
                                                   policy, nullptr, d_logits_b.get(), cudatest::kF32,
                                                   width, width, stream));

@@ -44,7 +44,7 @@ def rtp_sequences(prefix_dict, start, end, sep="_"):
 
 
 def paths_output(seqs):
-    return "".join(" ".join(map(str, s)) + "\n" for s in seqs)
+    return "".join((" ".join(map(str, s)) if s else "(empty)") + "\n" for s in seqs)
 
 
 class Paths(unittest.TestCase):
@@ -155,6 +155,132 @@ class ExitCodes(unittest.TestCase):
             p = run(cmd, "--help", check_rc=0)
             self.assertIn("usage: treemask " + cmd, p.stdout)
         self.assertIn("commands:", run("--help", check_rc=0).stdout)
+
+
+class Hardening(unittest.TestCase):
+    """Issue 14: regressions of the outside review."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+        self.src = os.path.join(DATA, "gir_prefix_dict.json")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def path(self, name, text=None, mode="w"):
+        p = os.path.join(self.dir, name)
+        if text is not None:
+            with open(p, mode) as f:
+                f.write(text)
+        return p
+
+    def test_fifo_input_is_an_error_not_a_hang(self):  # item 2
+        fifo = self.path("in.json")
+        os.mkfifo(fifo)
+        for cmd in (["paths", fifo, "--vocab-size", "10"], ["inspect", fifo],
+                    ["compile", fifo, "-o", self.path("o.tmtrie"), "--vocab-size", "10"]):
+            p = subprocess.run([TREEMASK, *cmd], capture_output=True, text=True, timeout=20)
+            self.assertEqual(p.returncode, 1, (cmd, p.stderr))
+            self.assertIn("is a FIFO, not a regular file", p.stderr)
+
+    def test_compile_refuses_bad_outputs_before_any_work(self):  # item 3
+        src = self.path("dict.json", open(self.src).read())
+        before = open(src, "rb").read()
+        for out, why in ((src, "is the input file"), ("", "the output path is empty"),
+                         (".", "is a directory"), (self.dir + "/", "is a directory"),
+                         ("/dev/null", "is not a regular file")):
+            p = run("compile", src, "-o", out, "--vocab-size", "100000", check_rc=1)
+            self.assertIn(why, p.stderr, out)
+        self.assertEqual(open(src, "rb").read(), before)
+        link = self.path("link.json")
+        os.symlink(src, link)
+        p = run("compile", link, "-o", src, "--vocab-size", "100000", check_rc=1)
+        self.assertIn("is the input file", p.stderr)
+        self.assertEqual(open(src, "rb").read(), before)
+
+    def test_messages_are_one_printable_line(self):  # item 7
+        bad_key = "225\nerror: fake\u001b[31m\u0000x"
+        src = self.path("bad.json", json.dumps({"start_token_id": 225, "end_token_id": 2,
+                                                "prefix_dict": {bad_key: [5]}}))
+        p = run("compile", src, "-o", self.path("o.tmtrie"), "--vocab-size", "100", check_rc=1)
+        self.assertEqual(p.stderr.count("\n"), 1, p.stderr)
+        self.assertNotIn("\x1b", p.stderr)
+        self.assertIn("\\x1b[31m\\x00x", p.stderr)
+        self.assertIn("225\\nerror: fake", p.stderr)
+        jsonl = self.path("w.jsonl", '{"tokens": [1], "\\u001b]0;pwned\\u0007": 1}\n')
+        p = run("check", jsonl, "--vocab-size", "10", "--stop-tokens", "0", check_rc=0)
+        self.assertNotIn("\x1b", p.stdout)
+        self.assertNotIn("\x07", p.stdout)
+        self.assertIn("\\x1b]0;pwned\\x07", p.stdout)
+        out = self.path("m.tmtrie")
+        run("compile", self.src, "-o", out, "--vocab-size", "100000",
+            "--meta", "note=a\nb\x1b[2Jc", check_rc=0)
+        p = run("inspect", out, check_rc=0)
+        self.assertNotIn("\x1b", p.stdout)
+        self.assertIn("a\\nb\\x1b[2Jc", p.stdout)
+
+    def test_end_token_key_warning_says_why(self):  # item 8
+        d = self.path("e.json", '{"start_token_id": 225, "end_token_id": 2, '
+                      '"prefix_dict": {"225": [5, 2], "225_2": [3]}}')
+        p = run("check", d, "--vocab-size", "10", check_rc=0)
+        self.assertIn('key "225_2" is unreachable from the root "225": its id 2 is end_token_id',
+                      p.stdout)
+        self.assertNotIn("does not list the id", p.stdout)
+
+    def test_tsv_sep_with_a_tab_is_refused(self):  # item 9
+        tsv = os.path.join(DATA, "gir_prefix_dict.txt")
+        p = run("paths", tsv, "--vocab-size", "100000", "--rtp-defaults", "--sep", "\t",
+                check_rc=2)
+        self.assertIn("--sep must not contain a tab", p.stderr)
+
+    def test_flags_are_checked(self):  # item 10
+        p = run("paths", self.src, "--vocab-size", "1099511627776", check_rc=2)
+        self.assertIn("--vocab-size 1099511627776 is out of range", p.stderr)
+        out = self.path("t.tmtrie")
+        run("compile", self.src, "-o", out, "--vocab-size", "100000", check_rc=0)
+        for flag in (["--vocab-size", "5"], ["--stop-tokens", "2"], ["--start-token", "1"],
+                     ["--sep", "_"], ["--rtp-compat"]):
+            p = run("paths", out, *flag, check_rc=2)
+            self.assertIn("does not apply to tmtrie input", p.stderr)
+        p = run("inspect", out, "--vocab-size", "5", check_rc=2)
+        self.assertIn("--vocab-size does not apply to tmtrie input", p.stderr)
+        p = run("paths", self.src, "--vocab-size", "100000", "--trusted", check_rc=2)
+        self.assertIn("--trusted does not apply to rtp-json input", p.stderr)
+        for flag in (["--samples", "-1"], ["--seed", "x"], ["--samples", "3x"]):
+            p = run("demo", *flag, check_rc=2)
+            self.assertIn("expects a whole number", p.stderr)
+
+    def test_rtp_compat_loads_what_rtp_llm_loads(self):  # item 15
+        utils = os.path.join(DATA, "utils_test_gir_prefix_dict.json")
+        p = run("paths", utils, "--vocab-size", "100", check_rc=1)
+        self.assertIn("does not start with start_token_id 225", p.stderr)
+        p = run("check", utils, "--vocab-size", "100", "--rtp-compat", check_rc=0)
+        self.assertIn('key "1_2" ignored', p.stdout)
+        self.assertIn("0 errors, 3 warnings", p.stdout.splitlines()[-1])  # 2 keys, no root
+        d = self.path("neg.json", '{"start_token_id": 7, "end_token_id": 2, "sep": "-", '
+                      '"prefix_dict": {"7": [5, -3, 99999999999999999999999999], "7-5": [2]}}')
+        run("paths", d, "--vocab-size", "10", check_rc=1)
+        p = run("paths", d, "--vocab-size", "10", "--rtp-compat", check_rc=0)
+        self.assertEqual(p.stdout, "5\n")
+
+    def test_paths_prints_labels_stop_tokens_and_the_empty_sequence(self):  # item 19
+        src = self.path("p.jsonl", '[1, 2]\n{"tokens": [1], "label": 7}\n[]\n[1, 2]\n')
+        base = ["paths", src, "--vocab-size", "10", "--stop-tokens", "5,0"]
+        self.assertEqual(run(*base, check_rc=0).stdout, "(empty)\n1\n1 2\n")
+        self.assertEqual(run(*base, "--labels", "--with-stop", check_rc=0).stdout,
+                         "0\t2\n1 0\t7\n1 2 0\t0,3\n")
+        # An RTP dictionary has no labels: no label column.
+        p = run("paths", self.src, "--vocab-size", "100000", "--labels", "--with-stop", check_rc=0)
+        self.assertTrue(p.stdout.startswith("64000 64001 2\n"), p.stdout)
+        self.assertNotIn("\t", p.stdout)
+
+    def test_a_label_list_is_not_tsv(self):  # item 17
+        labels = self.path("labels.txt", "red shoes\nblue hat\n")
+        p = run("compile", labels, "-o", self.path("o.tmtrie"), "--vocab-size", "10",
+                "--rtp-defaults", check_rc=2)
+        self.assertIn("not RTP-LLM TSV", p.stderr)
+        self.assertIn("python -m treemask compile-labels", p.stderr)
 
 
 if __name__ == "__main__":

@@ -19,15 +19,15 @@ namespace {
 using testutil::TrieHandle;
 
 // Built with -Djson=disabled, the JSON loaders must say so instead of loading.
-#define REQUIRE_JSON_OR_EXPECT_UNSUPPORTED()                                             \
-  if (!TREEMASK_TEST_HAVE_JSON) {                                                        \
-    treemask_trie_options o_;                                                            \
-    treemask_trie_options_init(&o_);                                                     \
-    o_.vocab_size = 10;                                                                  \
-    treemask_trie *t_ = nullptr;                                                         \
-    EXPECT_EQ(treemask_trie_from_rtp_json(&o_, "{}", 2, &t_), TREEMASK_ERR_UNSUPPORTED); \
-    EXPECT_EQ(treemask_trie_from_jsonl(&o_, "[1]", 3, &t_), TREEMASK_ERR_UNSUPPORTED);   \
-    return;                                                                              \
+#define REQUIRE_JSON_OR_EXPECT_UNSUPPORTED()                                                      \
+  if (!TREEMASK_TEST_HAVE_JSON) {                                                                 \
+    treemask_trie_options o_;                                                                     \
+    treemask_trie_options_init(&o_);                                                              \
+    o_.vocab_size = 10;                                                                           \
+    treemask_trie *t_ = nullptr;                                                                  \
+    EXPECT_EQ(treemask_trie_from_rtp_json(&o_, nullptr, "{}", 2, &t_), TREEMASK_ERR_UNSUPPORTED); \
+    EXPECT_EQ(treemask_trie_from_jsonl(&o_, "[1]", 3, &t_), TREEMASK_ERR_UNSUPPORTED);            \
+    return;                                                                                       \
   }
 
 treemask_trie_options options(int32_t vocab, std::vector<int32_t> *stops = nullptr) {
@@ -42,15 +42,17 @@ treemask_trie_options options(int32_t vocab, std::vector<int32_t> *stops = nullp
 }
 
 treemask_status from_json(const std::string &json, TrieHandle &out, int32_t vocab = 100000,
-                          const treemask_trie_options *opts = nullptr) {
+                          const treemask_trie_options *opts = nullptr,
+                          const treemask_rtp_options *rtp = nullptr) {
   const treemask_trie_options o = opts ? *opts : options(vocab);
-  return treemask_trie_from_rtp_json(&o, json.data(), json.size(), &out.p);
+  return treemask_trie_from_rtp_json(&o, rtp, json.data(), json.size(), &out.p);
 }
 
 treemask_status from_tsv(const std::string &tsv, TrieHandle &out, int32_t start, int32_t end,
                          const char *sep = "_", int32_t vocab = 100000) {
   const treemask_trie_options o = options(vocab);
-  return treemask_trie_from_rtp_tsv(&o, start, end, sep, tsv.data(), tsv.size(), &out.p);
+  return treemask_trie_from_rtp_tsv(&o, testutil::Rtp(start, end, sep).get(), tsv.data(),
+                                    tsv.size(), &out.p);
 }
 
 treemask_trie_stats stats(const treemask_trie *t) {
@@ -101,7 +103,8 @@ TEST(RtpFixtures, GirJsonMasksLikeRtpLlm) {
   TrieHandle t;
   const std::string path = rtp::source_path("tests/data/rtp-llm/gir_prefix_dict.json");
   const auto o = options(100000);
-  ASSERT_EQ(treemask_trie_from_rtp_json_file(&o, path.c_str(), &t.p), TREEMASK_OK) << last_error();
+  ASSERT_EQ(treemask_trie_from_rtp_json_file(&o, nullptr, path.c_str(), &t.p), TREEMASK_OK)
+      << last_error();
   const rtp::Dict d = gir_json_dict();
   EXPECT_EQ(rtp::expect_trie_follows_rule(t.p, d).size(), d.entries.size());
   // Root, 5 first-level nodes (64011 has no key: a leaf), 4 second-level leaves.
@@ -131,7 +134,9 @@ TEST(RtpFixtures, GirTsvMasksLikeRtpLlm) {
   TrieHandle f;
   const auto o = options(100000);
   const std::string path = rtp::source_path("tests/data/rtp-llm/gir_prefix_dict.txt");
-  ASSERT_EQ(treemask_trie_from_rtp_tsv_file(&o, 225, 2, nullptr, path.c_str(), &f.p), TREEMASK_OK)
+  ASSERT_EQ(
+      treemask_trie_from_rtp_tsv_file(&o, testutil::Rtp(225, 2, nullptr).get(), path.c_str(), &f.p),
+      TREEMASK_OK)
       << last_error();
   EXPECT_EQ(stats(f.p).n_nodes, s.n_nodes);
 }
@@ -141,7 +146,7 @@ TEST(RtpFixtures, UtilsFixtureKeysDoNotStartWithTheStartToken) {
   TrieHandle t;
   const std::string path = rtp::source_path("tests/data/rtp-llm/utils_test_gir_prefix_dict.json");
   const auto o = options(100000);
-  EXPECT_EQ(treemask_trie_from_rtp_json_file(&o, path.c_str(), &t.p),
+  EXPECT_EQ(treemask_trie_from_rtp_json_file(&o, nullptr, path.c_str(), &t.p),
             TREEMASK_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(t.p, nullptr);
   const std::string msg = last_error();
@@ -236,7 +241,7 @@ TEST(RtpJson, OptionStopTokensReplaceTheEndToken) {
   auto o = options(20, &stops);
   TrieHandle t;
   const std::string json = R"({"start_token_id": 1, "end_token_id": 2, "prefix_dict": {"1": [3]}})";
-  ASSERT_EQ(treemask_trie_from_rtp_json(&o, json.data(), json.size(), &t.p), TREEMASK_OK)
+  ASSERT_EQ(treemask_trie_from_rtp_json(&o, nullptr, json.data(), json.size(), &t.p), TREEMASK_OK)
       << last_error();
   treemask_matcher *m = nullptr;
   ASSERT_EQ(treemask_matcher_create(t.p, nullptr, &m), TREEMASK_OK);
@@ -248,7 +253,7 @@ TEST(RtpJson, OptionStopTokensReplaceTheEndToken) {
   // Another stop token inside a list is an error naming the key.
   const std::string bad = R"({"start_token_id": 1, "end_token_id": 2, "prefix_dict": {"1": [8]}})";
   TrieHandle b;
-  EXPECT_EQ(treemask_trie_from_rtp_json(&o, bad.data(), bad.size(), &b.p),
+  EXPECT_EQ(treemask_trie_from_rtp_json(&o, nullptr, bad.data(), bad.size(), &b.p),
             TREEMASK_ERR_INVALID_ARGUMENT);
   EXPECT_NE(last_error().find("key \"1\": id 8 is a stop token"), std::string::npos)
       << last_error();
@@ -262,15 +267,15 @@ TEST(RtpJson, DefaultsOptionFillsMissingStartAndEnd) {
   EXPECT_NE(last_error().find("missing top-level field \"start_token_id\""), std::string::npos)
       << last_error();
   auto o = options(100);
-  o.rtp_llm_defaults = true;
-  ASSERT_EQ(from_json(json, t, 100, &o), TREEMASK_OK) << last_error();
+  const testutil::Rtp defaults(-1, -1, nullptr, false, true);
+  ASSERT_EQ(from_json(json, t, 100, &o, defaults.get()), TREEMASK_OK) << last_error();
   rtp::Dict d;
   d.entries = {{"225", {10}}, {"225_10", {2}}};
   EXPECT_EQ(rtp::expect_trie_follows_rule(t.p, d).size(), 2u);
   // Values in the file win over the defaults.
   TrieHandle f;
   const std::string own = R"({"start_token_id": 5, "end_token_id": 1, "prefix_dict": {"5": [3]}})";
-  ASSERT_EQ(from_json(own, f, 100, &o), TREEMASK_OK) << last_error();
+  ASSERT_EQ(from_json(own, f, 100, &o, defaults.get()), TREEMASK_OK) << last_error();
   int32_t stop = -1;
   treemask_trie_stop_tokens(f.p, &stop, 1);
   EXPECT_EQ(stop, 1);
@@ -387,16 +392,20 @@ TEST(RtpJson, MissingFileAndNullArguments) {
   REQUIRE_JSON_OR_EXPECT_UNSUPPORTED();
   TrieHandle t;
   const auto o = options(100);
-  EXPECT_EQ(treemask_trie_from_rtp_json_file(&o, "/nonexistent/dict.json", &t.p), TREEMASK_ERR_IO);
+  EXPECT_EQ(treemask_trie_from_rtp_json_file(&o, nullptr, "/nonexistent/dict.json", &t.p),
+            TREEMASK_ERR_IO);
   EXPECT_NE(last_error().find("\"/nonexistent/dict.json\""), std::string::npos) << last_error();
-  EXPECT_EQ(treemask_trie_from_rtp_json_file(&o, "/", &t.p), TREEMASK_ERR_IO);
-  EXPECT_EQ(treemask_trie_from_rtp_json(&o, nullptr, 3, &t.p), TREEMASK_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(treemask_trie_from_rtp_json(&o, "{}", 2, nullptr), TREEMASK_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(treemask_trie_from_rtp_json_file(&o, nullptr, "/", &t.p), TREEMASK_ERR_IO);
+  EXPECT_EQ(treemask_trie_from_rtp_json(&o, nullptr, nullptr, 3, &t.p),
+            TREEMASK_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(treemask_trie_from_rtp_json(&o, nullptr, "{}", 2, nullptr),
+            TREEMASK_ERR_INVALID_ARGUMENT);
   EXPECT_NE(last_error().find("out is NULL"), std::string::npos);
-  EXPECT_EQ(treemask_trie_from_rtp_json(nullptr, "{}", 2, &t.p), TREEMASK_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(treemask_trie_from_rtp_json(nullptr, nullptr, "{}", 2, &t.p),
+            TREEMASK_ERR_INVALID_ARGUMENT);
   auto no_vocab = options(0);
   const std::string json = R"({"start_token_id": 1, "end_token_id": 0, "prefix_dict": {}})";
-  EXPECT_EQ(treemask_trie_from_rtp_json(&no_vocab, json.data(), json.size(), &t.p),
+  EXPECT_EQ(treemask_trie_from_rtp_json(&no_vocab, nullptr, json.data(), json.size(), &t.p),
             TREEMASK_ERR_INVALID_ARGUMENT);
   EXPECT_NE(last_error().find("vocab_size must be positive"), std::string::npos) << last_error();
 }
@@ -501,6 +510,130 @@ TEST(Jsonl, ErrorsNameTheLine) {
   const std::string ok = "{\"tokens\": [1], \"score\": 0.5}\n";
   ASSERT_EQ(treemask_trie_from_jsonl(&o, ok.data(), ok.size(), &t.p), TREEMASK_OK);
   EXPECT_EQ(stats(t.p).n_warnings, 1u);
+}
+
+// Issue 14 item 4: a repeated field was merged (tokens) or kept last (label).
+TEST(Jsonl, DuplicateFieldsAreErrorsNamingTheLine) {
+  REQUIRE_JSON_OR_EXPECT_UNSUPPORTED();
+  std::vector<int32_t> stops{0};
+  auto o = options(10, &stops);
+  for (const char *text : {"[1]\n{\"tokens\": [1, 2], \"tokens\": [3]}\n",
+                           "[1]\n{\"tokens\": [1], \"label\": 4, \"label\": 5}\n"}) {
+    TrieHandle t;
+    EXPECT_EQ(treemask_trie_from_jsonl(&o, text, std::strlen(text), &t.p), TREEMASK_ERR_PARSE)
+        << text;
+    EXPECT_NE(last_error().find("line 2: duplicate field \""), std::string::npos) << last_error();
+  }
+}
+
+// Item 8: what the messages say about odd JSON text.
+TEST(RtpJson, BomUtf16TrailingJunkAndHugeIdsAreNamed) {
+  REQUIRE_JSON_OR_EXPECT_UNSUPPORTED();
+  const std::string body =
+      R"({"start_token_id": 225, "end_token_id": 2, "prefix_dict": {"225": [5]}})";
+  TrieHandle t;
+  ASSERT_EQ(from_json("\xEF\xBB\xBF" + body, t, 10), TREEMASK_OK) << last_error();
+  std::string utf16 = "\xFF\xFE";
+  for (char c : body) utf16 += std::string{c, '\0'};
+  TrieHandle u;
+  EXPECT_EQ(from_json(utf16, u, 10), TREEMASK_ERR_PARSE);
+  EXPECT_NE(last_error().find("looks like UTF-16"), std::string::npos) << last_error();
+  TrieHandle j;
+  EXPECT_EQ(from_json(body + " xyz", j, 10), TREEMASK_ERR_PARSE);
+  EXPECT_NE(last_error().find("trailing content after the top-level object"), std::string::npos)
+      << last_error();
+  TrieHandle h;
+  EXPECT_EQ(
+      from_json(
+          R"({"start_token_id": 225, "end_token_id": 2, "prefix_dict": {"225": [12345678901234567890123456]}})",
+          h, 10),
+      TREEMASK_ERR_OUT_OF_RANGE);
+  EXPECT_NE(last_error().find("id 12345678901234567890123456 is outside int32"), std::string::npos)
+      << last_error();
+}
+
+// Item 9: an empty element is an error wherever it is, trailing included.
+TEST(RtpTsv, EmptyElementsAreErrorsEverywhere) {
+  for (const char *text : {"225\t5\x02\n",
+                           "225\t5\x02\x02"
+                           "6\n",
+                           "225\t\x02"
+                           "5\n"}) {
+    TrieHandle t;
+    EXPECT_EQ(from_tsv(text, t, 225, 2), TREEMASK_ERR_PARSE) << text;
+    EXPECT_NE(last_error().find("empty id at position"), std::string::npos) << last_error();
+  }
+  TrieHandle empty_list;
+  EXPECT_EQ(from_tsv("225\t\n", empty_list, 225, 2), TREEMASK_OK) << last_error();
+  TrieHandle tab;
+  EXPECT_EQ(from_tsv("225\t5\n", tab, 225, 2, "\t"), TREEMASK_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("sep must not contain a tab"), std::string::npos) << last_error();
+}
+
+// Item 15: in compatibility mode every bundled RTP-LLM fixture loads and
+// every state masks as RTP-LLM's rule says.
+TEST(RtpCompat, EveryBundledFixtureLoadsAndFollowsTheRule) {
+  REQUIRE_JSON_OR_EXPECT_UNSUPPORTED();
+  const auto o = options(100000);
+  const testutil::Rtp compat(-1, -1, nullptr, true);
+  for (const char *name : {"gir_prefix_dict.json", "utils_test_gir_prefix_dict.json"}) {
+    const std::string path = rtp::source_path(std::string("tests/data/rtp-llm/") + name);
+    TrieHandle t;
+    ASSERT_EQ(treemask_trie_from_rtp_json_file(&o, compat.get(), path.c_str(), &t.p), TREEMASK_OK)
+        << name << ": " << last_error();
+    rtp::Dict d;
+    const std::string text = rtp::read_text(path);
+    // The entries as RTP-LLM's map holds them (ids as written).
+    if (std::string(name) == "gir_prefix_dict.json") {
+      d = gir_json_dict();
+    } else {
+      d.entries = {{"1_2", {3, 4, 5}}, {"1_2_3", {3, 4, 5}}};
+    }
+    rtp::expect_trie_follows_rule(t.p, d);
+  }
+  const std::string tsv_path = rtp::source_path("tests/data/rtp-llm/gir_prefix_dict.txt");
+  const testutil::Rtp tsv_compat(225, 2, nullptr, true);
+  TrieHandle t;
+  ASSERT_EQ(treemask_trie_from_rtp_tsv_file(&o, tsv_compat.get(), tsv_path.c_str(), &t.p),
+            TREEMASK_OK)
+      << last_error();
+  rtp::expect_trie_follows_rule(t.p, parse_tsv_in_test(rtp::read_text(tsv_path)));
+}
+
+// Item 15: what compatibility mode turns from errors into counted warnings.
+TEST(RtpCompat, SkipsWhatRtpLlmSkipsAndCountsIt) {
+  REQUIRE_JSON_OR_EXPECT_UNSUPPORTED();
+  const std::string json =
+      R"({"start_token_id": 7, "end_token_id": 2, "sep": "-", "prefix_dict": {)"
+      R"("7": [5, -3, 99999999999999999999999999, 4294967296], "7-5": [2], "x_1": [1], "8-1": [1]}})";
+  TrieHandle strict;
+  EXPECT_NE(from_json(json, strict, 10), TREEMASK_OK);
+  const auto o = options(10);
+  const testutil::Rtp compat(-1, -1, nullptr, true);
+  TrieHandle t;
+  ASSERT_EQ(from_json(json, t, 10, &o, compat.get()), TREEMASK_OK) << last_error();
+  EXPECT_EQ(stats(t.p).n_warnings, 5u);  // -3, two huge ids, two foreign keys
+  rtp::Dict d;
+  d.start = 7;
+  d.sep = "-";
+  d.entries = {{"7", {5}}, {"7-5", {2}}};
+  rtp::expect_trie_follows_rule(t.p, d);
+  // Still errors in compatibility mode: ids >= vocab_size, non-integers.
+  TrieHandle bad;
+  EXPECT_EQ(from_json(R"({"start_token_id": 7, "end_token_id": 2, "prefix_dict": {"7": [50]}})",
+                      bad, 10, &o, compat.get()),
+            TREEMASK_ERR_OUT_OF_RANGE);
+  // TSV too.
+  TrieHandle tsv;
+  const testutil::Rtp tsv_compat(7, 2, "-", true);
+  const std::string text =
+      "7\t5\x02-3\x02"
+      "99999999999999999999\n7-5\t2\nx\t1\n";
+  ASSERT_EQ(treemask_trie_from_rtp_tsv(&o, tsv_compat.get(), text.data(), text.size(), &tsv.p),
+            TREEMASK_OK)
+      << last_error();
+  EXPECT_EQ(stats(tsv.p).n_warnings, 3u);
+  rtp::expect_trie_follows_rule(tsv.p, d);
 }
 
 }  // namespace

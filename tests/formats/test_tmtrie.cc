@@ -160,7 +160,8 @@ TEST_F(TmtrieTest, RtpTrieWithoutLabelsRoundTrips) {
   treemask_trie_options_init(&o);
   o.vocab_size = 10;
   TrieHandle built, loaded;
-  ASSERT_EQ(treemask_trie_from_rtp_tsv(&o, 1, 0, nullptr, tsv.data(), tsv.size(), &built.p),
+  ASSERT_EQ(treemask_trie_from_rtp_tsv(&o, testutil::Rtp(1, 0, nullptr).get(), tsv.data(),
+                                       tsv.size(), &built.p),
             TREEMASK_OK)
       << last_error();
   const std::string file = path("rtp.tmtrie");

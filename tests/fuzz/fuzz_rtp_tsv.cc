@@ -94,10 +94,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   testutil::TrieHandle trie(fuzz::load_through_every_door(
       data, size, doors,
       [&](treemask_trie **out) {
-        return treemask_trie_from_rtp_tsv(&o, kStart, kEnd, "_", text, size, out);
+        return treemask_trie_from_rtp_tsv(&o, testutil::Rtp(kStart, kEnd, "_").get(), text, size,
+                                          out);
       },
       [&](const char *path, treemask_trie **out) {
-        return treemask_trie_from_rtp_tsv_file(&o, kStart, kEnd, "_", path, out);
+        return treemask_trie_from_rtp_tsv_file(&o, testutil::Rtp(kStart, kEnd, "_").get(), path,
+                                               out);
       },
       [&](treemask::Diagnostics &diag) {
         return treemask::load_rtp_tsv(internal, {text, size}, diag);

@@ -172,7 +172,7 @@ TEST(ApplyBitmask, EveryVariantMatchesTheModelOnAwkwardShapes) {
                          std::to_string(int(dtype)));
             Logits got = in;
             const BitmaskApply a{got.rows(vocab, use_indices ? &indices : nullptr), mask.data(),
-                                 words};
+                                 words, rows};
             ASSERT_TRUE(apply_token_bitmask(a, v.fn).ok());
             ASSERT_TRUE(got.bytes == want.bytes) << where(got, want);
           }
@@ -220,7 +220,7 @@ TEST(ApplyBitmask, PublicEntryPointUsesTheSelectedKernel) {
     Logits got = in;
     ASSERT_EQ(treemask_apply_token_bitmask_cpu(
                   got.bytes.data(), static_cast<treemask_dtype>(dtype), 3, vocab + 64, vocab + 60,
-                  reinterpret_cast<const int32_t *>(mask.data()), words, vocab, nullptr, 0),
+                  reinterpret_cast<const int32_t *>(mask.data()), words, 3, vocab, nullptr, 0),
               TREEMASK_OK)
         << treemask_last_error();
     const Logits want = expected(in, mask, words, vocab, {}, false);
@@ -235,7 +235,7 @@ TEST(ApplyBitmask, NegInfPatternsAreTheIeeeOnes) {
   EXPECT_TRUE(f < 0 && f * 0.5f == f && f != 0);  // -inf and nothing else
   std::vector<float> logits{1.5f, 2.5f, 3.5f};
   const int32_t mask = 0b010;
-  ASSERT_EQ(treemask_apply_token_bitmask_cpu(logits.data(), TREEMASK_F32, 1, 3, 3, &mask, 1, 3,
+  ASSERT_EQ(treemask_apply_token_bitmask_cpu(logits.data(), TREEMASK_F32, 1, 3, 3, &mask, 1, 1, 3,
                                              nullptr, 0),
             TREEMASK_OK);
   EXPECT_EQ(logits[0], -INFINITY);
@@ -302,7 +302,8 @@ TEST(ApplyErrors, NameTheProblemAndTouchNothing) {
   auto apply = [&](void *l, int dtype, size_t rows, size_t stride, size_t width, const int32_t *m,
                    size_t words, int32_t vocab, const int32_t *idx, size_t n_idx) {
     return treemask_apply_token_bitmask_cpu(l, static_cast<treemask_dtype>(dtype), rows, stride,
-                                            width, m, words, vocab, idx, n_idx);
+                                            width, m, words, std::min<size_t>(rows, 2), vocab, idx,
+                                            n_idx);
   };
   const int32_t *none = nullptr;
   expect_error(apply(logits.data(), 7, 2, 32, 32, mask, 1, 32, none, 0),

@@ -111,7 +111,7 @@ class AllocationFailure : public ::testing::Test {
         R"({"start_token_id":1,"end_token_id":0,"prefix_dict":{")" + key + R"(":[]}})";
     const treemask_trie_options o = testutil::trie_options(10);
     treemask_trie *t = nullptr;
-    ASSERT_NE(treemask_trie_from_rtp_json(&o, json.data(), json.size(), &t), TREEMASK_OK);
+    ASSERT_NE(treemask_trie_from_rtp_json(&o, nullptr, json.data(), json.size(), &t), TREEMASK_OK);
   }
   void TearDown() override { treemask_set_log_callback(nullptr, nullptr); }
 
@@ -216,14 +216,18 @@ TEST_F(AllocationFailure, LoadingDictionariesAndJsonLines) {
   };
   const std::vector<std::pair<const char *, std::function<treemask_status()>>> loaders = {
       {"treemask_trie_from_rtp_json",
-       [&] { return treemask_trie_from_rtp_json(&rtp, json.data(), json.size(), &t.p); }},
+       [&] { return treemask_trie_from_rtp_json(&rtp, nullptr, json.data(), json.size(), &t.p); }},
       {"treemask_trie_from_rtp_json_file",
-       [&] { return treemask_trie_from_rtp_json_file(&rtp, gir_json.c_str(), &t.p); }},
+       [&] { return treemask_trie_from_rtp_json_file(&rtp, nullptr, gir_json.c_str(), &t.p); }},
       {"treemask_trie_from_rtp_tsv",
-       [&] { return treemask_trie_from_rtp_tsv(&rtp, 225, 2, "_", tsv.data(), tsv.size(), &t.p); }},
+       [&] {
+         return treemask_trie_from_rtp_tsv(&rtp, testutil::Rtp(225, 2, "_").get(), tsv.data(),
+                                           tsv.size(), &t.p);
+       }},
       {"treemask_trie_from_rtp_tsv_file",
        [&] {
-         return treemask_trie_from_rtp_tsv_file(&rtp, 225, 2, nullptr, gir_tsv.c_str(), &t.p);
+         return treemask_trie_from_rtp_tsv_file(&rtp, testutil::Rtp(225, 2, nullptr).get(),
+                                                gir_tsv.c_str(), &t.p);
        }},
       {"treemask_trie_from_jsonl",
        [&] { return treemask_trie_from_jsonl(&paths, jsonl.data(), jsonl.size(), &t.p); }},

@@ -130,7 +130,8 @@ TEST(Limits, DictionaryWithTenMillionKeys) {
   const treemask_trie_options o = testutil::trie_options(151936);
   TrieHandle t;
   start = std::chrono::steady_clock::now();
-  ASSERT_EQ(treemask_trie_from_rtp_tsv(&o, 225, 2, nullptr, tsv.data(), tsv.size(), &t.p),
+  ASSERT_EQ(treemask_trie_from_rtp_tsv(&o, testutil::Rtp(225, 2, nullptr).get(), tsv.data(),
+                                       tsv.size(), &t.p),
             TREEMASK_OK)
       << last_error();
   const double loaded = seconds_since(start);
@@ -246,7 +247,9 @@ TEST(Limits, DictionaryChainTwoThousandKeysDeep) {
   tsv += key + "\t2\n";
   const treemask_trie_options o = testutil::trie_options(151936);
   TrieHandle t;
-  ASSERT_EQ(treemask_trie_from_rtp_tsv(&o, 225, 2, "_", tsv.data(), tsv.size(), &t.p), TREEMASK_OK)
+  ASSERT_EQ(treemask_trie_from_rtp_tsv(&o, testutil::Rtp(225, 2, "_").get(), tsv.data(), tsv.size(),
+                                       &t.p),
+            TREEMASK_OK)
       << last_error();
   EXPECT_EQ(stats_of(t.p).max_depth, uint32_t(kDepth));
   MatcherHandle m = matcher(t.p);
@@ -298,7 +301,7 @@ TEST(Limits, NodesWhoseFanoutIsTheWholeVocabulary) {
   // Masking with that row removes exactly the two stop tokens.
   std::vector<float> logits(kVocab, 1.0f);
   ASSERT_EQ(treemask_apply_token_bitmask_cpu(logits.data(), TREEMASK_F32, 1, kVocab, kVocab,
-                                             row.data(), words, kVocab, nullptr, 0),
+                                             row.data(), words, 1, kVocab, nullptr, 0),
             TREEMASK_OK);
   size_t masked = 0;
   for (float x : logits) masked += std::isinf(x);
@@ -334,7 +337,7 @@ TEST(Limits, DictionaryKeyListingTheWholeVocabulary) {
   json += "]}}";
   const treemask_trie_options o = testutil::trie_options(kVocab);
   TrieHandle t;
-  ASSERT_EQ(treemask_trie_from_rtp_json(&o, json.data(), json.size(), &t.p), TREEMASK_OK)
+  ASSERT_EQ(treemask_trie_from_rtp_json(&o, nullptr, json.data(), json.size(), &t.p), TREEMASK_OK)
       << last_error();
   MatcherHandle m = matcher(t.p);
   EXPECT_EQ(treemask_matcher_next_tokens(m.p, nullptr, 0), size_t(kVocab));
@@ -399,7 +402,7 @@ TEST(Limits, VocabularySizesAtTheInt32Limit) {
     // Logits narrower than the vocabulary need only the mask words they use.
     std::vector<float> logits(64, 0.0f);
     ASSERT_EQ(treemask_apply_token_bitmask_cpu(logits.data(), TREEMASK_F32, 1, 64, 64, row.data(),
-                                               2, vocab, nullptr, 0),
+                                               2, 1, vocab, nullptr, 0),
               TREEMASK_OK);
     EXPECT_EQ(logits[0], 0.0f);
     EXPECT_TRUE(std::isinf(logits[1]));
@@ -408,14 +411,15 @@ TEST(Limits, VocabularySizesAtTheInt32Limit) {
     const std::string ok_tsv = "225\t" + std::to_string(below) + "\n";
     const treemask_trie_options ro = testutil::trie_options(vocab);
     TrieHandle d;
-    EXPECT_EQ(treemask_trie_from_rtp_tsv(&ro, 225, 2, nullptr, ok_tsv.data(), ok_tsv.size(), &d.p),
+    EXPECT_EQ(treemask_trie_from_rtp_tsv(&ro, testutil::Rtp(225, 2, nullptr).get(), ok_tsv.data(),
+                                         ok_tsv.size(), &d.p),
               TREEMASK_OK)
         << last_error();
     const std::string bad_tsv = "225\t" + std::to_string(int64_t{vocab}) + "\n";
     TrieHandle bad;
-    EXPECT_EQ(
-        treemask_trie_from_rtp_tsv(&ro, 225, 2, nullptr, bad_tsv.data(), bad_tsv.size(), &bad.p),
-        TREEMASK_ERR_OUT_OF_RANGE);
+    EXPECT_EQ(treemask_trie_from_rtp_tsv(&ro, testutil::Rtp(225, 2, nullptr).get(), bad_tsv.data(),
+                                         bad_tsv.size(), &bad.p),
+              TREEMASK_ERR_OUT_OF_RANGE);
     EXPECT_NE(last_error().find(std::to_string(int64_t{vocab})), std::string::npos) << last_error();
   }
 }

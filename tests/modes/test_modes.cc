@@ -382,6 +382,46 @@ TEST(Think, BudgetReachedMidMatchForcesOnlyTheMissingSuffix) {
   EXPECT_EQ(fill(m.p, 16), (V{1, 3}));
 }
 
+// Issue 14 item 16: RTP-LLM forces the rest of the end sequence once a
+// prefix of it has been emitted naturally (its tests
+// testThinkingForcesRemainingThinkEndAfterNaturalPrefix and the DSv4
+// trailing-newline cases); think_force_end_after_prefix does the same.
+TEST(Think, ForceEndAfterANaturalPrefix) {
+  Think f;
+  ASSERT_NO_FATAL_FAILURE(f.build());
+  f.end = {7, 8, 9};
+  treemask_matcher_options o = f.options();
+  o.think_force_end_after_prefix = true;
+  MatcherHandle m = modes_util::make_matcher(f.t.p, o);
+  EXPECT_EQ(fill(m.p, 16), all_but(16, {}));  // no prefix yet: free
+  accept_all(m.p, {5, 7});                    // "7" starts the end sequence
+  EXPECT_EQ(fill(m.p, 16), (V{8}));
+  EXPECT_EQ(testutil::next_tokens(m.p), (V{8}));
+  EXPECT_EQ(testutil::forced_tokens(m.p), (V{8, 9}));
+  EXPECT_FALSE(treemask_matcher_can_terminate(m.p));
+  EXPECT_FALSE(accept(m.p, 5));  // anything else is refused
+  ASSERT_TRUE(accept(m.p, 8));
+  EXPECT_EQ(fill(m.p, 16), (V{9}));
+  ASSERT_TRUE(accept(m.p, 9));
+  EXPECT_FALSE(treemask_matcher_is_thinking(m.p));
+  EXPECT_EQ(fill(m.p, 16), (V{1, 3}));
+  // Rollback to before the prefix frees thinking again.
+  ASSERT_EQ(treemask_matcher_rollback(m.p, 3), TREEMASK_OK);
+  EXPECT_EQ(fill(m.p, 16), all_but(16, {}));
+  // Off (the default), the same prefix forces nothing.
+  MatcherHandle plain = modes_util::make_matcher(f.t.p, f.options());
+  accept_all(plain.p, {5, 7});
+  EXPECT_EQ(fill(plain.p, 16), all_but(16, {}));
+  // The option needs think mode.
+  treemask_matcher_options bad = defaults();
+  bad.think_force_end_after_prefix = true;
+  treemask_matcher *raw = nullptr;
+  EXPECT_EQ(treemask_matcher_create(f.t.p, &bad, &raw), TREEMASK_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("think_force_end_after_prefix need think_end_tokens"),
+            std::string::npos)
+      << last_error();
+}
+
 TEST(Think, AStopTokenWhileThinkingEndsTheSequenceWithoutALabel) {
   Think f;
   ASSERT_NO_FATAL_FAILURE(f.build());

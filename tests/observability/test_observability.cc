@@ -68,7 +68,7 @@ TEST(LogCallback, ReportsAFileLoadWithItsShape) {
   const std::string path = source_path("tests/data/rtp-llm/gir_prefix_dict.json");
   const treemask_trie_options o = rtp_options();
   TrieHandle t;
-  ASSERT_EQ(treemask_trie_from_rtp_json_file(&o, path.c_str(), &t.p), TREEMASK_OK)
+  ASSERT_EQ(treemask_trie_from_rtp_json_file(&o, nullptr, path.c_str(), &t.p), TREEMASK_OK)
       << treemask_last_error();
   ASSERT_EQ(log.lines.size(), 1u);
   EXPECT_EQ(log.lines[0].level, TREEMASK_LOG_INFO);
@@ -84,7 +84,7 @@ TEST(LogCallback, ReportsEveryToleratedProblemAsAWarning) {
           "prefix_dict": {"225": [7], "225_7": [2], "225_8": [9]}})";
   const treemask_trie_options o = rtp_options();
   TrieHandle t;
-  ASSERT_EQ(treemask_trie_from_rtp_json(&o, json.data(), json.size(), &t.p), TREEMASK_OK)
+  ASSERT_EQ(treemask_trie_from_rtp_json(&o, nullptr, json.data(), json.size(), &t.p), TREEMASK_OK)
       << treemask_last_error();
   const std::string source = "RTP-LLM JSON (" + std::to_string(json.size()) + " bytes)";
   ASSERT_EQ(log.lines.size(), 3u);
@@ -106,7 +106,8 @@ TEST(LogCallback, CapsTheWarningsOfOneLoadAndCountsTheRest) {
   for (int i = 0; i < unreachable; ++i) tsv += "225_" + std::to_string(1000 + i) + "\t2\n";
   const treemask_trie_options o = rtp_options();
   TrieHandle t;
-  ASSERT_EQ(treemask_trie_from_rtp_tsv(&o, 225, 2, nullptr, tsv.data(), tsv.size(), &t.p),
+  ASSERT_EQ(treemask_trie_from_rtp_tsv(&o, testutil::Rtp(225, 2, nullptr).get(), tsv.data(),
+                                       tsv.size(), &t.p),
             TREEMASK_OK)
       << treemask_last_error();
   EXPECT_EQ(stats_of(t.p).n_warnings, uint64_t{unreachable});
@@ -144,7 +145,7 @@ TEST(LogCallback, IsSilentForOrdinaryFailuresAndAfterRemoval) {
   LogCapture log;
   const treemask_trie_options o = rtp_options();
   TrieHandle t;
-  EXPECT_EQ(treemask_trie_from_rtp_json(&o, "{", 1, &t.p), TREEMASK_ERR_PARSE);
+  EXPECT_EQ(treemask_trie_from_rtp_json(&o, nullptr, "{", 1, &t.p), TREEMASK_ERR_PARSE);
   EXPECT_EQ(testutil::make_trie({{1}}, 0, {0}, t), TREEMASK_ERR_INVALID_ARGUMENT);
   EXPECT_TRUE(log.lines.empty());
   treemask_set_log_callback(nullptr, nullptr);

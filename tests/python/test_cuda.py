@@ -214,12 +214,13 @@ def test_processor_masks_cuda_scores():
     trie = treemask.Trie.from_paths([[1, 2], [1, 3], [4]], 151936, [151645])
     processor = TrieLogitsProcessor(trie)
     scores = torch.zeros((2, 151936), device="cuda")
-    processor(torch.tensor([[9], [9]], device="cuda"), scores)
-    assert torch.isfinite(scores).sum(dim=1).tolist() == [2, 2]
+    out = processor(torch.tensor([[9], [9]], device="cuda"), scores)
+    assert torch.isfinite(out).sum(dim=1).tolist() == [2, 2]
+    assert torch.isfinite(scores).all()  # out of place (issue 14 item 13)
     scores = torch.zeros((2, 151936), device="cuda")
-    processor(torch.tensor([[9, 1], [9, 4]], device="cuda"), scores)
-    assert torch.nonzero(torch.isfinite(scores[0])).flatten().tolist() == [2, 3]
-    assert torch.nonzero(torch.isfinite(scores[1])).flatten().tolist() == [151645]
+    out = processor(torch.tensor([[9, 1], [9, 4]], device="cuda"), scores)
+    assert torch.nonzero(torch.isfinite(out[0])).flatten().tolist() == [2, 3]
+    assert torch.nonzero(torch.isfinite(out[1])).flatten().tolist() == [151645]
 
 
 def main():

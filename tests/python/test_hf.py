@@ -42,12 +42,15 @@ def simulate(processor, model, rng, n_rows, steps, prompt, reorder=True, skip_st
         scores = torch.zeros((n_rows, VOCAB + 4))  # logits wider than the vocab (padded)
         if step != skip_step:
             out = processor(ids, scores)
-            assert out is scores
+            # Issue 14 item 13: a new tensor; scores (the raw logits
+            # transformers returns with output_logits=True) stay unmasked.
+            assert out is not scores and out.shape == scores.shape
+            assert torch.isfinite(scores).all()
         for r in range(n_rows):
             generated = ids[r, len(prompt):].tolist()
             want = expected_allowed(model, generated, pad)
             if step != skip_step:
-                assert allowed_in(scores[r]) == want, (step, r, generated)
+                assert allowed_in(out[r]) == want, (step, r, generated)
         tokens = []
         for r in range(n_rows):
             generated = ids[r, len(prompt):].tolist()
@@ -101,8 +104,8 @@ def test_explicit_prompt_length_and_argument_errors():
     trie = treemask.Trie.from_paths([[1, 2]], VOCAB, [EOS])
     processor = TrieLogitsProcessor(trie, prompt_length=2)
     scores = torch.zeros((1, VOCAB))
-    processor(torch.tensor([[7, 7, 1]]), scores)  # one token generated already
-    assert allowed_in(scores[0]) == [2]
+    out = processor(torch.tensor([[7, 7, 1]]), scores)  # one token generated already
+    assert allowed_in(out[0]) == [2]
     with pytest.raises(treemask.InvalidArgumentError, match="fewer than prompt_length"):
         TrieLogitsProcessor(trie, prompt_length=5)(torch.tensor([[1, 2]]), torch.zeros((1, VOCAB)))
     with pytest.raises(treemask.InvalidArgumentError, match="pad_token_id"):
@@ -143,6 +146,6 @@ def test_ids_outside_int32_are_rejected_not_skipped():
     trie = treemask.Trie.from_paths([[1, 2]], VOCAB, [EOS])
     processor = TrieLogitsProcessor(trie, prompt_length=0)
     scores = torch.zeros((2, VOCAB))
-    processor(torch.tensor([[1, 2**40], [1, -5]]), scores)
+    out = processor(torch.tensor([[1, 2**40], [1, -5]]), scores)
     # Both tokens are off the trie: fail_closed leaves only the stop token.
-    assert allowed_in(scores[0]) == [EOS] and allowed_in(scores[1]) == [EOS]
+    assert allowed_in(out[0]) == [EOS] and allowed_in(out[1]) == [EOS]

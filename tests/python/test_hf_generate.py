@@ -93,3 +93,27 @@ def test_bundled_iab_taxonomy_with_a_toy_tokenizer():
     assert trie.skipped_labels == []
     model = tiny_qwen2(len(tokenizer), eos, pad)
     generate_all_ways(model, tokenizer, trie, eos, pad)
+
+
+def test_output_logits_are_the_raw_logits():
+    """Issue 14 item 13: transformers returns with output_logits=True the
+    logits it passed to the processors; a processor that masked them in place
+    made them come back masked. With output_scores the processed scores come
+    back masked, each step its own."""
+    paths = [[5, 6], [5, 7], [8]]
+    eos, pad, vocab = 1, 0, 99
+    trie = treemask.Trie.from_paths(paths, vocab, [eos])
+    model = tiny_qwen2(vocab, eos, pad)
+    inputs = torch.tensor([[10, 11, 12], [13, 14, 15]])
+    with torch.no_grad():
+        out = model.generate(input_ids=inputs, attention_mask=torch.ones_like(inputs),
+                             logits_processor=[TrieLogitsProcessor(trie)], do_sample=False, max_new_tokens=3,
+                             eos_token_id=eos, pad_token_id=pad, output_logits=True, output_scores=True,
+                             return_dict_in_generate=True)
+    assert len(out.logits) >= 2
+    for raw, processed in zip(out.logits, out.scores):
+        assert torch.isfinite(raw).all(), "raw logits came back masked"
+        assert (torch.isfinite(processed).sum(dim=1) <= 2).all()
+    assert out.scores[0].data_ptr() != out.scores[1].data_ptr()
+    # The first step allows exactly the root's children.
+    assert torch.nonzero(torch.isfinite(out.scores[0][0])).flatten().tolist() == [5, 8]

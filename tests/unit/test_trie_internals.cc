@@ -100,8 +100,16 @@ TEST(Builder, ErrorsNameThePathAndPosition) {
   r = build(Paths{{1, 2}, {3, 7, 4}}, 10, {7});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
-  EXPECT_NE(r.status().message().find("stop token 7 occurs inside path 1 at position 1"),
+  EXPECT_NE(r.status().message().find("path 1, position 1: stop token 7 may not appear in a path"),
             std::string::npos);
+  // Issue 14 item 10: a stop token as the last element is not "inside" the
+  // path; the message says a stop token may not be in a path at all.
+  r = build(Paths{{1, 7}}, 10, {7});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("path 0, position 1: stop token 7 may not appear in a path "
+                                      "at all (not even last"),
+            std::string::npos)
+      << r.status().message();
 
   r = build(Paths{{1}}, 10, {});
   ASSERT_FALSE(r.ok());

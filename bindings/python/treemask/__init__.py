@@ -18,21 +18,22 @@ import os as _os
 
 from ._ffi import ffi as _ffi, lib as _lib
 from .batch import BatchMatcher
-from .bitmask import (allocate_token_bitmask, apply_token_bitmask_inplace, cpu_kernel_isa, cuda_available,
-                      get_bitmask_shape, reset_token_bitmask)
+from .bitmask import (allocate_token_bitmask, apply_token_bitmask, apply_token_bitmask_inplace, cpu_kernel_isa,
+                      cuda_available, get_bitmask_shape, reset_token_bitmask)
 from .errors import (BufferTooSmallError, CorruptFileError, Error, FileError, InternalError, InvalidArgumentError,
                      InvalidStateError, OutOfMemoryError, OutOfRangeError, ParseError, UnsupportedError,
                      VersionMismatchError, last_error)
 from .log import LOG_ERROR, LOG_INFO, LOG_WARNING, log_to_logging, set_log_callback
 from .matcher import ExclusionSet, Matcher, MatcherCounters
-from .trie import STATE_FAILED, STATE_ROOT, STATE_TERMINATED, Trie, TrieStats
+from .trie import STATE_FAILED, STATE_ROOT, STATE_TERMINATED, SkippedLabel, Trie, TrieStats
 
 __version__ = _ffi.string(_lib.treemask_version_string()).decode("ascii")
 
 __all__ = [
-    "Trie", "TrieStats", "Matcher", "MatcherCounters", "BatchMatcher", "ExclusionSet",
+    "Trie", "TrieStats", "SkippedLabel", "Matcher", "MatcherCounters", "BatchMatcher", "ExclusionSet",
     "set_log_callback", "log_to_logging", "LOG_INFO", "LOG_WARNING", "LOG_ERROR",
     "allocate_token_bitmask", "get_bitmask_shape", "reset_token_bitmask", "apply_token_bitmask_inplace",
+    "apply_token_bitmask",
     "cuda_available", "cpu_kernel_isa", "library_path", "last_error",
     "STATE_ROOT", "STATE_TERMINATED", "STATE_FAILED",
     "Error", "InvalidArgumentError", "OutOfRangeError", "BufferTooSmallError", "InvalidStateError",

@@ -171,3 +171,51 @@ def bitmask_row(bitmask: Any, index: int, words_needed: int):
         raise BufferTooSmallError(
             "bitmask rows have %d words, the trie's vocab_size needs %d" % (words, words_needed))
     return pointer + index * words, words
+
+
+def exclusive(cls, lock_attr: str = "_busy"):
+    """Wraps every public method and property of cls (and of the mixins it
+    defines them in) so that two threads using one object at once get
+    InvalidStateError instead of corrupting the C object's state: each call
+    takes the object's lock without blocking. The lock is reentrant, so a
+    method may call another of the same object. An int argument too large
+    for its C type (cffi's OverflowError) becomes OutOfRangeError, so every
+    error is a treemask.Error."""
+    import functools
+
+    from .errors import InvalidStateError, OutOfRangeError
+
+    def guard(name, fn):
+        @functools.wraps(fn)
+        def wrapper(self, *args, **kwargs):
+            lock = getattr(self, lock_attr)
+            if not lock.acquire(False):
+                raise InvalidStateError(
+                    "%s.%s: this object is being used by another thread right now; a %s serves one thread"
+                    " at a time (give each thread its own, e.g. with clone())"
+                    % (type(self).__name__, name, type(self).__name__))
+            try:
+                return fn(self, *args, **kwargs)
+            except OverflowError as e:
+                raise OutOfRangeError("%s.%s: an argument is out of range (%s)"
+                                      % (type(self).__name__, name, e)) from None
+            finally:
+                lock.release()
+        return wrapper
+
+    for klass in cls.__mro__:
+        if klass is object or "_exclusive_wrapped" in vars(klass):
+            continue
+        for name, value in list(vars(klass).items()):
+            if name.startswith("_"):
+                continue
+            if isinstance(value, property) and value.fget is not None:
+                wrapped = property(guard(name, value.fget), value.fset and guard(name, value.fset), None,
+                                   value.__doc__)
+            elif callable(value) and not isinstance(value, (staticmethod, classmethod, type)):
+                wrapped = guard(name, value)
+            else:
+                continue
+            setattr(klass, name, wrapped)
+        klass._exclusive_wrapped = True
+    return cls

@@ -4,6 +4,7 @@ Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Iterable, List, Optional, Sequence, Union
 
 import numpy as np
@@ -23,6 +24,11 @@ class _SlotMatcher(_MatcherMethods):
     across set_matcher and reorder; an empty slot raises InvalidStateError."""
 
     __slots__ = ("_batch", "_slot", "_flag", "_count")
+
+    @property
+    def _busy(self):
+        # A slot's matcher lives in the batch: one lock for both.
+        return self._batch._busy
 
     def __init__(self, batch: "BatchMatcher", slot: int) -> None:
         self._batch = batch
@@ -56,7 +62,8 @@ class BatchMatcher:
 
     Slot i always writes row i of a bitmask of ``n_slots`` rows.
     ``batch[i]`` is the matcher in slot i (every Matcher method works on it
-    between batch calls). One thread at a time.
+    between batch calls). One thread at a time: a call while another thread
+    is inside one raises InvalidStateError (as for Matcher).
 
     Args:
         matchers: the number of slots (all empty), or an iterable of Matcher
@@ -65,9 +72,10 @@ class BatchMatcher:
         n_threads: worker threads besides the caller's (0 = none; at most 256).
     """
 
-    __slots__ = ("_ptr", "_n", "_tries", "_bound", "__weakref__")
+    __slots__ = ("_ptr", "_n", "_tries", "_bound", "_busy", "__weakref__")
 
     def __init__(self, matchers: Union[int, Iterable[Optional[Matcher]]], *, n_threads: int = 0) -> None:
+        self._busy = threading.RLock()  # concurrent use raises (_buffers.exclusive)
         initial = None
         if isinstance(matchers, (int, np.integer)):
             n_slots = int(matchers)
@@ -80,8 +88,11 @@ class BatchMatcher:
             raise InvalidArgumentError("n_threads %d must be >= 0" % n_threads)
         opts = ffi.new("treemask_batch_options *")
         lib.treemask_batch_options_init(opts)
-        opts.n_slots = n_slots
-        opts.n_threads = n_threads
+        try:
+            opts.n_slots = n_slots
+            opts.n_threads = n_threads
+        except OverflowError:
+            raise OutOfRangeError("n_slots %d / n_threads %d: out of range" % (n_slots, n_threads)) from None
         out = ffi.new("treemask_batch **")
         status = lib.treemask_batch_create(opts, out)
         if status:
@@ -216,3 +227,7 @@ class BatchMatcher:
     def __repr__(self) -> str:
         used = sum(t is not None for t in self._tries)
         return "<treemask.BatchMatcher slots=%d used=%d>" % (self._n, used)
+
+
+_buffers.exclusive(BatchMatcher)
+_buffers.exclusive(_SlotMatcher)

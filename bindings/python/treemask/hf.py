@@ -13,13 +13,14 @@ Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
 from __future__ import annotations
 
+import sys
 from typing import Any, Dict, Optional, Union
 
 import numpy as np
 
 from . import _buffers
 from ._ffi import ffi, lib
-from .bitmask import apply_token_bitmask_inplace, cuda_available
+from .bitmask import apply_token_bitmask, cuda_available
 from .errors import InvalidArgumentError, raise_status
 from .trie import STATE_ROOT, STATE_TERMINATED, Trie, failure_policy_code
 
@@ -70,10 +71,14 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
             masking thread made the step slower (1.8 vs 1.4 ms,
             ``tests/bench/bench_python.py``); more may pay on larger machines.
 
-    Scores on a CUDA device are masked there: the bitmask is filled on the
-    host, copied with one explicit non-blocking transfer from pinned memory,
-    and applied by treemask's CUDA kernel (or, when this libtreemask has no
-    CUDA, by an equivalent torch expression).
+    The processor returns a new tensor and never modifies ``scores``
+    (transformers requires this: with ``output_logits=True`` it returns the
+    raw logits it passed in). On the CPU the copy and the mask are one fused
+    pass (:func:`treemask.apply_token_bitmask`). Scores on a CUDA device are
+    masked there: the bitmask is filled on the host, copied with one
+    explicit non-blocking transfer from pinned memory, and applied by
+    treemask's CUDA kernel to a copy of the scores (or, when this libtreemask
+    has no CUDA, by an equivalent out-of-place torch expression).
     """
 
     def __init__(self, trie: Trie, prompt_length: Optional[int] = None, *, pad_token_id: Optional[int] = None,
@@ -93,6 +98,7 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
         self._host_mask: Any = None  # numpy view of the host bitmask
         self._host_tensor: Any = None  # the same memory as a pinned torch tensor (CUDA scores)
         self._device_mask: Any = None
+        self._out: Any = None  # the last returned scores, reused once nothing else holds them
         if pad_token_id is not None:
             self._pad_bit = np.array([1 << (pad_token_id & 31)], dtype=np.uint32).view(np.int32)[0]
         self._one_state = np.zeros(1, dtype=np.uint32)
@@ -193,9 +199,30 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
                 bitmask[finished, self.pad_token_id >> 5] |= self._pad_bit
 
         if not on_device:
-            apply_token_bitmask_inplace(scores, bitmask, n_threads=self.n_threads)
-            return scores
+            return apply_token_bitmask(scores, bitmask, out=self._output_buffer(scores), n_threads=self.n_threads)
         return self._apply_on_device(scores, n_rows)
+
+    def _output_buffer(self, scores: Any) -> Any:
+        """Where this step's masked scores go: the tensor returned last step
+        when provably nothing else references it any more (no Python
+        reference, no view, no autograd use: transformers drops it once the
+        next scores are computed, unless output_scores keeps it), else a new
+        one. A fresh 32 x 152k float32 tensor costs ~5 ms of page faults per
+        step, more than the masking itself."""
+        import torch
+
+        out, self._out = self._out, None
+        storage_use_count = getattr(torch._C, "_storage_Use_Count", None)
+        reusable = (out is not None and storage_use_count is not None and hasattr(out, "_use_count")
+                    and out.shape == scores.shape and out.dtype == scores.dtype and out.device == scores.device
+                    # 2: the local `out` and getrefcount's argument.
+                    and sys.getrefcount(out) == 2 and out._use_count() == 1
+                    # 2: out's own reference and the temporary storage object.
+                    and storage_use_count(out.untyped_storage()._cdata) == 2)
+        if not reusable:
+            out = torch.empty_like(scores, memory_format=torch.contiguous_format)
+        self._out = out
+        return out
 
     def _apply_on_device(self, scores: Any, n_rows: int) -> Any:
         import torch
@@ -207,12 +234,10 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
         # stream, so the pinned buffer is never overwritten while in flight.
         self._device_mask.copy_(self._host_tensor, non_blocking=True)
         if cuda_available():
-            apply_token_bitmask_inplace(scores, self._device_mask)
-            return scores
+            return apply_token_bitmask(scores, self._device_mask, out=self._output_buffer(scores))
         width = scores.shape[-1]
         shifts = torch.arange(32, dtype=torch.int32, device=scores.device)
         allowed = ((self._device_mask.unsqueeze(-1) >> shifts) & 1).view(n_rows, -1)
         if allowed.shape[1] < width:
             allowed = torch.nn.functional.pad(allowed, (0, width - allowed.shape[1]))
-        scores.masked_fill_(allowed[:, :width] == 0, float("-inf"))
-        return scores
+        return scores.masked_fill(allowed[:, :width] == 0, float("-inf"))

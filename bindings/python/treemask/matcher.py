@@ -4,6 +4,7 @@ Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Iterable, List, NamedTuple, Optional, Sequence, Union
 
 import numpy as np
@@ -150,8 +151,10 @@ class _MatcherMethods:
         """Undoes the last ``n`` accepts that changed the state (termination
         included). Raises OutOfRangeError beyond the history or
         max_rollback_tokens, InvalidStateError when closed or failed."""
-        if n < 0:
-            raise OutOfRangeError("rollback(%d): n must be >= 0" % n)
+        if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+            raise TypeError("rollback: n must be an int, got %s" % type(n).__name__)
+        if not 0 <= n < 2**64:
+            raise OutOfRangeError("rollback(%d): n must be in [0, 2^64)" % n)
         status = lib.treemask_matcher_rollback(self._m, n)
         if status:
             raise_status(status)
@@ -305,7 +308,11 @@ class Matcher(_MatcherMethods):
     Every decode step: :meth:`fill_next_token_bitmask`, mask the logits
     (:func:`treemask.apply_token_bitmask_inplace`), sample, then
     :meth:`accept_token`. One thread at a time; :meth:`clone` is cheap (the
-    rollback history is shared copy-on-write).
+    rollback history is shared copy-on-write). Sharing one matcher between
+    threads would corrupt the C library's heap; here every call takes the
+    matcher's lock without blocking, so a second thread using it at the same
+    moment gets :class:`InvalidStateError` instead (a few hundred ns per
+    call).
 
     Args:
         trie: the :class:`Trie` to follow (kept alive by the matcher).
@@ -323,11 +330,15 @@ class Matcher(_MatcherMethods):
             forced once the budget is spent).
         max_new_tokens: length budget (never cut a label in half).
         override_stop_tokens: replace the trie's stop tokens for this matcher.
+        think_force_end_after_prefix: once a prefix of think_end_tokens is
+            emitted naturally, force the rest (RTP-LLM's behaviour; off by
+            default, see treemask.h). max_thinking_tokens=0 forces the end at
+            once; None is RTP-LLM's <= 0 (no think processor, no budget).
 
     Raises InvalidArgumentError naming an inconsistent option.
     """
 
-    __slots__ = ("_m", "_trie", "_flag", "_count", "__weakref__")
+    __slots__ = ("_m", "_trie", "_flag", "_count", "_busy", "__weakref__")
 
     def __init__(self, trie: Trie, *, failure_policy: Union[str, int] = "reject",
                  terminate_without_stop_token: bool = False, max_rollback_tokens: int = 0,
@@ -336,7 +347,8 @@ class Matcher(_MatcherMethods):
                  think_end_tokens: Optional[Sequence[int]] = None, think_begin_token: Optional[int] = None,
                  start_in_thinking: bool = False, max_thinking_tokens: Optional[int] = None,
                  max_new_tokens: Optional[int] = None,
-                 override_stop_tokens: Optional[Sequence[int]] = None) -> None:
+                 override_stop_tokens: Optional[Sequence[int]] = None,
+                 think_force_end_after_prefix: bool = False) -> None:
         if not isinstance(trie, Trie):
             raise InvalidArgumentError("trie must be a treemask.Trie, got %s" % type(trie).__name__)
         opts = ffi.new("treemask_matcher_options *")
@@ -345,7 +357,10 @@ class Matcher(_MatcherMethods):
         opts.terminate_without_stop_token = bool(terminate_without_stop_token)
         if max_rollback_tokens < 0:
             raise InvalidArgumentError("max_rollback_tokens %d must be >= 0" % max_rollback_tokens)
-        opts.max_rollback_tokens = max_rollback_tokens
+        try:
+            opts.max_rollback_tokens = max_rollback_tokens
+        except OverflowError:
+            raise OutOfRangeError("max_rollback_tokens %d is out of range" % max_rollback_tokens) from None
         keep = []
 
         def set_tokens(pointer_field: str, count_field: str, values, what: str) -> None:
@@ -368,6 +383,7 @@ class Matcher(_MatcherMethods):
                 opts.think_begin_token = think_begin_token
             opts.start_in_thinking = bool(start_in_thinking)
             opts.max_thinking_tokens = -1 if max_thinking_tokens is None else max_thinking_tokens
+            opts.think_force_end_after_prefix = bool(think_force_end_after_prefix)
             opts.max_new_tokens = -1 if max_new_tokens is None else max_new_tokens
             set_tokens("override_stop_tokens", "n_override_stop_tokens", override_stop_tokens,
                        "override_stop_tokens")
@@ -384,6 +400,9 @@ class Matcher(_MatcherMethods):
         self._trie = trie
         self._flag = ffi.new("bool *")
         self._count = ffi.new("size_t *")
+        # Taken without blocking by every call: concurrent use raises
+        # InvalidStateError instead of corrupting the matcher (_buffers.exclusive).
+        self._busy = threading.RLock()
 
     @classmethod
     def _wrap(cls, pointer, trie: Trie) -> "Matcher":
@@ -396,3 +415,6 @@ class Matcher(_MatcherMethods):
 
     def __repr__(self) -> str:
         return "<treemask.Matcher %s>" % self.debug_string()
+
+
+_buffers.exclusive(Matcher)

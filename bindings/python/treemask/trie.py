@@ -14,7 +14,7 @@ from . import _buffers
 from ._ffi import ffi, lib
 from .errors import InvalidArgumentError, OutOfRangeError, raise_status
 
-__all__ = ["Trie", "TrieStats", "STATE_ROOT", "STATE_TERMINATED", "STATE_FAILED", "failure_policy_code"]
+__all__ = ["Trie", "TrieStats", "SkippedLabel", "STATE_ROOT", "STATE_TERMINATED", "STATE_FAILED", "failure_policy_code"]
 
 StrPath = Union[str, "os.PathLike[str]"]
 
@@ -66,6 +66,32 @@ def _stop_token_list(stop_tokens: Union[int, Iterable[int], None]) -> np.ndarray
     if isinstance(stop_tokens, (int, np.integer)):
         stop_tokens = [stop_tokens]
     return _buffers.int32_array(list(stop_tokens), "stop_tokens")
+
+
+_BOM_AND_SPACE = "\ufeff \t\r\n"
+
+
+def _rtp_options(*, start_token_id: Optional[int] = None, end_token_id: Optional[int] = None,
+                 sep: Optional[str] = None, rtp_llm_defaults: bool = False, rtp_compat: bool = False):
+    """A filled treemask_rtp_options (its sep is owned by the returned cdata)."""
+    rtp = ffi.new("treemask_rtp_options *")
+    lib.treemask_rtp_options_init(rtp)
+    for name, value in (("start_token_id", start_token_id), ("end_token_id", end_token_id)):
+        if value is None:
+            continue
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
+            raise TypeError("%s must be an int, got %s" % (name, type(value).__name__))
+        if not 0 <= value <= _buffers.INT32_MAX:
+            raise OutOfRangeError("%s %d: want 0 .. 2^31 - 1" % (name, value))
+        setattr(rtp, name, int(value))
+    rtp.rtp_llm_defaults = bool(rtp_llm_defaults)
+    rtp.rtp_llm_compat = bool(rtp_compat)
+    if sep is None:
+        return rtp
+    sep_c = ffi.new("char[]", sep.encode("utf-8"))
+    rtp.sep = sep_c
+    # The struct must keep sep alive: tie them with ffi.gc's finaliser.
+    return ffi.gc(rtp, lambda _p, _keep=sep_c: None)
 
 
 def _options(vocab_size: int, stop_tokens: np.ndarray, dense_row_cache_bytes: Optional[int]):
@@ -202,7 +228,8 @@ class Trie:
     @classmethod
     def from_labels(cls, labels: Sequence[str], tokenizer: Any, vocab_size: int,
                     stop_tokens: Union[int, Iterable[int]], prefix: str = " ", strict: bool = False, *,
-                    decode: Optional[Callable[[List[int]], str]] = None) -> "Trie":
+                    decode: Optional[Callable[[List[int]], str]] = None,
+                    progress: Optional[Callable[[int, int], None]] = None) -> "Trie":
         """Builds a trie of label strings tokenized by ``tokenizer``.
 
         Label ``i`` is tokenized as ``prefix + labels[i]`` and carries label id
@@ -219,46 +246,62 @@ class Trie:
 
         A label round-trips when its ids decode to ``prefix + label`` (or to
         the label alone, for tokenizers that drop a leading space when
-        decoding). One that does not, or whose ids contain a stop token, is
-        left out and listed in :attr:`skipped_labels`; with ``strict=True`` it
-        raises :class:`InvalidArgumentError` instead.
+        decoding). One that does not, whose ids contain a stop token, or that
+        tokenizes to nothing (it would make the empty sequence complete) is
+        left out and listed in :attr:`skipped_labels` (each entry is the label
+        string, with the reason in its ``reason`` attribute); with
+        ``strict=True`` it raises :class:`InvalidArgumentError` instead.
+
+        ``progress(done, total)``, if given, is called every 1,000 labels and
+        at the end (``python -m treemask compile-labels`` draws a bar with it).
+
+        Raises TypeError naming ``tokenizer`` when it is not one of the kinds
+        above or returns something other than a list of int token ids.
         """
+        labels = list(labels)
         encode, check = _tokenizer_functions(tokenizer, decode)
         stops = _stop_token_list(stop_tokens)
         stop_set = set(stops.tolist())
         paths: List[List[int]] = []
         ids: List[int] = []
-        skipped: List[str] = []
+        skipped: List[SkippedLabel] = []
         for i, label in enumerate(labels):
+            if progress is not None and i % 1000 == 0:
+                progress(i, len(labels))
             if not isinstance(label, str):
                 raise InvalidArgumentError("labels[%d] is %s, not a str" % (i, type(label).__name__))
             text = prefix + label
-            tokens = [int(t) for t in encode(text)]
+            tokens = _token_ids(encode(text), i)
             problem = None
-            if stop_set.intersection(tokens):
-                problem = "its tokens %s contain a stop token" % tokens
+            inside = sorted(stop_set.intersection(tokens))
+            if not tokens:
+                problem = "it tokenizes to no tokens (an empty path would let a sequence end at once)"
+            elif inside:
+                problem = "the stop token %d is inside its path %s" % (inside[0], tokens)
             elif check is not None:
                 decoded = check(tokens)
                 if decoded != text and decoded != label:
-                    problem = "tokens %s decode to %r, not %r" % (tokens, decoded, text)
+                    problem = "it does not round-trip: tokens %s decode to %r, not %r" % (tokens, decoded, text)
             if problem is not None:
                 if strict:
-                    raise InvalidArgumentError("labels[%d] %r does not round-trip: %s" % (i, label, problem))
-                skipped.append(label)
+                    raise InvalidArgumentError("labels[%d] %r: %s" % (i, label, problem))
+                skipped.append(SkippedLabel(label, problem))
                 continue
             paths.append(tokens)
             ids.append(i)
+        if progress is not None:
+            progress(len(labels), len(labels))
         if not paths:
             raise InvalidArgumentError("none of the %d labels round-trips through the tokenizer" % len(labels))
         trie = cls.from_paths(paths, vocab_size, stops, ids)
         trie._labels = tuple(labels)
-        trie._skipped_labels = skipped
+        trie._skipped_labels = list(skipped)
         return trie
 
     @classmethod
     def from_rtp_json(cls, source: Union[bytes, str, "os.PathLike[str]"], vocab_size: int,
                       stop_tokens: Union[int, Iterable[int], None] = None, *,
-                      rtp_llm_defaults: bool = False) -> "Trie":
+                      rtp_llm_defaults: bool = False, rtp_compat: bool = False) -> "Trie":
         """Loads an RTP-LLM tree-decode dictionary (``{"start_token_id",
         "end_token_id", "sep", "prefix_dict"}``).
 
@@ -266,41 +309,47 @@ class Trie:
         an ``os.PathLike`` or any other ``str`` is a file path. With
         ``stop_tokens=None`` the dictionary's ``end_token_id`` is the stop
         token. ``rtp_llm_defaults`` accepts files without start/end ids
-        (RTP-LLM's 225 / 2).
+        (RTP-LLM's 225 / 2). ``rtp_compat=True`` loads exactly what RTP-LLM
+        loads: negative and non-int32 list ids are skipped, keys that do not
+        start with the start token are ignored and the separator ``"-"`` is
+        allowed, each counted in ``stats().n_warnings`` instead of an error.
 
         Raises ParseError (with the byte offset), InvalidArgumentError /
-        OutOfRangeError (naming the key), FileError, UnsupportedError (library
-        built without JSON support).
+        OutOfRangeError (naming the key), FileError (saying when a ``str`` was
+        read as a path), UnsupportedError (library built without JSON support).
         """
         stops = _stop_token_list(stop_tokens)
         opts = _options(vocab_size, stops, None)
-        opts.rtp_llm_defaults = bool(rtp_llm_defaults)
+        rtp = _rtp_options(rtp_llm_defaults=rtp_llm_defaults, rtp_compat=rtp_compat)
         return cls._from_text_or_file(
-            source, lambda text: text.lstrip().startswith("{"),
-            lambda data, n, out: lib.treemask_trie_from_rtp_json(opts, data, n, out),
-            lambda path, out: lib.treemask_trie_from_rtp_json_file(opts, path, out))
+            source, lambda text: text.lstrip(_BOM_AND_SPACE).startswith("{"),
+            lambda data, n, out: lib.treemask_trie_from_rtp_json(opts, rtp, data, n, out),
+            lambda path, out: lib.treemask_trie_from_rtp_json_file(opts, rtp, path, out),
+            "it does not start with '{'")
 
     @classmethod
     def from_rtp_tsv(cls, source: Union[bytes, str, "os.PathLike[str]"], vocab_size: int,
                      start_token_id: int, end_token_id: int, sep: str = "_", *,
-                     stop_tokens: Union[int, Iterable[int], None] = None) -> "Trie":
+                     stop_tokens: Union[int, Iterable[int], None] = None,
+                     rtp_compat: bool = False) -> "Trie":
         """Loads RTP-LLM's text form: lines ``key<TAB>id\\x02id\\x02...``.
 
         ``source``: ``bytes``, or a ``str`` containing a tab, is the text; an
         ``os.PathLike`` or any other ``str`` is a file path. The text has no
         header, so the start and end token ids are arguments.
+        ``rtp_compat``: as for :meth:`from_rtp_json`.
         """
         stops = _stop_token_list(stop_tokens)
         opts = _options(vocab_size, stops, None)
         if not isinstance(sep, str):
-            raise InvalidArgumentError("sep must be a str")
-        sep_c = sep.encode("utf-8")
+            raise TypeError("sep must be a str, got %s" % type(sep).__name__)
+        rtp = _rtp_options(start_token_id=start_token_id, end_token_id=end_token_id, sep=sep,
+                           rtp_compat=rtp_compat)
         return cls._from_text_or_file(
             source, lambda text: "\t" in text,
-            lambda data, n, out: lib.treemask_trie_from_rtp_tsv(opts, start_token_id, end_token_id, sep_c,
-                                                                data, n, out),
-            lambda path, out: lib.treemask_trie_from_rtp_tsv_file(opts, start_token_id, end_token_id, sep_c,
-                                                                  path, out))
+            lambda data, n, out: lib.treemask_trie_from_rtp_tsv(opts, rtp, data, n, out),
+            lambda path, out: lib.treemask_trie_from_rtp_tsv_file(opts, rtp, path, out),
+            "it contains no tab")
 
     @classmethod
     def from_jsonl(cls, source: Union[bytes, str, "os.PathLike[str]"], vocab_size: int,
@@ -316,17 +365,25 @@ class Trie:
             lambda path, out: lib.treemask_trie_from_jsonl_file(opts, path, out))
 
     @classmethod
-    def _from_text_or_file(cls, source: Any, str_is_text: Callable[[str], bool], from_text, from_file) -> "Trie":
-        """Loads from bytes, a str that str_is_text says is text, or a path."""
+    def _from_text_or_file(cls, source: Any, str_is_text: Callable[[str], bool], from_text, from_file,
+                           why_a_path: str = "") -> "Trie":
+        """Loads from bytes, a str that str_is_text says is text, or a path.
+        A str read as a path that cannot be opened says so (why_a_path)."""
         out = ffi.new("treemask_trie **")
+        str_path = False
         if isinstance(source, str) and str_is_text(source):
             source = source.encode("utf-8")
+        elif isinstance(source, str):
+            str_path = True
         if isinstance(source, (bytes, bytearray, memoryview)):
             data = ffi.from_buffer("char[]", source)
             status = from_text(data, len(data), out)
         else:
             status = from_file(_fs_path(source), out)
         if status:
+            if str_path and status == lib.TREEMASK_ERR_IO:
+                raise_status(status, context="the str %r was read as a file path (%s; pass bytes "
+                             "to give the text itself)" % (source[:40], why_a_path or "not text"))
             raise_status(status)
         return cls._adopt(out)
 
@@ -349,7 +406,8 @@ class Trie:
         if _META_LABELS in meta:
             trie._labels = tuple(json.loads(meta[_META_LABELS]))
         if _META_SKIPPED in meta:
-            trie._skipped_labels = list(json.loads(meta[_META_SKIPPED]))
+            trie._skipped_labels = [SkippedLabel(*e) if isinstance(e, list) else e
+                                    for e in json.loads(meta[_META_SKIPPED])]
         return trie
 
     def save(self, path: StrPath, metadata: Optional[Mapping[str, str]] = None) -> None:
@@ -360,7 +418,9 @@ class Trie:
         entries = dict(metadata or {})
         if self._labels is not None:
             entries.setdefault(_META_LABELS, json.dumps(list(self._labels), ensure_ascii=False))
-            entries.setdefault(_META_SKIPPED, json.dumps(self._skipped_labels, ensure_ascii=False))
+            entries.setdefault(_META_SKIPPED, json.dumps(
+                [[s, s.reason] if isinstance(s, SkippedLabel) else s for s in self._skipped_labels],
+                ensure_ascii=False))
         keep: List[Any] = []
         keys = ffi.new("const char *[]", len(entries))
         values = ffi.new("const char *[]", len(entries))
@@ -422,7 +482,8 @@ class Trie:
 
     @property
     def skipped_labels(self) -> List[str]:
-        """Labels :meth:`from_labels` left out because they did not round-trip."""
+        """Labels :meth:`from_labels` left out (each a :class:`SkippedLabel`:
+        the string, with why in ``.reason``)."""
         return list(self._skipped_labels)
 
     def label(self, label_id: int) -> str:
@@ -486,13 +547,49 @@ def _state_array(states: Any, writable: bool) -> np.ndarray:
     return _buffers.int_array(states, np.uint32, "states", 0, 2**32 - 1)
 
 
+class SkippedLabel(str):
+    """A label :meth:`Trie.from_labels` left out: the label string itself,
+    with why in ``reason``."""
+
+    reason: str
+
+    def __new__(cls, label: str, reason: str) -> "SkippedLabel":
+        self = super().__new__(cls, label)
+        self.reason = reason
+        return self
+
+
+def _token_ids(result: Any, index: int) -> List[int]:
+    """The token ids a tokenizer returned for labels[index], checked."""
+    if isinstance(result, (str, bytes)):
+        raise TypeError("tokenizer returned %s for labels[%d]; want a list of int token ids"
+                        % (type(result).__name__, index))
+    try:
+        items = list(result)
+    except TypeError:
+        raise TypeError("tokenizer returned %s for labels[%d]; want a list of int token ids"
+                        % (type(result).__name__, index)) from None
+    for t in items:
+        if not isinstance(t, (int, np.integer)) or isinstance(t, bool):
+            raise TypeError("tokenizer returned %r (%s) among the ids of labels[%d]; want int token ids"
+                            % (t, type(t).__name__, index))
+    return [int(t) for t in items]
+
+
 def _tokenizer_functions(tokenizer: Any, decode: Optional[Callable[[List[int]], str]]):
     """(encode: text -> ids, check: ids -> text or None) for the supported kinds."""
     encode_method = getattr(tokenizer, "encode", None)
     if callable(encode_method):
         def encode(text: str) -> List[int]:
-            result = encode_method(text, add_special_tokens=False)
-            return list(result.ids) if hasattr(result, "ids") else list(result)
+            try:
+                result = encode_method(text, add_special_tokens=False)
+            except TypeError as e:
+                if "add_special_tokens" not in str(e):
+                    raise
+                raise TypeError("tokenizer: %s.encode() does not take add_special_tokens; want a transformers"
+                                " tokenizer, a tokenizers.Tokenizer or a callable text -> ids"
+                                % type(tokenizer).__name__) from None
+            return result.ids if hasattr(result, "ids") else result
 
         if decode is None:
             decode_method = getattr(tokenizer, "decode", None)
@@ -505,6 +602,6 @@ def _tokenizer_functions(tokenizer: Any, decode: Optional[Callable[[List[int]], 
                     return decode_method(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
         return encode, decode
     if callable(tokenizer):
-        return (lambda text: list(tokenizer(text))), decode
-    raise InvalidArgumentError("tokenizer: want a transformers tokenizer, a tokenizers.Tokenizer or a callable"
+        return tokenizer, decode
+    raise TypeError("tokenizer: want a transformers tokenizer, a tokenizers.Tokenizer or a callable"
                                " text -> ids, got %s" % type(tokenizer).__name__)

@@ -21,6 +21,29 @@ void mask_row_ref(T *row, T neg_inf, const uint32_t *mask, size_t valid, size_t 
   }
 }
 
+// Out of place, one pass: a word with no allowed token is 32 -inf stores
+// and reads nothing, an all-allowed word is a copy, a mixed one a blend.
+// For trie rows (almost every word zero) it moves what the in-place form
+// moves: one write of the row.
+template <class T>
+void mask_row_out(T *dst, const T *src, T neg_inf, const uint32_t *mask, size_t valid,
+                  size_t width) {
+  size_t c = 0;
+  for (const size_t whole = valid / 32 * 32; c < whole; c += 32) {
+    const uint32_t m = mask[c >> 5];
+    if (m == 0) {
+      for (size_t b = 0; b < 32; ++b) dst[c + b] = neg_inf;
+    } else if (m == ~0u) {
+      std::memcpy(dst + c, src + c, 32 * sizeof(T));
+    } else {
+      for (size_t b = 0; b < 32; ++b) dst[c + b] = (m >> b) & 1u ? src[c + b] : neg_inf;
+    }
+  }
+  for (; c < width; ++c) {
+    dst[c] = c < valid && ((mask[c >> 5] >> (c & 31)) & 1u) ? src[c] : neg_inf;
+  }
+}
+
 MaskRowFn select_mask_row() {
 #ifdef TREEMASK_KERNELS_X86
   if (__builtin_cpu_supports("avx2")) return mask_row_avx2;
@@ -136,8 +159,23 @@ size_t stream_threshold_bytes() {
   return threshold;
 }
 
-Status apply_token_bitmask(const BitmaskApply &a, MaskRowFn row_fn) {
-  TM_TRY(check_rows(a));
+namespace {
+
+// The bitmask side of a call: rows for every touched row, words for every
+// kept column.
+Status check_bitmask(const BitmaskApply &a) {
+  if (!a.indices && a.bitmask_rows < a.n_rows) {
+    return error(Code::kBufferTooSmall, "the bitmask has ", a.bitmask_rows,
+                 " rows but the logits have ", a.n_rows,
+                 " (without indices every logits row is masked with its bitmask row)");
+  }
+  for (size_t i = 0; i < a.n_indices; ++i) {
+    if (static_cast<size_t>(a.indices[i]) >= a.bitmask_rows) {
+      return error(Code::kOutOfRange, "indices[", i, "] = ", a.indices[i],
+                   " is out of range [0, n_bitmask_rows=", a.bitmask_rows,
+                   "): an index names a row of both the logits and the bitmask");
+    }
+  }
   const size_t valid = std::min(a.width, static_cast<size_t>(a.vocab_size));
   const size_t needed = words_for_vocab(static_cast<int32_t>(valid));
   if (a.bitmask_row_words < needed) {
@@ -148,6 +186,15 @@ Status apply_token_bitmask(const BitmaskApply &a, MaskRowFn row_fn) {
   if (a.touched_rows() > 0 && needed > 0 && !a.bitmask) {
     return error(Code::kInvalidArgument, "bitmask is NULL");
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status apply_token_bitmask(const BitmaskApply &a, MaskRowFn row_fn) {
+  TM_TRY(check_rows(a));
+  TM_TRY(check_bitmask(a));
+  const size_t valid = std::min(a.width, static_cast<size_t>(a.vocab_size));
   if (a.width == 0) return Status::Ok();
   const auto dtype = static_cast<DType>(a.dtype);
   const size_t row_bytes = a.row_stride * dtype_bytes(dtype);
@@ -157,6 +204,63 @@ Status apply_token_bitmask(const BitmaskApply &a, MaskRowFn row_fn) {
     row_fn(base + r * row_bytes, dtype, a.bitmask + r * a.bitmask_row_words, valid, a.width,
            stream);
   });
+  return Status::Ok();
+}
+
+Status apply_token_bitmask_out(const BitmaskApply &a, const void *src, size_t src_row_stride,
+                               MaskRowFn row_fn) {
+  // The output side is checked as an in-place call would be; the input side
+  // as one more array of rows, which must not overlap the output.
+  if (a.n_rows > 0 && a.width > 0 && !src) return error(Code::kInvalidArgument, "logits is NULL");
+  if (src_row_stride < a.width) {
+    return error(Code::kInvalidArgument, "logits_row_stride ", src_row_stride,
+                 " is smaller than logits_width ", a.width);
+  }
+  LogitsRows input = a;
+  input.logits = const_cast<void *>(src);
+  input.row_stride = src_row_stride;
+  TM_TRY(check_rows(input));
+  BitmaskApply out = a;
+  out.indices = nullptr;  // every output row is written; indices only pick what is masked
+  out.n_indices = 0;
+  TM_TRY(check_rows(out));
+  if (a.n_rows == 0 || a.width == 0) return apply_token_bitmask(a, row_fn);
+  const size_t bytes = dtype_bytes(DType(a.dtype));
+  const auto *in_begin = static_cast<const char *>(src);
+  const auto *out_begin = static_cast<const char *>(a.logits);
+  const char *in_end = in_begin + ((a.n_rows - 1) * src_row_stride + a.width) * bytes;
+  const char *out_end = out_begin + ((a.n_rows - 1) * a.row_stride + a.width) * bytes;
+  if (in_begin < out_end && out_begin < in_end) {
+    return error(Code::kInvalidArgument,
+                 "logits and out overlap; use treemask_apply_token_bitmask_cpu to mask in place");
+  }
+  TM_TRY(check_bitmask(a));
+  std::vector<uint8_t> touched(a.n_rows, a.indices ? 0 : 1);
+  for (size_t i = 0; i < a.n_indices; ++i) touched[static_cast<size_t>(a.indices[i])] = 1;
+  const size_t valid = std::min(a.width, static_cast<size_t>(a.vocab_size));
+  auto *out_base = static_cast<char *>(a.logits);
+  const auto dtype = DType(a.dtype);
+  for (size_t r = 0; r < a.n_rows; ++r) {
+    char *row = out_base + r * a.row_stride * bytes;
+    const char *in = in_begin + r * src_row_stride * bytes;
+    if (!touched[r]) {
+      std::memcpy(row, in, a.width * bytes);
+      continue;
+    }
+    const uint32_t *mask = a.bitmask + r * a.bitmask_row_words;
+    switch (dtype) {
+      case DType::kF32:
+        mask_row_out(reinterpret_cast<uint32_t *>(row), reinterpret_cast<const uint32_t *>(in),
+                     kNegInfF32, mask, valid, a.width);
+        break;
+      case DType::kF16:
+      case DType::kBF16:
+        mask_row_out(reinterpret_cast<uint16_t *>(row), reinterpret_cast<const uint16_t *>(in),
+                     dtype == DType::kF16 ? kNegInfF16 : kNegInfBF16, mask, valid, a.width);
+        break;
+    }
+  }
+  (void)row_fn;  // the fused form has its own loop; the in-place variants do not apply
   return Status::Ok();
 }
 

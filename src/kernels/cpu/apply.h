@@ -72,11 +72,21 @@ struct LogitsRows {
 struct BitmaskApply : LogitsRows {
   const uint32_t *bitmask = nullptr;
   size_t bitmask_row_words = 0;
+  // Rows the bitmask holds: >= n_rows without indices; with indices every
+  // index must be a row of both arrays (xgrammar's semantics).
+  size_t bitmask_rows = 0;
 };
 
 // Validates every argument before touching memory (the message names the
 // offending argument, index or row), then masks the rows with `row_fn`.
 Status apply_token_bitmask(const BitmaskApply &args, MaskRowFn row_fn = mask_row_best());
+
+// One call of treemask_apply_token_bitmask_out_cpu: the masked rows go to
+// args.logits (the output, args.row_stride apart); src holds the input rows,
+// src_row_stride apart. Every row is written (copied, then masked if the
+// call touches it) while it is in cache.
+Status apply_token_bitmask_out(const BitmaskApply &args, const void *src, size_t src_row_stride,
+                               MaskRowFn row_fn = mask_row_best());
 
 // One call of treemask_apply_token_candidates_cpu: candidate lists in CSR
 // form replace the bitmask.

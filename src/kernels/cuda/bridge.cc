@@ -252,16 +252,16 @@ bool built() { return true; }
 bool available() { return usable_device().ok(); }
 
 Status apply_bitmask(const LogitsArg &logits, const RowsArg &rows, const int32_t *bitmask,
-                     size_t bitmask_row_words, void *stream) {
+                     size_t bitmask_row_words, size_t bitmask_rows, void *stream) {
   const RelaxedCaptureMode relaxed;
   TM_ASSIGN_OR_RETURN(const int device, usable_device());
   TM_TRY(check_pointer(logits.data, "logits", device));
   TM_TRY(check_pointer(bitmask, "bitmask", device));
   TM_TRY(check_rows(rows, device));
-  return launched(
-      launch::apply_bitmask(logits_view(logits), rows_view(rows, logits.n_rows),
-                            reinterpret_cast<const uint32_t *>(bitmask), bitmask_row_words, stream),
-      "launching the bitmask apply kernel");
+  return launched(launch::apply_bitmask(
+                      logits_view(logits), rows_view(rows, std::min(logits.n_rows, bitmask_rows)),
+                      reinterpret_cast<const uint32_t *>(bitmask), bitmask_row_words, stream),
+                  "launching the bitmask apply kernel");
 }
 
 Status apply_candidates(const LogitsArg &logits, const RowsArg &rows, const int32_t *row_offsets,

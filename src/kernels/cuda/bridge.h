@@ -41,8 +41,10 @@ struct RowsArg {
   size_t n_indices = 0;
 };
 
+// The bitmask has bitmask_rows rows (>= logits.n_rows without indices); an
+// index outside both arrays is skipped on the device.
 Status apply_bitmask(const LogitsArg &logits, const RowsArg &rows, const int32_t *bitmask,
-                     size_t bitmask_row_words, void *stream);
+                     size_t bitmask_row_words, size_t bitmask_rows, void *stream);
 
 Status apply_candidates(const LogitsArg &logits, const RowsArg &rows, const int32_t *row_offsets,
                         const int32_t *candidates, size_t n_candidates, void *stream);

@@ -22,7 +22,7 @@ bool built() { return false; }
 
 bool available() { return false; }
 
-Status apply_bitmask(const LogitsArg &, const RowsArg &, const int32_t *, size_t, void *) {
+Status apply_bitmask(const LogitsArg &, const RowsArg &, const int32_t *, size_t, size_t, void *) {
   return not_built();
 }
 

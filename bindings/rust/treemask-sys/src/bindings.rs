@@ -20,6 +20,8 @@ pub const TREEMASK_ERR_INTERNAL: i32 = 11;
 pub const TREEMASK_LOG_INFO: i32 = 1;
 pub const TREEMASK_LOG_WARNING: i32 = 2;
 pub const TREEMASK_LOG_ERROR: i32 = 3;
+pub const TREEMASK_RTP_DEFAULT_START_TOKEN: i32 = 225;
+pub const TREEMASK_RTP_DEFAULT_END_TOKEN: i32 = 2;
 pub const TREEMASK_TMTRIE_FORMAT_VERSION: i32 = 1;
 pub const TREEMASK_LOAD_TRUSTED: i32 = 1;
 pub const TREEMASK_FAILURE_REJECT: i32 = 0;
@@ -68,7 +70,6 @@ pub struct treemask_trie_options {
     pub stop_tokens: *const i32,
     pub n_stop_tokens: usize,
     pub dense_row_cache_bytes: usize,
-    pub rtp_llm_defaults: bool,
 }
 extern "C" {
     pub fn treemask_trie_options_init(opts: *mut treemask_trie_options);
@@ -105,17 +106,30 @@ pub struct treemask_trie_stats {
 extern "C" {
     pub fn treemask_trie_get_stats(trie: *const treemask_trie, out: *mut treemask_trie_stats) -> treemask_status;
 }
-extern "C" {
-    pub fn treemask_trie_from_rtp_json(opts: *const treemask_trie_options, json: *const core::ffi::c_char, len: usize, out: *mut *mut treemask_trie) -> treemask_status;
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct treemask_rtp_options {
+    pub struct_size: usize,
+    pub start_token_id: i32,
+    pub end_token_id: i32,
+    pub sep: *const core::ffi::c_char,
+    pub rtp_llm_defaults: bool,
+    pub rtp_llm_compat: bool,
 }
 extern "C" {
-    pub fn treemask_trie_from_rtp_json_file(opts: *const treemask_trie_options, path: *const core::ffi::c_char, out: *mut *mut treemask_trie) -> treemask_status;
+    pub fn treemask_rtp_options_init(rtp: *mut treemask_rtp_options);
 }
 extern "C" {
-    pub fn treemask_trie_from_rtp_tsv(opts: *const treemask_trie_options, start_token_id: i32, end_token_id: i32, sep: *const core::ffi::c_char, data: *const core::ffi::c_char, len: usize, out: *mut *mut treemask_trie) -> treemask_status;
+    pub fn treemask_trie_from_rtp_json(opts: *const treemask_trie_options, rtp: *const treemask_rtp_options, json: *const core::ffi::c_char, len: usize, out: *mut *mut treemask_trie) -> treemask_status;
 }
 extern "C" {
-    pub fn treemask_trie_from_rtp_tsv_file(opts: *const treemask_trie_options, start_token_id: i32, end_token_id: i32, sep: *const core::ffi::c_char, path: *const core::ffi::c_char, out: *mut *mut treemask_trie) -> treemask_status;
+    pub fn treemask_trie_from_rtp_json_file(opts: *const treemask_trie_options, rtp: *const treemask_rtp_options, path: *const core::ffi::c_char, out: *mut *mut treemask_trie) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_trie_from_rtp_tsv(opts: *const treemask_trie_options, rtp: *const treemask_rtp_options, data: *const core::ffi::c_char, len: usize, out: *mut *mut treemask_trie) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_trie_from_rtp_tsv_file(opts: *const treemask_trie_options, rtp: *const treemask_rtp_options, path: *const core::ffi::c_char, out: *mut *mut treemask_trie) -> treemask_status;
 }
 extern "C" {
     pub fn treemask_trie_from_jsonl(opts: *const treemask_trie_options, data: *const core::ffi::c_char, len: usize, out: *mut *mut treemask_trie) -> treemask_status;
@@ -169,6 +183,7 @@ pub struct treemask_matcher_options {
     pub max_new_tokens: i64,
     pub override_stop_tokens: *const i32,
     pub n_override_stop_tokens: usize,
+    pub think_force_end_after_prefix: bool,
 }
 extern "C" {
     pub fn treemask_matcher_options_init(opts: *mut treemask_matcher_options);
@@ -350,7 +365,10 @@ pub const treemask_dtype_TREEMASK_F16: treemask_dtype = 1;
 pub const treemask_dtype_TREEMASK_BF16: treemask_dtype = 2;
 pub type treemask_dtype = core::ffi::c_uint;
 extern "C" {
-    pub fn treemask_apply_token_bitmask_cpu(logits: *mut core::ffi::c_void, dtype: treemask_dtype, n_rows: usize, logits_row_stride: usize, logits_width: usize, bitmask: *const i32, bitmask_row_words: usize, vocab_size: i32, indices: *const i32, n_indices: usize) -> treemask_status;
+    pub fn treemask_apply_token_bitmask_cpu(logits: *mut core::ffi::c_void, dtype: treemask_dtype, n_rows: usize, logits_row_stride: usize, logits_width: usize, bitmask: *const i32, bitmask_row_words: usize, n_bitmask_rows: usize, vocab_size: i32, indices: *const i32, n_indices: usize) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_apply_token_bitmask_out_cpu(logits: *const core::ffi::c_void, out: *mut core::ffi::c_void, dtype: treemask_dtype, n_rows: usize, logits_row_stride: usize, out_row_stride: usize, logits_width: usize, bitmask: *const i32, bitmask_row_words: usize, n_bitmask_rows: usize, vocab_size: i32, indices: *const i32, n_indices: usize) -> treemask_status;
 }
 extern "C" {
     pub fn treemask_apply_token_candidates_cpu(logits: *mut core::ffi::c_void, dtype: treemask_dtype, n_rows: usize, logits_row_stride: usize, logits_width: usize, row_offsets: *const usize, candidate_tokens: *const i32, vocab_size: i32, indices: *const i32, n_indices: usize) -> treemask_status;

@@ -4,6 +4,7 @@
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 use core::ffi::{c_char, CStr};
+use core::mem::MaybeUninit;
 use core::ptr;
 use std::ffi::CString;
 use std::path::Path;
@@ -12,6 +13,99 @@ use treemask_sys as sys;
 
 use crate::error::{check, Error, ErrorKind, Result};
 use crate::trie::{Trie, TrieOptions};
+
+/// The RTP-LLM loaders' own settings ([`Trie::from_rtp_json`],
+/// [`Trie::from_rtp_tsv`]): the key prefix, the fallback token, the key
+/// separator and how strictly to read. Start from [`RtpOptions::new`] (JSON:
+/// everything from the file) or [`RtpOptions::tsv`] (the TSV form has no
+/// header); fields may be added in later versions (hence
+/// `#[non_exhaustive]`).
+#[non_exhaustive]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RtpOptions {
+    /// The key prefix. `None`: the JSON's `"start_token_id"`. A value fills
+    /// a field the JSON lacks and must agree with one it has.
+    pub start_token_id: Option<i32>,
+    /// The fallback token that ends a sequence; as `start_token_id`.
+    pub end_token_id: Option<i32>,
+    /// The key separator. `None`: the JSON's `"sep"`, else `"_"`.
+    pub sep: Option<String>,
+    /// Use RTP-LLM's defaults 225 / 2 for a start / end token that neither
+    /// the file nor these options give.
+    pub rtp_llm_defaults: bool,
+    /// RTP-LLM compatibility: load exactly what RTP-LLM loads. Negative and
+    /// non-int32 list ids are skipped, keys that do not start with
+    /// `start_token_id` + `sep` are ignored and the separator `"-"` is
+    /// allowed; each is a counted warning
+    /// ([`TrieStats::n_warnings`](crate::TrieStats::n_warnings)) instead of
+    /// an error. Default: false (strict).
+    pub rtp_llm_compat: bool,
+}
+
+impl RtpOptions {
+    /// Everything from the file, strict.
+    pub fn new() -> RtpOptions {
+        RtpOptions::default()
+    }
+
+    /// For the TSV form: its start and end tokens (it has no header).
+    pub fn tsv(start_token_id: i32, end_token_id: i32) -> RtpOptions {
+        RtpOptions {
+            start_token_id: Some(start_token_id),
+            end_token_id: Some(end_token_id),
+            ..RtpOptions::default()
+        }
+    }
+
+    /// The same options with the key separator `sep`.
+    pub fn with_sep(mut self, sep: impl Into<String>) -> RtpOptions {
+        self.sep = Some(sep.into());
+        self
+    }
+
+    /// The same options in RTP-LLM compatibility mode
+    /// ([`rtp_llm_compat`](Self::rtp_llm_compat)).
+    pub fn with_rtp_llm_compat(mut self) -> RtpOptions {
+        self.rtp_llm_compat = true;
+        self
+    }
+
+    /// Calls `f` with the C struct, which borrows a NUL-terminated copy of
+    /// `sep` for the duration of the call.
+    fn with_raw<T>(&self, f: impl FnOnce(&sys::treemask_rtp_options) -> Result<T>) -> Result<T> {
+        let sep = self
+            .sep
+            .as_deref()
+            .map(|s| c_string("sep", s))
+            .transpose()?;
+        let mut raw = MaybeUninit::<sys::treemask_rtp_options>::uninit();
+        // Safety: treemask_rtp_options_init writes struct_size and every
+        // field of the struct it is given.
+        let mut raw = unsafe {
+            sys::treemask_rtp_options_init(raw.as_mut_ptr());
+            raw.assume_init()
+        };
+        for (field, value) in [
+            (&mut raw.start_token_id, self.start_token_id),
+            (&mut raw.end_token_id, self.end_token_id),
+        ] {
+            match value {
+                Some(v) if v < 0 => {
+                    return Err(Error::new(
+                        ErrorKind::InvalidArgument,
+                        format!("RtpOptions: a token id must be >= 0, got {v}"),
+                    ))
+                }
+                Some(v) => *field = v,
+                None => {}
+            }
+        }
+        raw.sep = sep.as_ref().map_or(ptr::null(), |s| s.as_ptr());
+        raw.rtp_llm_defaults = self.rtp_llm_defaults;
+        raw.rtp_llm_compat = self.rtp_llm_compat;
+        f(&raw)
+    }
+}
 
 impl Trie {
     /// Builds a trie from an RTP-LLM tree-decode dictionary in JSON:
@@ -23,15 +117,17 @@ impl Trie {
     /// labels.
     ///
     /// `options.vocab_size` is required. With no stop tokens in `options`,
-    /// `end_token_id` is the stop token. `options.rtp_llm_defaults` fills in a
-    /// missing `start_token_id` / `end_token_id` with RTP-LLM's 225 / 2.
+    /// `end_token_id` is the stop token. `rtp` holds the RTP-specific
+    /// settings ([`RtpOptions`]: values the file lacks, RTP-LLM's defaults,
+    /// the compatibility mode).
     ///
     /// ```
-    /// use treemask::{Matcher, Trie, TrieOptions};
+    /// use treemask::{Matcher, RtpOptions, Trie, TrieOptions};
     ///
     /// let json = r#"{"start_token_id": 225, "end_token_id": 2,
     ///                "prefix_dict": {"225": [64000, 64003], "225_64000": [64001]}}"#;
-    /// let trie = Trie::from_rtp_json(&TrieOptions::new(100_000, Vec::new()), json)?;
+    /// let trie =
+    ///     Trie::from_rtp_json(&TrieOptions::new(100_000, Vec::new()), &RtpOptions::new(), json)?;
     /// let mut m = Matcher::new(&trie)?;
     /// assert_eq!(m.next_tokens(), vec![64000, 64003]);
     /// assert!(m.accept_token(64003)?);
@@ -48,99 +144,112 @@ impl Trie {
     /// library was built without JSON support. Unknown top-level fields and
     /// unreachable keys are tolerated and counted in
     /// [`TrieStats::n_warnings`](crate::TrieStats::n_warnings).
-    pub fn from_rtp_json(options: &TrieOptions, json: impl AsRef<[u8]>) -> Result<Trie> {
+    pub fn from_rtp_json(
+        options: &TrieOptions,
+        rtp: &RtpOptions,
+        json: impl AsRef<[u8]>,
+    ) -> Result<Trie> {
         let json = json.as_ref();
         let raw_options = options.to_raw();
-        // Safety: raw_options borrows options, alive for the call; the
-        // library reads json.len() bytes.
-        build(|out| unsafe {
-            sys::treemask_trie_from_rtp_json(&raw_options, json.as_ptr().cast(), json.len(), out)
+        rtp.with_raw(|raw_rtp| {
+            // Safety: raw_options and raw_rtp borrow options and rtp, alive
+            // for the call; the library reads json.len() bytes.
+            build(|out| unsafe {
+                sys::treemask_trie_from_rtp_json(
+                    &raw_options,
+                    raw_rtp,
+                    json.as_ptr().cast(),
+                    json.len(),
+                    out,
+                )
+            })
         })
     }
 
     /// [`from_rtp_json`](Self::from_rtp_json) reading the file at `path`.
     ///
     /// # Errors
-    /// As `from_rtp_json`; `Io` naming the path when it cannot be read.
-    pub fn from_rtp_json_file(options: &TrieOptions, path: impl AsRef<Path>) -> Result<Trie> {
+    /// As `from_rtp_json`; `Io` naming the path when it cannot be read or is
+    /// not a regular file.
+    pub fn from_rtp_json_file(
+        options: &TrieOptions,
+        rtp: &RtpOptions,
+        path: impl AsRef<Path>,
+    ) -> Result<Trie> {
         let path = c_path(path.as_ref())?;
         let raw_options = options.to_raw();
-        // Safety: raw_options borrows options and path is a NUL-terminated
-        // string, both alive for the call.
-        build(|out| unsafe {
-            sys::treemask_trie_from_rtp_json_file(&raw_options, path.as_ptr(), out)
+        rtp.with_raw(|raw_rtp| {
+            // Safety: raw_options and raw_rtp borrow options and rtp, and
+            // path is a NUL-terminated string, all alive for the call.
+            build(|out| unsafe {
+                sys::treemask_trie_from_rtp_json_file(&raw_options, raw_rtp, path.as_ptr(), out)
+            })
         })
     }
 
     /// Builds a trie from RTP-LLM's text form of a prefix dictionary: lines
     /// `key<TAB>id\x02id\x02...` (LF or CRLF; blank lines skipped). It has no
-    /// header, so `start_token_id` and `end_token_id` are arguments; `sep`
-    /// `None` means `"_"`. Needs no JSON support. Otherwise as
+    /// header, so `rtp` must give `start_token_id` and `end_token_id`
+    /// ([`RtpOptions::tsv`]) or `rtp_llm_defaults`; `sep` `None` means
+    /// `"_"`. Needs no JSON support. Otherwise as
     /// [`from_rtp_json`](Self::from_rtp_json).
     ///
     /// ```
-    /// use treemask::{Trie, TrieOptions};
+    /// use treemask::{RtpOptions, Trie, TrieOptions};
     ///
     /// let tsv = "225\t64000\x0264003\n225_64000\t64001\n";
-    /// let trie = Trie::from_rtp_tsv(&TrieOptions::new(100_000, Vec::new()), 225, 2, None, tsv)?;
+    /// let trie = Trie::from_rtp_tsv(
+    ///     &TrieOptions::new(100_000, Vec::new()),
+    ///     &RtpOptions::tsv(225, 2),
+    ///     tsv,
+    /// )?;
     /// assert_eq!(trie.stats()?.n_nodes, 4);
     /// # Ok::<(), treemask::Error>(())
     /// ```
     ///
     /// # Errors
     /// As `from_rtp_json`, naming the line and the key; `InvalidArgument`
-    /// for a `sep` containing a NUL byte.
+    /// for a `sep` containing a NUL byte or a tab.
     pub fn from_rtp_tsv(
         options: &TrieOptions,
-        start_token_id: i32,
-        end_token_id: i32,
-        sep: Option<&str>,
+        rtp: &RtpOptions,
         data: impl AsRef<[u8]>,
     ) -> Result<Trie> {
         let data = data.as_ref();
-        let sep = sep.map(|s| c_string("sep", s)).transpose()?;
         let raw_options = options.to_raw();
-        // Safety: raw_options borrows options and sep is NULL or a
-        // NUL-terminated string, both alive for the call; the library reads
-        // data.len() bytes.
-        build(|out| unsafe {
-            sys::treemask_trie_from_rtp_tsv(
-                &raw_options,
-                start_token_id,
-                end_token_id,
-                sep.as_ref().map_or(ptr::null(), |s| s.as_ptr()),
-                data.as_ptr().cast(),
-                data.len(),
-                out,
-            )
+        rtp.with_raw(|raw_rtp| {
+            // Safety: raw_options and raw_rtp borrow options and rtp, alive
+            // for the call; the library reads data.len() bytes.
+            build(|out| unsafe {
+                sys::treemask_trie_from_rtp_tsv(
+                    &raw_options,
+                    raw_rtp,
+                    data.as_ptr().cast(),
+                    data.len(),
+                    out,
+                )
+            })
         })
     }
 
     /// [`from_rtp_tsv`](Self::from_rtp_tsv) reading the file at `path`.
     ///
     /// # Errors
-    /// As `from_rtp_tsv`; `Io` naming the path when it cannot be read.
+    /// As `from_rtp_tsv`; `Io` naming the path when it cannot be read or is
+    /// not a regular file.
     pub fn from_rtp_tsv_file(
         options: &TrieOptions,
-        start_token_id: i32,
-        end_token_id: i32,
-        sep: Option<&str>,
+        rtp: &RtpOptions,
         path: impl AsRef<Path>,
     ) -> Result<Trie> {
         let path = c_path(path.as_ref())?;
-        let sep = sep.map(|s| c_string("sep", s)).transpose()?;
         let raw_options = options.to_raw();
-        // Safety: raw_options borrows options; sep (or NULL) and path are
-        // NUL-terminated strings; all are alive for the call.
-        build(|out| unsafe {
-            sys::treemask_trie_from_rtp_tsv_file(
-                &raw_options,
-                start_token_id,
-                end_token_id,
-                sep.as_ref().map_or(ptr::null(), |s| s.as_ptr()),
-                path.as_ptr(),
-                out,
-            )
+        rtp.with_raw(|raw_rtp| {
+            // Safety: raw_options and raw_rtp borrow options and rtp, and
+            // path is a NUL-terminated string, all alive for the call.
+            build(|out| unsafe {
+                sys::treemask_trie_from_rtp_tsv_file(&raw_options, raw_rtp, path.as_ptr(), out)
+            })
         })
     }
 

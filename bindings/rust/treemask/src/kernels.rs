@@ -47,7 +47,14 @@ impl Half {
 ///
 /// Row `r` of the logits starts at element `r * logits_row_stride` and has
 /// `logits_width` logits; row `r` of the bitmask starts at word
-/// `r * bitmask_row_words`. Columns at or past `vocab_size` (a padded
+/// `r * bitmask_row_words`. The bitmask may hold a different number of rows
+/// than the logits (`bitmask.len() / bitmask_row_words`), as in xgrammar:
+/// without indices it needs at least `rows`; with indices every index must
+/// be a row of both.
+///
+/// `rows` is a `usize` (a length) while `vocab_size` is an `i32`, as token
+/// ids are everywhere in treemask (`Trie::vocab_size()` returns `i32`), so
+/// `ApplyShape::new(n, trie.vocab_size())` needs no conversion. Columns at or past `vocab_size` (a padded
 /// vocabulary) are always masked; columns from `logits_width` up to the
 /// stride are never touched.
 #[non_exhaustive]
@@ -144,9 +151,10 @@ impl ApplyShape {
         Ok(())
     }
 
-    /// Checks that bitmask rows cover the masked columns and that `len`
-    /// words hold every row.
-    fn check_bitmask(&self, len: usize) -> Result<()> {
+    /// Checks that bitmask rows cover the masked columns and that the
+    /// `len / bitmask_row_words` rows of the bitmask hold every touched row;
+    /// returns that row count.
+    fn check_bitmask(&self, len: usize, indices: Option<&[i32]>) -> Result<usize> {
         let (rows, words) = (self.rows, self.bitmask_row_words);
         let columns = self.logits_width.min(self.vocab_size.max(0) as usize);
         let covering = columns / 32 + usize::from(columns % 32 != 0);
@@ -160,6 +168,21 @@ impl ApplyShape {
                 ),
             ));
         }
+        let bitmask_rows = len.checked_div(words).unwrap_or(0);
+        if let Some(indices) = indices {
+            for (i, &row) in indices.iter().enumerate() {
+                if usize::try_from(row).map_or(true, |r| r >= bitmask_rows) {
+                    return Err(Error::new(
+                        ErrorKind::OutOfRange,
+                        format!(
+                            "indices[{i}] = {row} is out of range [0, bitmask rows={bitmask_rows}) \
+                             (the bitmask has {len} words of {words} per row)"
+                        ),
+                    ));
+                }
+            }
+            return Ok(bitmask_rows);
+        }
         let needed = rows.checked_mul(words);
         if needed.map_or(true, |n| n > len) {
             return Err(Error::new(
@@ -170,7 +193,7 @@ impl ApplyShape {
                 ),
             ));
         }
-        Ok(())
+        Ok(bitmask_rows.max(rows))
     }
 
     /// Checks CSR candidate lists: `rows + 1` non-decreasing offsets that
@@ -375,7 +398,7 @@ fn apply_bitmask(
     indices: Option<&[i32]>,
 ) -> Result<()> {
     shape.check_logits(logits.len, indices)?;
-    shape.check_bitmask(bitmask.len())?;
+    let bitmask_rows = shape.check_bitmask(bitmask.len(), indices)?;
     let (indices_ptr, n_indices) = index_list(indices);
     // Safety: logits is an exclusively borrowed slice of its dtype holding
     // every row of shape; bitmask holds rows of bitmask_row_words words, and
@@ -390,6 +413,7 @@ fn apply_bitmask(
             shape.logits_width,
             bitmask.as_ptr(),
             shape.bitmask_row_words,
+            bitmask_rows,
             shape.vocab_size,
             indices_ptr,
             n_indices,

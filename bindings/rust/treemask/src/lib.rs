@@ -82,6 +82,7 @@ mod trie;
 pub use batch::{Batch, BatchOptions, FillMode};
 pub use bitmask::{allocate_token_bitmask, bitmask_words, is_token_allowed};
 pub use error::{last_error_message, Error, ErrorKind, Result};
+pub use files::RtpOptions;
 pub use kernels::{
     apply_token_bitmask_cpu, apply_token_bitmask_cpu_half, apply_token_candidates_cpu,
     apply_token_candidates_cpu_half, cpu_kernel_isa, ApplyShape, Half,

@@ -128,6 +128,12 @@ pub struct MatcherOptions {
     /// Replaces the trie's stop tokens for this matcher (xgrammar's
     /// `override_stop_tokens`). Empty (default): the trie's.
     pub override_stop_tokens: Vec<i32>,
+    /// Think mode: once a prefix of `think_end_tokens` is emitted naturally,
+    /// force the rest, as RTP-LLM does. Default: false (only a spent budget
+    /// forces; end sequences often start with a token ordinary thinking text
+    /// contains). `max_thinking_tokens: Some(0)` forces the end at once;
+    /// `None` is RTP-LLM's `<= 0` (no think processor, no budget).
+    pub think_force_end_after_prefix: bool,
 }
 
 impl Default for MatcherOptions {
@@ -147,6 +153,7 @@ impl Default for MatcherOptions {
             max_thinking_tokens: None,
             max_new_tokens: None,
             override_stop_tokens: Vec::new(),
+            think_force_end_after_prefix: raw.think_force_end_after_prefix,
         }
     }
 }
@@ -172,6 +179,7 @@ impl MatcherOptions {
         raw.max_new_tokens = optional_count("max_new_tokens", self.max_new_tokens)?;
         raw.override_stop_tokens = self.override_stop_tokens.as_ptr();
         raw.n_override_stop_tokens = self.override_stop_tokens.len();
+        raw.think_force_end_after_prefix = self.think_force_end_after_prefix;
         Ok(raw)
     }
 }
@@ -222,6 +230,12 @@ fn raw_matcher_options_defaults() -> sys::treemask_matcher_options {
 /// trie, so it may outlive the `Trie` value it was made from. `Clone` makes an
 /// independent copy with the same state (cheap: the rollback history is
 /// shared copy-on-write).
+///
+/// Threads: a `Matcher` is `Send` and `Sync`, and the borrow checker already
+/// keeps every mutating call (`&mut self`) to one thread at a time. Code that
+/// gets around it (raw pointers to the C matcher, `unsafe` aliasing) and lets
+/// two threads mutate one matcher at once corrupts the heap, as the C header
+/// says: give each thread its own clone.
 ///
 /// ```
 /// use treemask::{Matcher, Trie, TrieOptions};

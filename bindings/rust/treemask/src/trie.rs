@@ -24,10 +24,6 @@ pub struct TrieOptions {
     /// Memory budget for cached dense bitmask rows of high-fanout nodes;
     /// 0 disables the cache. Defaults to the C library's default (64 MiB).
     pub dense_row_cache_bytes: usize,
-    /// RTP-LLM JSON loader only: when the JSON lacks `"start_token_id"` or
-    /// `"end_token_id"`, use RTP-LLM's defaults 225 and 2 instead of failing.
-    /// Default: false.
-    pub rtp_llm_defaults: bool,
 }
 
 impl TrieOptions {
@@ -39,7 +35,6 @@ impl TrieOptions {
             vocab_size,
             stop_tokens: stop_tokens.into(),
             dense_row_cache_bytes: defaults.dense_row_cache_bytes,
-            rtp_llm_defaults: defaults.rtp_llm_defaults,
         }
     }
 
@@ -51,7 +46,6 @@ impl TrieOptions {
         raw.stop_tokens = self.stop_tokens.as_ptr();
         raw.n_stop_tokens = self.stop_tokens.len();
         raw.dense_row_cache_bytes = self.dense_row_cache_bytes;
-        raw.rtp_llm_defaults = self.rtp_llm_defaults;
         raw
     }
 }

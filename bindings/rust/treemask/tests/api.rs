@@ -71,7 +71,9 @@ fn build_errors_carry_the_library_message() {
 
     let inside = message(Trie::from_paths(&options, [&[1, EOS, 2][..]]));
     assert!(
-        inside.contains(&format!("stop token {EOS} occurs inside path 0")),
+        inside.contains(&format!(
+            "path 0, position 1: stop token {EOS} may not appear in a path"
+        )),
         "{inside}"
     );
 

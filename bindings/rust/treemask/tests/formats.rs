@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use common::{expect_error, kind, message, random_trie, scaled, Rng};
-use treemask::{ErrorKind, Matcher, MatcherRef, Trie, TrieOptions};
+use treemask::{ErrorKind, Matcher, MatcherRef, RtpOptions, Trie, TrieOptions};
 
 /// The structural counts of a trie (memory figures may differ between a
 /// built and a mapped trie).
@@ -52,6 +52,7 @@ fn scratch_dir(test: &str) -> PathBuf {
 fn have_json() -> bool {
     let probe = Trie::from_rtp_json(
         &rtp_options(10),
+        &RtpOptions::new(),
         r#"{"start_token_id": 1, "end_token_id": 2, "prefix_dict": {}}"#,
     );
     let supported = !matches!(&probe, Err(e) if e.kind == ErrorKind::Unsupported);
@@ -154,9 +155,14 @@ fn gir_json_fixture_masks_like_rtp_llm() {
         return;
     }
     let path = fixture("gir_prefix_dict.json");
-    let from_file = Trie::from_rtp_json_file(&rtp_options(100_000), &path).expect("load");
-    let from_bytes =
-        Trie::from_rtp_json(&rtp_options(100_000), std::fs::read(&path).unwrap()).expect("load");
+    let from_file =
+        Trie::from_rtp_json_file(&rtp_options(100_000), &RtpOptions::new(), &path).expect("load");
+    let from_bytes = Trie::from_rtp_json(
+        &rtp_options(100_000),
+        &RtpOptions::new(),
+        std::fs::read(&path).unwrap(),
+    )
+    .expect("load");
     let dict = gir_json_dict();
     for trie in [&from_file, &from_bytes] {
         assert_eq!(expect_trie_follows_rule(trie, &dict), dict.entries.len());
@@ -191,12 +197,17 @@ fn gir_tsv_fixture_masks_like_rtp_llm() {
         dict.entries.insert(key.to_string(), ids);
     }
     assert_eq!(dict.entries.len(), 9);
-    let trie = Trie::from_rtp_tsv(&rtp_options(100_000), 225, 2, None, &text).expect("load");
+    let trie =
+        Trie::from_rtp_tsv(&rtp_options(100_000), &RtpOptions::tsv(225, 2), &text).expect("load");
     assert_eq!(expect_trie_follows_rule(&trie, &dict), 9);
     let stats = trie.stats().unwrap();
     assert_eq!((stats.max_fanout, stats.n_warnings), (7835, 0));
-    let from_file =
-        Trie::from_rtp_tsv_file(&rtp_options(100_000), 225, 2, Some("_"), &path).expect("load");
+    let from_file = Trie::from_rtp_tsv_file(
+        &rtp_options(100_000),
+        &RtpOptions::tsv(225, 2).with_sep("_"),
+        &path,
+    )
+    .expect("load");
     assert_eq!(from_file.stats().unwrap().n_nodes, stats.n_nodes);
 }
 
@@ -238,8 +249,12 @@ fn rtp_dictionaries_follow_the_rule_with_any_separator() {
             let ids: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
             tsv.push_str(&format!("{key}\t{}\r\n", ids.join("\x02")));
         }
-        let trie = Trie::from_rtp_tsv(&rtp_options(vocab), dict.start, dict.end, Some(sep), &tsv)
-            .unwrap_or_else(|e| panic!("round {round}: {e}\n{tsv:?}"));
+        let trie = Trie::from_rtp_tsv(
+            &rtp_options(vocab),
+            &RtpOptions::tsv(dict.start, dict.end).with_sep(sep),
+            &tsv,
+        )
+        .unwrap_or_else(|e| panic!("round {round}: {e}\n{tsv:?}"));
         let reached = expect_trie_follows_rule(&trie, &dict);
         assert_eq!(
             reached,
@@ -258,7 +273,7 @@ fn rtp_dictionaries_follow_the_rule_with_any_separator() {
                 .collect();
             json.push_str(&entries.join(", "));
             json.push_str("}}");
-            let from_json = Trie::from_rtp_json(&rtp_options(vocab), &json)
+            let from_json = Trie::from_rtp_json(&rtp_options(vocab), &RtpOptions::new(), &json)
                 .unwrap_or_else(|e| panic!("round {round}: {e}\n{json}"));
             expect_trie_follows_rule(&from_json, &dict);
             assert_eq!(structure(&from_json), structure(&trie), "round {round}");
@@ -287,23 +302,20 @@ fn rtp_errors_name_the_key_line_and_path() {
         ("", ErrorKind::Parse, "empty input"),
     ];
     for (text, want, part) in tsv_cases {
-        let err = Trie::from_rtp_tsv(&rtp_options(100_000), 225, 2, None, text).unwrap_err();
+        let err =
+            Trie::from_rtp_tsv(&rtp_options(100_000), &RtpOptions::tsv(225, 2), text).unwrap_err();
         assert_eq!(err.kind, want, "{text:?}");
         assert!(err.message.contains(part), "{err}");
     }
     assert!(message(Trie::from_rtp_tsv(
         &rtp_options(10),
-        1,
-        2,
-        Some("a\0b"),
+        &RtpOptions::tsv(1, 2).with_sep("a\0b"),
         "1\t3\n"
     ))
     .contains("sep \"a\\0b\" contains a NUL byte at byte 1"));
     let missing = message(Trie::from_rtp_tsv_file(
         &rtp_options(10),
-        1,
-        2,
-        None,
+        &RtpOptions::tsv(1, 2),
         "/nonexistent/dict.txt",
     ));
     assert!(missing.contains("\"/nonexistent/dict.txt\""), "{missing}");
@@ -313,6 +325,7 @@ fn rtp_errors_name_the_key_line_and_path() {
     }
     let utils = Trie::from_rtp_json_file(
         &rtp_options(100_000),
+        &RtpOptions::new(),
         fixture("utils_test_gir_prefix_dict.json"),
     )
     .unwrap_err();
@@ -339,29 +352,39 @@ fn rtp_errors_name_the_key_line_and_path() {
         ),
     ];
     for (json, want, part) in json_cases {
-        let err = Trie::from_rtp_json(&rtp_options(100), json).unwrap_err();
+        let err = Trie::from_rtp_json(&rtp_options(100), &RtpOptions::new(), json).unwrap_err();
         assert_eq!(err.kind, want, "{json}");
         assert!(err.message.contains(part), "{err}");
     }
     expect_error(
-        Trie::from_rtp_json_file(&rtp_options(100), "/nonexistent/dict.json"),
+        Trie::from_rtp_json_file(
+            &rtp_options(100),
+            &RtpOptions::new(),
+            "/nonexistent/dict.json",
+        ),
         ErrorKind::Io,
         "\"/nonexistent/dict.json\"",
     );
-    assert!(
-        message(Trie::from_rtp_json_file(&rtp_options(100), "bad\0path"))
-            .contains("contains a NUL byte at byte 3")
-    );
+    assert!(message(Trie::from_rtp_json_file(
+        &rtp_options(100),
+        &RtpOptions::new(),
+        "bad\0path"
+    ))
+    .contains("contains a NUL byte at byte 3"));
 
     // rtp_llm_defaults fills in RTP-LLM's start 225 and end 2.
     let no_ids = r#"{"prefix_dict": {"225": [10], "225_10": [2]}}"#;
     assert_eq!(
-        kind(Trie::from_rtp_json(&rtp_options(100), no_ids)),
+        kind(Trie::from_rtp_json(
+            &rtp_options(100),
+            &RtpOptions::new(),
+            no_ids
+        )),
         ErrorKind::InvalidArgument
     );
-    let mut options = rtp_options(100);
-    options.rtp_llm_defaults = true;
-    let trie = Trie::from_rtp_json(&options, no_ids).unwrap();
+    let mut defaults = RtpOptions::new();
+    defaults.rtp_llm_defaults = true;
+    let trie = Trie::from_rtp_json(&rtp_options(100), &defaults, no_ids).unwrap();
     let dict = Dict {
         start: 225,
         end: 2,
@@ -589,4 +612,42 @@ fn damaged_and_missing_files_are_clear_errors() {
         structure(&trie)
     );
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Issue 14 item 15: RTP-LLM's own utils fixture (keys without the start
+/// token), negative and huge ids and the separator "-" load in
+/// compatibility mode, each a counted warning, and mask as RTP-LLM does.
+#[test]
+fn rtp_llm_compat_loads_what_rtp_llm_loads() {
+    if !have_json() {
+        return;
+    }
+    let path = fixture("utils_test_gir_prefix_dict.json");
+    assert_eq!(
+        kind(Trie::from_rtp_json_file(
+            &rtp_options(100),
+            &RtpOptions::new(),
+            &path
+        )),
+        ErrorKind::InvalidArgument
+    );
+    let compat = RtpOptions::new().with_rtp_llm_compat();
+    let trie = Trie::from_rtp_json_file(&rtp_options(100), &compat, &path).unwrap();
+    assert_eq!(trie.stats().unwrap().n_warnings, 3); // two keys ignored, no root key
+    let json = r#"{"start_token_id": 7, "end_token_id": 2, "sep": "-",
+                   "prefix_dict": {"7": [5, -3, 99999999999999999999999], "7-5": [2]}}"#;
+    assert!(Trie::from_rtp_json(&rtp_options(10), &RtpOptions::new(), json).is_err());
+    let trie = Trie::from_rtp_json(&rtp_options(10), &compat, json).unwrap();
+    let mut m = Matcher::new(&trie).unwrap();
+    assert_eq!(m.next_tokens(), vec![5]);
+    assert!(m.accept_token(5).unwrap());
+    assert_eq!(m.next_tokens(), vec![2]);
+    let tsv = "7\t5\x02-3\n7-5\t2\n";
+    let trie = Trie::from_rtp_tsv(
+        &rtp_options(10),
+        &RtpOptions::tsv(7, 2).with_sep("-").with_rtp_llm_compat(),
+        tsv,
+    )
+    .unwrap();
+    assert_eq!(trie.stats().unwrap().n_warnings, 1);
 }

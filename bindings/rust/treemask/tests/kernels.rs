@@ -406,3 +406,43 @@ fn shapes_are_checked_before_the_library_touches_memory() {
     );
     assert_eq!(logits, vec![1.0; 64]);
 }
+
+/// Issue 14 item 14: as in xgrammar, logits and bitmask may have different
+/// row counts when indices pick the rows; index `i` masks logits row `i`
+/// with bitmask row `i`, and both must have it.
+#[test]
+fn indices_may_address_logits_and_bitmask_of_different_row_counts() {
+    // 4 logits rows, a bitmask of 2 rows: row 1 keeps token 0, row 0 token 1.
+    let mut logits = vec![1.0f32; 4 * 32];
+    let mask = [0b10, 0b01];
+    apply_token_bitmask_cpu(&mut logits, &mask, ApplyShape::new(4, 32), Some(&[1])).unwrap();
+    let row = |r: usize, logits: &[f32]| -> Vec<bool> {
+        logits[r * 32..(r + 1) * 32]
+            .iter()
+            .map(|v| v.is_finite())
+            .collect()
+    };
+    let mut only0 = vec![false; 32];
+    only0[0] = true;
+    assert_eq!(row(1, &logits), only0);
+    for r in [0, 2, 3] {
+        assert!(row(r, &logits).iter().all(|&f| f), "row {r} untouched");
+    }
+    // An index past the bitmask's rows is refused, naming both counts.
+    expect_error(
+        apply_token_bitmask_cpu(&mut logits, &mask, ApplyShape::new(4, 32), Some(&[3])),
+        ErrorKind::OutOfRange,
+        "indices[0] = 3 is out of range [0, bitmask rows=2)",
+    );
+    // More bitmask rows than logits rows is fine with indices.
+    let mut two = vec![1.0f32; 2 * 32];
+    let big_mask = [0, 0, 0, 0b100];
+    apply_token_bitmask_cpu(&mut two, &big_mask, ApplyShape::new(2, 32), Some(&[0])).unwrap();
+    assert!(two[..32].iter().all(|v| v.is_infinite()));
+    // Without indices the bitmask needs a row per logits row.
+    expect_error(
+        apply_token_bitmask_cpu(&mut logits, &mask, ApplyShape::new(4, 32), None),
+        ErrorKind::BufferTooSmall,
+        "bitmask has 2 words; 4 rows of bitmask_row_words 1 need 4",
+    );
+}

@@ -83,7 +83,12 @@ fn loader_warnings_arrive_as_warnings() {
     let capture = Capture::new();
     let json = br#"{"start_token_id": 225, "end_token_id": 2, "weight_dict": {},
                     "prefix_dict": {"225": [7], "225_7": [2], "225_8": [9]}}"#;
-    let trie = Trie::from_rtp_json(&TrieOptions::new(1000, Vec::new()), json).unwrap();
+    let trie = Trie::from_rtp_json(
+        &TrieOptions::new(1000, Vec::new()),
+        &treemask::RtpOptions::new(),
+        json,
+    )
+    .unwrap();
     let lines = capture.take();
     let warnings: Vec<&String> = lines
         .iter()
@@ -165,6 +170,8 @@ fn events_from_other_threads_reach_the_callback() {
 
 #[test]
 fn matcher_counters_follow_every_event() {
+    // Builds tries, whose log events would reach another test's capture.
+    let _serial = LOG_TESTS.lock().unwrap_or_else(|p| p.into_inner());
     let trie = Trie::from_paths(&TrieOptions::new(8, [0]), [[1, 2], [1, 3]]).unwrap();
     let mut options = MatcherOptions::default();
     options.failure_policy = FailurePolicy::FailClosed;
@@ -194,6 +201,8 @@ fn matcher_counters_follow_every_event() {
 
 #[test]
 fn batch_fills_count_for_the_slot_matchers() {
+    // Builds tries, whose log events would reach another test's capture.
+    let _serial = LOG_TESTS.lock().unwrap_or_else(|p| p.into_inner());
     let trie = Trie::from_paths(&TrieOptions::new(8, [0]), [&[1, 2][..], &[3]]).unwrap();
     let mut batch = Batch::new(2).unwrap();
     let m = Matcher::new(&trie).unwrap();

@@ -1,0 +1,176 @@
+"""``python -m treemask``: command-line tools that need Python (a tokenizer).
+
+    python -m treemask compile-labels LABELS.txt --tokenizer tokenizer.json \\
+        --vocab-size V --stop-tokens ID[,ID...] -o out.tmtrie [--prefix " "] [--strict]
+
+compile-labels reads one label per line (UTF-8; a trailing newline or CR is
+not part of the label; blank lines are skipped), tokenizes ``prefix + label``
+with the tokenizer, builds the trie with label id = line's label index and
+saves it as a .tmtrie with the label strings (``Trie.load`` restores them).
+Labels that do not round-trip through the tokenizer, contain a stop token or
+tokenize to nothing are skipped and listed with the reason (``--strict``: the
+first one is an error). The tokenizer is a ``tokenizer.json`` file (the
+``tokenizers`` package) or a transformers tokenizer directory.
+
+Exit status: 0 ok, 1 bad input, 2 usage.
+
+Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Any, List, NoReturn, Optional
+
+from . import Error, Trie
+
+
+def escape_for_terminal(text: str) -> str:
+    """text on one printable line: control characters as \\n, \\t, \\xNN (as
+    the C library's messages)."""
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        elif code < 0x20 or 0x7F <= code < 0xA0:
+            out.append("\\x%02x" % code)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+class _Usage(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # exit 2 with the usage, as the C++ CLI does
+        self.print_usage(sys.stderr)
+        print("python -m treemask: %s" % message, file=sys.stderr)
+        sys.exit(2)
+
+
+def _load_tokenizer(spec: str) -> Any:
+    if os.path.isdir(spec):
+        try:
+            from transformers import AutoTokenizer
+        except ImportError:
+            raise _Usage("--tokenizer %s is a directory, which needs the transformers package "
+                         "(pip install transformers), or pass its tokenizer.json" % spec) from None
+        return AutoTokenizer.from_pretrained(spec, local_files_only=True)
+    if not os.path.isfile(spec):
+        raise _Usage("--tokenizer %s: no such file or directory" % spec)
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:
+        raise _Usage("--tokenizer %s needs the tokenizers package (pip install tokenizers)" % spec) from None
+    try:
+        return Tokenizer.from_file(spec)
+    except Exception as e:  # tokenizers raises its own exception types
+        raise _Usage("--tokenizer %s: not a tokenizer.json the tokenizers package can read: %s" % (spec, e)) from None
+
+
+def _int_list(flag: str, text: str) -> List[int]:
+    try:
+        return [int(part) for part in text.split(",")]
+    except ValueError:
+        raise _Usage("%s expects comma-separated integers, got %r" % (flag, text)) from None
+
+
+class _Progress:
+    """A bar on stderr for large lists when stderr is a terminal."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.start = time.monotonic()
+        self.drawn = False
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled or not total:
+            return
+        filled = 30 * done // total
+        rate = done / max(time.monotonic() - self.start, 1e-9)
+        sys.stderr.write("\rtokenizing [%s%s] %3d%%  %.0f labels/s" % ("#" * filled, "-" * (30 - filled),
+                                                                    100 * done // total, rate))
+        sys.stderr.flush()
+        self.drawn = True
+
+    def clear(self) -> None:
+        if self.drawn:
+            sys.stderr.write("\r%70s\r" % "")
+
+
+def compile_labels(argv: List[str]) -> int:
+    parser = _Parser(prog="python -m treemask compile-labels",
+                     description="Label strings (one per line) -> a .tmtrie with the label names.")
+    parser.add_argument("labels", help="UTF-8 text file, one label per line")
+    parser.add_argument("--tokenizer", required=True, help="tokenizer.json, or a transformers tokenizer directory")
+    parser.add_argument("--vocab-size", required=True, type=int, help="the model's vocabulary size")
+    parser.add_argument("--stop-tokens", required=True, help="EOS id(s), comma-separated")
+    parser.add_argument("-o", "--output", required=True, help="the .tmtrie to write")
+    parser.add_argument("--prefix", default=" ", help='prepended to each label before tokenizing (default " ")')
+    parser.add_argument("--strict", action="store_true", help="a label that does not round-trip is an error")
+    args = parser.parse_args(argv)
+    try:
+        stops = _int_list("--stop-tokens", args.stop_tokens)
+        if os.path.exists(args.output) and os.path.exists(args.labels) \
+                and os.path.samefile(args.output, args.labels):
+            raise _Usage("-o %s is the labels file; refusing to overwrite it" % args.output)
+        try:
+            with open(args.labels, encoding="utf-8") as f:
+                labels = [line.rstrip("\r\n") for line in f]
+        except (OSError, UnicodeDecodeError) as e:
+            print("python -m treemask: %s: %s" % (args.labels, escape_for_terminal(str(e))), file=sys.stderr)
+            return 1
+        labels = [label for label in labels if label.strip()]
+        tokenizer = _load_tokenizer(args.tokenizer)
+    except _Usage as e:
+        parser.print_usage(sys.stderr)
+        print("python -m treemask: %s" % escape_for_terminal(str(e)), file=sys.stderr)
+        return 2
+    progress = _Progress(len(labels) >= 10000 and sys.stderr.isatty())
+    started = time.monotonic()
+    try:
+        trie = Trie.from_labels(labels, tokenizer, args.vocab_size, stops, prefix=args.prefix, strict=args.strict,
+                                progress=progress)
+        progress.clear()
+        trie.save(args.output)
+    except Error as e:
+        progress.clear()
+        print("python -m treemask: %s" % escape_for_terminal(str(e)), file=sys.stderr)
+        return 1
+    for skipped in trie.skipped_labels:
+        print("skipped: %s: %s" % (escape_for_terminal(repr(str(skipped))),
+                                   escape_for_terminal(getattr(skipped, "reason", ""))), file=sys.stderr)
+    stats = trie.stats()
+    print("compiled %d of %d labels from %s in %.2f s -> %s (%d nodes, %d skipped)"
+          % (len(labels) - len(trie.skipped_labels), len(labels), escape_for_terminal(args.labels),
+             time.monotonic() - started, escape_for_terminal(args.output), stats.n_nodes,
+             len(trie.skipped_labels)))
+    return 0
+
+
+_COMMANDS = {"compile-labels": compile_labels}
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in _COMMANDS:
+        out = sys.stdout if argv and argv[0] in ("-h", "--help") else sys.stderr
+        if argv and argv[0] not in ("-h", "--help"):
+            print("python -m treemask: unknown command %s" % escape_for_terminal(repr(argv[0])), file=sys.stderr)
+        print("usage: python -m treemask compile-labels LABELS.txt --tokenizer tokenizer.json "
+              "--vocab-size V --stop-tokens ID -o out.tmtrie [--prefix P] [--strict]", file=out)
+        return 0 if out is sys.stdout else 2
+    return _COMMANDS[argv[0]](argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

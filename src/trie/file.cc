@@ -271,6 +271,7 @@ Result<TrieImage> parse_trie_image(const unsigned char *data, size_t size, uint3
   a.multi_labels = view<int64_t>(data, h, FileSection::kMultiLabels);
   a.stop_tokens = view<int32_t>(data, h, FileSection::kStopTokens);
   copy_counts(h, a);
+  TM_TRY(validate_trie_arrays(a));
   image.metadata = std::move(metadata);
   return image;
 }

@@ -245,10 +245,20 @@ Result<Ref<Trie>> build_trie_from_paths(const TrieBuildOptions &opts,
 
 // Completes a trie whose storage holds node_offsets (n_nodes + 1 entries),
 // edge_tokens, terminal_bits (trailing zero words may be missing), labels and
-// stop_tokens in the layout above: computes the rank directory and the views.
+// stop_tokens in the layout above: computes the rank directory and the views,
+// then validates the arrays (a failure is kInternal: a builder bug).
 // opts.no_labels leaves the trie without labels.
-Ref<Trie> finish_trie(std::unique_ptr<VectorTrieStorage> storage, const TrieBuildOptions &opts,
+Result<Ref<Trie>> finish_trie(std::unique_ptr<VectorTrieStorage> storage, const TrieBuildOptions &opts,
                       uint32_t max_depth, uint32_t max_fanout);
+
+// Checks every structural invariant of the arrays that the accessors and the
+// step rules rely on (trie/validate.cc; the layout comment above lists them,
+// plus: every node without children is terminal, no edge carries a stop
+// token, max_depth and max_fanout are exact, labels and ranks consistent).
+// Linear in the arrays' size. Every loaded or built trie passes it, so code
+// that reads a Trie never re-checks the arrays. kCorruptFile names the first
+// violation.
+Status validate_trie_arrays(const TrieArrays &a);
 
 // Checks and normalises (sorts, dedupes) stop tokens against vocab_size.
 Status normalize_stop_tokens(int32_t vocab_size, std::vector<int32_t> &stop_tokens);

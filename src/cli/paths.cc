@@ -56,10 +56,7 @@ Status write_paths(const Trie &trie) {
   if (trie.is_terminal(0)) out.end_line();
   while (!stack.empty()) {
     Frame &f = stack.back();
-    Children c;
-    if (!trie.children(f.node, c)) {
-      return error(Code::kCorruptFile, "trie arrays are inconsistent at node ", f.node);
-    }
+    const Children c = trie.children(f.node);
     if (f.next_child == c.count) {
       stack.pop_back();
       if (!path.empty()) path.pop_back();

@@ -23,9 +23,6 @@ Result<std::unique_ptr<Matcher>> Matcher::create(Ref<const Trie> trie, const Mat
   TM_ASSIGN_OR_RETURN(std::shared_ptr<const ModeConfig> config, make_mode_config(*trie, modes));
   std::unique_ptr<Matcher> m(new Matcher(std::move(trie), opts));
   m->modes_ = std::move(config);
-  if (m->modes_ && m->modes_->needs_label_view()) {
-    TM_TRY(node_stats(*m->trie_, m->modes_->leaves_only).status);
-  }
   m->reset();
   m->counters_ = {};  // creation is not a reset
   return m;
@@ -43,11 +40,6 @@ Status Matcher::failed_state_error() const {
                " (STICKY_ERROR policy); only reset is allowed");
 }
 
-Status Matcher::corrupt_node_error() const {
-  return error(Code::kCorruptFile, "trie arrays are inconsistent at node ", state_.node,
-               " (corrupted .tmtrie file?)");
-}
-
 Status Matcher::fill(uint32_t *row, size_t n_words, bool *need_apply, const FillOptions &fo) const {
   const Trie &t = *trie_;
   const size_t words = t.row_words();
@@ -60,10 +52,7 @@ Status Matcher::fill(uint32_t *row, size_t n_words, bool *need_apply, const Fill
   // Closed, terminated and failed rows allow only the stop tokens, as a
   // reserved state does.
   const uint32_t state = state_.phase == Phase::kActive ? state_.node : kStateTerminated;
-  uint64_t allowed = 0;
-  if (!t.write_state_row(state, stop_tokens(), row, n_words, &allowed)) {
-    return corrupt_node_error();
-  }
+  const uint64_t allowed = t.write_state_row(state, stop_tokens(), row, n_words);
   if (need_apply) *need_apply = allowed != static_cast<uint64_t>(t.vocab_size());
   if (state_.phase == Phase::kFailed) return failed_state_error();
   return Status::Ok();
@@ -98,17 +87,14 @@ Status Matcher::accept(int32_t token, bool *accepted, std::string *why, bool app
     default: break;
   }
   if (!plain()) return accept_modes(token, accepted, why, apply_policy);
-  Children c;
-  if (!t.children(state_.node, c)) return corrupt_node_error();
+  const Children c = t.children(state_.node);
   if (token >= 0 && token < t.vocab_size()) {
     const int64_t index = Trie::find_child(c, token);
     if (index >= 0) {
       push_state();
       state_.node = c.first_child + static_cast<uint32_t>(index);
-      if (opts_.terminate_without_stop_token) {
-        Children next;
-        if (!t.children(state_.node, next)) return corrupt_node_error();
-        if (next.count == 0) state_.phase = Phase::kTerminated;
+      if (opts_.terminate_without_stop_token && t.children(state_.node).count == 0) {
+        state_.phase = Phase::kTerminated;
       }
       *accepted = true;
       return Status::Ok();
@@ -235,8 +221,7 @@ size_t Matcher::next_tokens(int32_t *out, size_t cap) const {
       return stops.size();
     default: break;
   }
-  Children c;
-  if (!t.children(state_.node, c)) return 0;
+  const Children c = t.children(state_.node);
   const bool terminal = t.is_terminal(state_.node);
   const size_t n = c.count + (terminal ? stops.size() : 0);
   if (cap == 0) return n;
@@ -268,9 +253,7 @@ bool Matcher::allowed_lists(std::span<const int32_t> &first,
       second = {};
       return true;
     case Phase::kActive: {
-      Children c;
-      if (!trie_->children(state_.node, c)) return false;
-      first = c.span();
+      first = trie_->children(state_.node).span();
       second = trie_->is_terminal(state_.node) ? stops : std::span<const int32_t>{};
       return true;
     }
@@ -284,10 +267,8 @@ size_t Matcher::forced_tokens(int32_t *out, size_t cap) const {
   const Trie &t = *trie_;
   uint32_t node = state_.node;
   size_t k = 0;
-  Children c;
-  // Child ids strictly increase, so this ends within n_nodes steps even on
-  // corrupt arrays.
-  while (!t.is_terminal(node) && t.children(node, c) && c.count == 1) {
+  // Child ids strictly increase, so this ends within n_nodes steps.
+  for (Children c; !t.is_terminal(node) && (c = t.children(node)).count == 1;) {
     if (k < cap) out[k] = c.tokens[0];
     ++k;
     node = c.first_child;
@@ -299,8 +280,7 @@ size_t Matcher::label_ids(int64_t *out, size_t cap) const {
   const bool has_node = state_.phase == Phase::kActive ||
                         (state_.phase == Phase::kTerminated && state_.node != kStateFailed);
   if (!has_node) return 0;
-  std::span<const int64_t> labels;
-  if (!trie_->labels(state_.node, labels)) return 0;
+  const std::span<const int64_t> labels = trie_->labels(state_.node);
   std::copy_n(labels.begin(), std::min(cap, labels.size()), out);
   return labels.size();
 }

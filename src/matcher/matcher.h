@@ -214,7 +214,6 @@ class Matcher {
   // Plain paths (matcher.cc).
   Status accept(int32_t token, bool *accepted, std::string *why, bool apply_policy);
   std::string describe_rejection(int32_t token) const;
-  Status corrupt_node_error() const;
   void reject(int32_t token, bool *accepted, std::string *why, bool apply_policy);
   void finish_fill(uint32_t *row, size_t n_words, bool *need_apply, uint64_t allowed) const;
   // Pushes the current state for rollback and counts the accept.
@@ -226,7 +225,7 @@ class Matcher {
   MatcherState initial_state() const;
   std::optional<int64_t> budget(const FillOptions &fo) const;
   const NodeStats *stats_if_needed(bool with_budget) const;
-  Status label_step(std::optional<int64_t> remaining, LabelStep &out) const;
+  LabelStep label_step(std::optional<int64_t> remaining) const;
   bool think_forcing(std::optional<int64_t> remaining) const;
   Status fill_modes(uint32_t *row, size_t n_words, bool *need_apply, const FillOptions &fo) const;
   Status accept_modes(int32_t token, bool *accepted, std::string *why, bool apply_policy);

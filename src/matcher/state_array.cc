@@ -22,19 +22,10 @@ Status check_states(const Trie &trie, std::span<const uint32_t> states) {
   return Status::Ok();
 }
 
-Status corrupt_at(size_t i, uint32_t node) {
-  return error(Code::kCorruptFile, "states[", i, "]: trie arrays are inconsistent at node ", node,
-               " (corrupted .tmtrie file?)");
-}
-
 // Advances an active node by token. False when the token is rejected (state
-// unchanged) or the node is corrupt (`corrupt` set).
-bool step_node(const Trie &trie, uint32_t &state, int32_t token, bool &corrupt) {
-  Children c;
-  if (!trie.children(state, c)) {
-    corrupt = true;
-    return false;
-  }
+// unchanged).
+bool step_node(const Trie &trie, uint32_t &state, int32_t token) {
+  const Children c = trie.children(state);
   if (token < trie.vocab_size()) {
     const int64_t index = Trie::find_child(c, token);
     if (index >= 0) {
@@ -61,11 +52,7 @@ Status fill_states(const Trie &trie, std::span<const uint32_t> states, uint32_t 
   if (!states.empty() && !bitmask) return error(Code::kInvalidArgument, "bitmask is NULL");
   TM_TRY(check_states(trie, states));
   for (size_t i = 0; i < states.size(); ++i) {
-    uint64_t allowed = 0;
-    if (!trie.write_state_row(states[i], trie.stop_tokens(), bitmask + i * words_per_row,
-                              words_per_row, &allowed)) {
-      return corrupt_at(i, states[i]);
-    }
+    trie.write_state_row(states[i], trie.stop_tokens(), bitmask + i * words_per_row, words_per_row);
   }
   return Status::Ok();
 }
@@ -90,9 +77,7 @@ Status advance_states(const Trie &trie, std::span<uint32_t> states, const int32_
         ok = policy != FailurePolicy::kStickyError && trie.is_stop_token(token);
         if (ok) state = kStateTerminated;
       } else {
-        bool corrupt = false;
-        ok = step_node(trie, state, token, corrupt);
-        if (corrupt) return corrupt_at(i, state);
+        ok = step_node(trie, state, token);
         if (!ok && policy != FailurePolicy::kReject) state = kStateFailed;
       }
     }

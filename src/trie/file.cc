@@ -375,9 +375,9 @@ Result<Ref<Trie>> load_trie(const std::string &path, uint32_t flags, size_t dens
   if (!S_ISREG(st.st_mode)) return error(Code::kIo, "\"", path, "\" is not a regular file");
   const auto size = static_cast<size_t>(st.st_size);
   if (size == 0) return error(Code::kCorruptFile, "\"", path, "\": empty file, not a .tmtrie file");
-  // Pre-faulting pays off when every page is about to be read by the checksum.
-  const int populate = (flags & kLoadTrusted) ? 0 : MAP_POPULATE;
-  void *base = mmap(nullptr, size, PROT_READ, MAP_SHARED | populate, fd.get(), 0);
+  // Pre-faulting pays off: the structural validation (and, unless trusted,
+  // the checksum) reads nearly every page right away.
+  void *base = mmap(nullptr, size, PROT_READ, MAP_SHARED | MAP_POPULATE, fd.get(), 0);
   if (base == MAP_FAILED) return error(Code::kIo, "cannot map \"", path, "\": ", errno_text());
   auto storage = std::make_unique<MappedTrieStorage>(base, size);
   auto image = parse_trie_image(static_cast<const unsigned char *>(base), size, flags);

@@ -43,48 +43,59 @@ class StopSet {
   std::vector<uint64_t> bits_;
 };
 
-Status corrupt(auto &&...parts) {
-  return error(Code::kCorruptFile, "trie arrays: ", parts...);
-}
+Status corrupt(auto &&...parts) { return error(Code::kCorruptFile, "trie arrays: ", parts...); }
 
-// The structural checks of edges and nodes fused into one pass over
-// node_offsets and edge_tokens (the bulk of a trie's bytes): true when they
-// all hold. validate_trie_arrays locates the first failure with the slower
-// per-check loops below.
+// The structural checks of nodes and edges in two passes, one over
+// node_offsets and one over edge_tokens (the bulk of a trie's bytes): true
+// when they all hold. validate_trie_arrays locates the first failure with
+// the slower loop of locate_structure_error.
+//
+// Pass 1, per node (in blocks of 64, one terminal word each): begin <= end,
+// begin >= node id, fanout, leaves terminal, and children ascending (only
+// nodes with two or more children have a loop). Pass 2, per edge (a loop
+// the compiler vectorises): token < vocab_size, and near a stop token
+// (checked exactly afterwards, rarely).
 bool structure_holds(const TrieArrays &a, uint32_t &max_fanout, bool &near_stop) {
   const uint64_t n = a.n_nodes;
   const uint64_t n_edges = n - 1;
   const uint32_t *off = a.node_offsets;
   const int32_t *tok = a.edge_tokens;
-  const auto vocab = static_cast<uint32_t>(a.vocab_size);
-  const int32_t lo = a.stop_tokens[0], hi = a.stop_tokens[a.n_stop_tokens - 1];
-  bool bad = off[0] != 0 || off[n] != n_edges;
-  bool near = false;
+  if (off[0] != 0 || off[n] != n_edges) return false;
+  bool bad = false;
   uint32_t fanout = 0;
   for (uint64_t w = 0; w < a.terminal_words() && !bad; ++w) {
     const uint64_t base = w * 64;
-    const uint64_t end = std::min<uint64_t>(n, base + 64);
-    const uint64_t bits = a.terminal_bits[w];
-    for (uint64_t node = base; node < end; ++node) {
+    const uint64_t count = std::min<uint64_t>(64, n - base);
+    uint64_t leaves = 0;
+    for (uint64_t i = 0; i < count; ++i) {
+      const uint64_t node = base + i;
       const uint32_t b = off[node], e = off[node + 1];
-      if (e < b || b < node || e > n_edges) {
-        bad = true;
-        break;
-      }
-      bad |= b == e && !((bits >> (node - base)) & 1);
+      const bool range_bad = (e < b) | (b < node) | (e > n_edges);
+      bad |= range_bad;
       fanout = std::max(fanout, e - b);
-      int32_t prev = -1;
-      for (uint32_t k = b; k < e; ++k) {
-        const int32_t t = tok[k];
-        bad |= static_cast<uint32_t>(t) >= vocab || t <= prev;
-        near |= t >= lo && t <= hi;
-        prev = t;
+      leaves |= uint64_t{b == e} << i;
+      if (e - b >= 2 && !range_bad) {
+        bool unordered = false;
+        for (uint32_t k = b + 1; k < e; ++k) unordered |= tok[k] <= tok[k - 1];
+        bad |= unordered;
       }
     }
+    bad |= (leaves & ~a.terminal_bits[w]) != 0;
+  }
+  if (bad) return false;
+
+  const auto vocab = static_cast<uint32_t>(a.vocab_size);
+  const auto lo = static_cast<uint32_t>(a.stop_tokens[0]);
+  const auto stop_span = static_cast<uint32_t>(a.stop_tokens[a.n_stop_tokens - 1]) - lo;
+  const auto *utok = reinterpret_cast<const uint32_t *>(tok);
+  uint32_t out = 0, close = 0;
+  for (uint64_t e = 0; e < n_edges; ++e) {
+    out |= utok[e] >= vocab;
+    close |= utok[e] - lo <= stop_span;
   }
   max_fanout = fanout;
-  near_stop = near;
-  return !bad;
+  near_stop = close != 0;
+  return out == 0;
 }
 
 // The first failure of structure_holds, named.

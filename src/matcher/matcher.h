@@ -24,6 +24,7 @@
 #include "matcher/history.h"
 #include "matcher/label_view.h"
 #include "matcher/modes.h"
+#include "matcher/rules.h"
 #include "trie/trie.h"
 
 namespace treemask {
@@ -154,6 +155,14 @@ class Matcher {
   // exactly: no mode changes its steps and the trie's stop tokens apply.
   bool has_plain_steps() const { return plain() && !(modes_ && !modes_->stops.empty()); }
 
+  // The plain rule with this matcher's stop tokens (fixed at creation).
+  const PlainRules &rules() const { return rules_; }
+  // The state of the plain rule: the node while active; closed, terminated
+  // and failed matchers allow only the stop tokens, as a reserved state does.
+  uint32_t plain_state() const {
+    return state_.phase == Phase::kActive ? state_.node : kStateTerminated;
+  }
+
   // The error a call returns in the STICKY_ERROR failed state.
   Status failed_state_error() const;
 
@@ -246,6 +255,7 @@ class Matcher {
 
   Ref<const Trie> trie_;
   MatcherOptions opts_;
+  PlainRules rules_{};
   std::shared_ptr<const ModeConfig> modes_;
   std::shared_ptr<const LabelFilter> filter_;
   std::shared_ptr<UsedLabels> used_;  // null until a label is produced

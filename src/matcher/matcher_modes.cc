@@ -443,14 +443,11 @@ bool Matcher::can_terminate_modes() const {
 }
 
 Matcher Matcher::fork() const {
-  Matcher m(trie_, opts_);
-  m.modes_ = modes_;
-  m.filter_ = filter_;
-  m.used_ = used_;
-  m.budget_end_ = budget_end_;
-  m.mode_steps_ = mode_steps_;
-  m.state_ = state_;
-  m.failed_token_ = failed_token_;
+  // A copy of the whole value (every member, the mode state included), then
+  // without history: nothing is copied field by field, so a new member
+  // cannot be lost in a look-ahead.
+  Matcher m(*this);
+  m.history_.clear();
   return m;
 }
 

@@ -72,26 +72,6 @@ void Trie::write_children_row(uint32_t node, uint32_t *row) const {
   for (uint32_t i = 0; i < c.count; ++i) set_bit(row, c.tokens[i]);
 }
 
-uint64_t Trie::write_state_row(uint32_t state, std::span<const int32_t> stops, uint32_t *row,
-                               size_t n_words) const {
-  const size_t words = row_words();
-  uint64_t count = 0;
-  bool with_stops = true;
-  if (state != kStateTerminated && state != kStateFailed) {
-    write_children_row(state, row);
-    count = children(state).count;
-    with_stops = is_terminal(state);
-  } else {
-    std::memset(row, 0, words * sizeof(uint32_t));
-  }
-  if (with_stops) {
-    for (int32_t s : stops) set_bit(row, s);
-    count += stops.size();
-  }
-  if (n_words > words) std::memset(row + words, 0, (n_words - words) * sizeof(uint32_t));
-  return count;
-}
-
 Trie::Derived &Trie::derived_entry(const void *key) const {
   std::lock_guard<std::mutex> lock(derived_mutex_);
   for (DerivedNode *n = derived_.get(); n; n = n->next.get()) {
@@ -125,7 +105,7 @@ const uint32_t *Trie::cached_row(uint32_t node, const Children &c) const {
     CacheSlot &s = cache_[slot];
     uint32_t key = s.node.load(std::memory_order_acquire);
     if (key == node) return s.row.load(std::memory_order_acquire);  // null while being built
-    if (key != kStateFailed) continue;
+    if (key != kEmptySlot) continue;
     // Reserve budget before claiming the slot, so the cache never overshoots.
     const uint64_t before = dense_cache_used_.fetch_add(row_bytes, std::memory_order_relaxed);
     if (before + row_bytes > dense_budget_) {

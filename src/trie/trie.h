@@ -38,15 +38,15 @@
 #include "core/bits.h"
 #include "core/refcount.h"
 #include "core/status.h"
+#include "trie/find_token.h"
 
 namespace treemask {
 
 class TrieAnnotations;  // trie/annotations.h
 
-// Reserved node ids: the state-array form stores these in place of a node.
-inline constexpr uint32_t kStateTerminated = 0xFFFFFFFEu;
-inline constexpr uint32_t kStateFailed = 0xFFFFFFFFu;
-inline constexpr uint64_t kMaxNodes = 0xFFFFFFFDu;  // ids below the reserved ones
+// Node ids stay below the two reserved state values of the rules
+// (matcher/plain_rules.h: kStateTerminated, kStateFailed).
+inline constexpr uint64_t kMaxNodes = 0xFFFFFFFDu;
 
 // Views of the flat arrays. They point into memory owned by a TrieStorage
 // (vectors for a built trie, a file mapping for a loaded one).
@@ -147,35 +147,14 @@ class Trie final : public RefCounted {
   // without labels).
   std::span<const int64_t> labels(uint32_t node) const;
 
-  // Index of token among children.tokens, or -1.
+  // Index of token among children.tokens, or -1 (the rules' find_token).
   static int64_t find_child(const Children &c, int32_t token) {
-    if (c.count <= 16) {
-      for (uint32_t i = 0; i < c.count; ++i) {
-        if (c.tokens[i] == token) return i;
-      }
-      return -1;
-    }
-    uint32_t lo = 0, n = c.count;
-    while (n > 1) {
-      const uint32_t half = n / 2;
-      lo = (c.tokens[lo + half] <= token) ? lo + half : lo;
-      n -= half;
-    }
-    return c.tokens[lo] == token ? int64_t{lo} : -1;
+    return find_token(c.tokens, c.count, token);
   }
 
   // Writes the children bits of node into row (all row_words() words are
   // overwritten; words beyond are the caller's). Stop tokens are not set.
   void write_children_row(uint32_t node, uint32_t *row) const;
-
-  // Writes the whole row (n_words >= row_words(), the extra words zeroed)
-  // for a state: a node id allows its children, plus `stops` if it is
-  // terminal; a reserved state (kStateTerminated / kStateFailed) allows only
-  // `stops`. Returns the number of allowed tokens (stops are never
-  // children). The one place that turns a trie state into a row: the matcher
-  // and the state-array form both call it.
-  uint64_t write_state_row(uint32_t state, std::span<const int32_t> stops, uint32_t *row,
-                           size_t n_words) const;
 
   // Memory the dense-row cache holds now.
   uint64_t dense_cache_bytes() const { return dense_cache_used_.load(std::memory_order_relaxed); }
@@ -211,8 +190,9 @@ class Trie final : public RefCounted {
   // Dense-row cache: a fixed open-addressing table (node -> row) allocated on
   // first use. Slots are claimed with a CAS on the key and published with a
   // release store of the row, so readers never lock.
+  static constexpr uint32_t kEmptySlot = 0xFFFFFFFFu;  // no node has this id
   struct CacheSlot {
-    std::atomic<uint32_t> node{kStateFailed};  // kStateFailed = empty
+    std::atomic<uint32_t> node{kEmptySlot};
     std::atomic<const uint32_t *> row{nullptr};
   };
   size_t dense_budget_;

@@ -372,7 +372,7 @@ TEST_F(TmtrieTest, EveryFlippedBitFailsToLoadOrAgreesEverywhere) {
     data[bit / 8] ^= static_cast<unsigned char>(1u << (bit % 8));
     const std::string what = "bit " + std::to_string(bit);
     (loads_and_agrees(image, bytes.size(), treemask::kLoadTrusted, what.c_str()) ? loaded
-                                                                                  : refused)++;
+                                                                                 : refused)++;
     std::vector<uint64_t> fixed = image;
     fix_checksums(reinterpret_cast<unsigned char *>(fixed.data()), bytes.size());
     (loads_and_agrees(std::move(fixed), bytes.size(), 0, (what + ", checksums fixed").c_str())
@@ -434,7 +434,8 @@ TEST_F(TmtrieTest, CorruptionsOfTheHardeningIssueAreRefusedAtLoad) {
     fix_checksums(data, bytes.size());
     const std::string bad = path(std::string(c.name) + ".tmtrie");
     write_bytes(bad, data, bytes.size());
-    if (seed_dir) write_bytes(std::string(seed_dir) + "/regression-" + c.name + ".tmtrie", data, bytes.size());
+    if (seed_dir)
+      write_bytes(std::string(seed_dir) + "/regression-" + c.name + ".tmtrie", data, bytes.size());
     for (uint32_t flags : {0u, uint32_t{TREEMASK_LOAD_TRUSTED}}) {
       TrieHandle loaded;
       EXPECT_EQ(treemask_trie_load(bad.c_str(), flags, &loaded.p), TREEMASK_ERR_CORRUPT_FILE)

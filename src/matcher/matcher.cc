@@ -26,6 +26,7 @@ Result<std::unique_ptr<Matcher>> Matcher::create(Ref<const Trie> trie, const Mat
   m->rules_ = plain_rules(*m->trie_, m->stop_tokens());
   m->reset();
   m->counters_ = {};  // creation is not a reset
+  m->fills_ = {};
   return m;
 }
 
@@ -33,6 +34,7 @@ Result<std::unique_ptr<Matcher>> Matcher::clone() const {
   if (state_.phase == Phase::kFailed) return failed_state_error();
   std::unique_ptr<Matcher> copy(new Matcher(*this));
   copy->counters_ = {};  // each event is counted by one matcher only
+  copy->fills_ = {};
   return copy;
 }
 

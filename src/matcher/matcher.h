@@ -11,6 +11,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -136,10 +137,15 @@ class Matcher {
   Status accept_forced(int32_t *out, size_t cap, size_t *n_accepted);
   std::string debug_string() const;
 
-  const MatcherCounters &counters() const { return counters_; }
+  MatcherCounters counters() const {
+    MatcherCounters c = counters_;
+    c.fills = fills_.get();
+    return c;
+  }
   // A row written for this matcher without fill() (the batch's incremental
-  // path). A matcher is used by one thread at a time, so a plain count.
-  void count_fill() const { ++counters_.fills; }
+  // path). The one count a const call makes: an atomic, so a const method
+  // changes no plain member.
+  void count_fill() const { fills_.add(1); }
 
   const Trie &trie() const { return *trie_; }
   const Ref<const Trie> &trie_ref() const { return trie_; }
@@ -263,8 +269,22 @@ class Matcher {
   bool mode_steps_ = false;           // fill/accept take the mode paths
   MatcherState state_;
   History<MatcherState> history_;
-  int32_t failed_token_ = -1;         // the token whose rejection entered kClosed / kFailed
-  mutable MatcherCounters counters_;  // mutable: fill() is const but counts
+  int32_t failed_token_ = -1;  // the token whose rejection entered kClosed / kFailed
+  MatcherCounters counters_;   // all but fills, which const calls count
+  // A relaxed atomic count that copies as a value (a matcher is copied by
+  // clone and look-ahead).
+  struct FillCount {
+    mutable std::atomic<uint64_t> n{0};
+    FillCount() = default;
+    FillCount(const FillCount &o) : n(o.get()) {}
+    FillCount &operator=(const FillCount &o) {
+      n.store(o.get(), std::memory_order_relaxed);
+      return *this;
+    }
+    uint64_t get() const { return n.load(std::memory_order_relaxed); }
+    void add(uint64_t k) const { n.fetch_add(k, std::memory_order_relaxed); }
+  };
+  FillCount fills_;
 };
 
 }  // namespace treemask

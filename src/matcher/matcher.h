@@ -282,7 +282,10 @@ class Matcher {
       return *this;
     }
     uint64_t get() const { return n.load(std::memory_order_relaxed); }
-    void add(uint64_t k) const { n.fetch_add(k, std::memory_order_relaxed); }
+    // A load and a store, not a locked read-modify-write: a matcher is used
+    // by one thread at a time (so no increment is lost), and the atomic type
+    // keeps concurrent const calls free of data races all the same.
+    void add(uint64_t k) const { n.store(get() + k, std::memory_order_relaxed); }
   };
   FillCount fills_;
 };

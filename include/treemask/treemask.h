@@ -439,8 +439,11 @@ TREEMASK_API void treemask_save_options_init(treemask_save_options *opts);
 TREEMASK_NODISCARD TREEMASK_API treemask_status
 treemask_trie_save(const treemask_trie *trie, const char *path, const treemask_save_options *opts);
 
-/* Maps the .tmtrie file at path. flags: 0 (verify the payload checksum: one
- * linear pass, GB/s) or TREEMASK_LOAD_TRUSTED (constant time). The loaded trie
+/* Maps the .tmtrie file at path and checks the structure of its arrays (one
+ * linear pass at memory bandwidth: offsets, child order, token ranges, labels),
+ * so that no corrupted file that loads can misbehave. flags: 0 (also verify
+ * the payload checksum: one more linear pass) or TREEMASK_LOAD_TRUSTED (skip
+ * only the checksum). The loaded trie
  * behaves bit for bit like the one saved; its dense-row cache budget is the
  * default 64 MiB. The file must not be truncated or rewritten in place while
  * a trie loaded from it is alive (replace it by rename, as

@@ -41,7 +41,7 @@ treemask_status treemask_matcher_get_counters(const treemask_matcher *m,
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(m);
     TM_REQUIRE_ARG(out);
-    const treemask::MatcherCounters &c = to_matcher(m)->counters();
+    const treemask::MatcherCounters c = to_matcher(m)->counters();
     return treemask::capi::write_sized(out, "treemask_matcher_counters",
                                        [&](treemask_matcher_counters &counters) {
                                          counters.n_fills = c.fills;

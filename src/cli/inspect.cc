@@ -49,11 +49,7 @@ int cmd_inspect(int argc, char **argv) {
   for (uint64_t lo = 0, hi = 1; lo < hi;) {
     uint64_t terminals = 0;
     for (uint64_t n = lo; n < hi; ++n) {
-      Children c;
-      if (!trie.children(static_cast<uint32_t>(n), c)) {
-        print_error(cat("trie arrays are inconsistent at node ", n));
-        return kExitBadInput;
-      }
+      const Children c = trie.children(static_cast<uint32_t>(n));
       terminals += trie.is_terminal(static_cast<uint32_t>(n));
       leaves += c.count == 0;
       const size_t bucket = c.count == 0 ? 0 : std::bit_width(c.count);

@@ -74,10 +74,8 @@ Status write_paths(const Trie &trie, bool with_stop, bool labels) {
     } else if (path.empty()) {
       out.text("(empty)");
     }
-    std::span<const int64_t> ids;
-    if (labels && !trie.labels(node, ids)) {
-      return error(Code::kCorruptFile, "trie arrays are inconsistent at node ", node);
-    }
+    // The load validated the arrays: labels() cannot fail.
+    const std::span<const int64_t> ids = labels ? trie.labels(node) : std::span<const int64_t>{};
     if (!ids.empty()) out.label_ids(ids);
     out.end_line();
     return Status::Ok();
@@ -91,10 +89,7 @@ Status write_paths(const Trie &trie, bool with_stop, bool labels) {
   if (trie.is_terminal(0)) TM_TRY(finish(0, path));
   while (!stack.empty()) {
     Frame &f = stack.back();
-    Children c;
-    if (!trie.children(f.node, c)) {
-      return error(Code::kCorruptFile, "trie arrays are inconsistent at node ", f.node);
-    }
+    const Children c = trie.children(f.node);
     if (f.next_child == c.count) {
       stack.pop_back();
       if (!path.empty()) path.pop_back();

@@ -148,18 +148,12 @@ Status Batch::select_slots(const int32_t *slots, size_t n_slots, size_t words_pe
 
 namespace {
 
-constexpr uint32_t kOutOfRange = UINT32_MAX;
-
-// Sets the bits of an ascending token list and appends the distinct words it
-// touched to words (which has room for the list). Returns how many words it
-// appended, or kOutOfRange (having written only bits of tokens below vocab)
-// when a token is not below vocab.
-inline uint32_t set_list(uint32_t *row, uint32_t vocab, std::span<const int32_t> tokens,
-                         uint32_t *words) {
+// Sets the bits of an ascending token list (tokens < vocab_size: the trie
+// is validated) and appends the distinct words it touched to words (which
+// has room for the list). Returns how many words it appended.
+inline uint32_t set_list(uint32_t *row, std::span<const int32_t> tokens, uint32_t *words) {
   uint32_t n = 0, last = UINT32_MAX;
   for (int32_t t : tokens) {
-    if (static_cast<uint32_t>(t) >= vocab) [[unlikely]]
-      return kOutOfRange;
     const uint32_t w = static_cast<uint32_t>(t) >> 5;
     row[w] |= uint32_t{1} << (static_cast<uint32_t>(t) & 31);
     if (w != last) words[n++] = last = w;
@@ -197,20 +191,13 @@ Status Batch::fill_row(size_t slot, uint32_t *row, size_t words_per_row, bool tr
     record->known = false;
     const size_t n = list_allowed();
     if (n <= cap) {
-      // The lists are only as sound as the trie's arrays: a token out of
-      // range (a corrupted file loaded trusted) goes to the full fill, which
-      // rewrites the row and reports it.
-      const auto vocab32 = static_cast<uint32_t>(vocab);
       uint32_t *words = record->words.data();
-      const uint32_t k = set_list(row, vocab32, first, words);
-      const uint32_t k2 = k == kOutOfRange ? k : set_list(row, vocab32, second, words + k);
-      if (k2 != kOutOfRange) {
-        record->n_words = k + k2;
-        record->known = true;
-        m.count_fill();
-        if (need_apply) need_apply[slot] = n != vocab;
-        return Status::Ok();
-      }
+      const uint32_t k = set_list(row, first, words);
+      record->n_words = k + set_list(row, second, words + k);
+      record->known = true;
+      m.count_fill();
+      if (need_apply) need_apply[slot] = n != vocab;
+      return Status::Ok();
     }
   }
   bool need = true;

@@ -11,7 +11,6 @@ namespace {
 
 // Terminal nodes carrying any of keys, ascending and distinct.
 Result<std::vector<uint32_t>> terminals_with_keys(const Trie &trie, std::span<const int64_t> keys) {
-  TM_TRY(label_index(trie).status);
   std::vector<uint32_t> out;
   for (int64_t key : keys) {
     for_each_terminal_with_key(trie, key, [&](uint32_t node) { out.push_back(node); });
@@ -19,12 +18,6 @@ Result<std::vector<uint32_t>> terminals_with_keys(const Trie &trie, std::span<co
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
-}
-
-Result<const NodeStats *> checked_stats(const Trie &trie, bool leaves_only) {
-  const NodeStats &stats = node_stats(trie, leaves_only);
-  TM_TRY(stats.status);
-  return &stats;
 }
 
 }  // namespace
@@ -39,14 +32,9 @@ Result<Ref<ExclusionSet>> ExclusionSet::create(Ref<const Trie> trie,
 Result<std::shared_ptr<const LabelFilter>> ExclusionSet::filter(bool leaves_only) const {
   Lazy &lazy = lazy_[leaves_only ? 1 : 0];
   std::call_once(lazy.once, [&] {
-    auto stats = checked_stats(*trie_, leaves_only);
-    if (!stats.ok()) {
-      lazy.status = stats.take_status();
-      return;
-    }
-    lazy.filter = LabelFilter::blocking(*trie_, *stats.value(), nullptr, terminals_);
+    lazy.filter =
+        LabelFilter::blocking(*trie_, node_stats(*trie_, leaves_only), nullptr, terminals_);
   });
-  if (!lazy.status.ok()) return lazy.status;
   return lazy.filter;
 }
 
@@ -62,7 +50,7 @@ Result<std::shared_ptr<const LabelFilter>> make_label_filter(const Trie &trie, b
     }
     TM_ASSIGN_OR_RETURN(base, shared->filter(leaves_only));
   }
-  TM_ASSIGN_OR_RETURN(const NodeStats *stats, checked_stats(trie, leaves_only));
+  const NodeStats *stats = &node_stats(trie, leaves_only);
   TM_ASSIGN_OR_RETURN(std::vector<uint32_t> banned_ends, terminals_with_keys(trie, banned));
   if (!allowed) {
     if (banned_ends.empty()) return base;

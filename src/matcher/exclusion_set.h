@@ -44,7 +44,6 @@ class ExclusionSet final : public RefCounted {
   struct Lazy {
     std::once_flag once;
     std::shared_ptr<const LabelFilter> filter;
-    Status status;
   };
   mutable Lazy lazy_[2];
 };

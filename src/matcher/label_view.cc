@@ -39,8 +39,8 @@ std::vector<std::pair<uint32_t, NodeInfo>> build_region(const Trie &trie,
     const uint32_t node = nodes[i];
     NodeInfo info;
     if (is_end(node)) info = {1, 0};
-    Children c;
-    if (trie.children(node, c)) {
+    {
+      const Children c = trie.children(node);
       // Region children sit after i, in the same ascending order.
       auto next = std::lower_bound(nodes.begin() + static_cast<ptrdiff_t>(i) + 1, nodes.end(),
                                    c.first_child);
@@ -75,10 +75,8 @@ std::vector<uint32_t> path_up(const Trie &trie, uint32_t node) {
 // The distance of node in `view` computed from its children (node is not an
 // available end there).
 uint32_t dist_from_children(const LabelView &view, uint32_t node) {
-  Children c;
   uint32_t dist = kNoDistance;
-  if (!view.trie().children(node, c)) return dist;
-  view.for_each_child(c, [&](uint32_t, NodeInfo info) {
+  view.for_each_child(view.trie().children(node), [&](uint32_t, NodeInfo info) {
     dist = std::min(dist, one_more(info.dist));
     return dist > 1;  // 1 is the best a child can give
   });

@@ -23,11 +23,10 @@ Result<std::unique_ptr<Matcher>> Matcher::create(Ref<const Trie> trie, const Mat
   TM_ASSIGN_OR_RETURN(std::shared_ptr<const ModeConfig> config, make_mode_config(*trie, modes));
   std::unique_ptr<Matcher> m(new Matcher(std::move(trie), opts));
   m->modes_ = std::move(config);
-  if (m->modes_ && m->modes_->needs_label_view()) {
-    TM_TRY(node_stats(*m->trie_, m->modes_->leaves_only).status);
-  }
+  m->rules_ = plain_rules(*m->trie_, m->stop_tokens());
   m->reset();
   m->counters_ = {};  // creation is not a reset
+  m->fills_ = {};
   return m;
 }
 
@@ -35,17 +34,13 @@ Result<std::unique_ptr<Matcher>> Matcher::clone() const {
   if (state_.phase == Phase::kFailed) return failed_state_error();
   std::unique_ptr<Matcher> copy(new Matcher(*this));
   copy->counters_ = {};  // each event is counted by one matcher only
+  copy->fills_ = {};
   return copy;
 }
 
 Status Matcher::failed_state_error() const {
   return error(Code::kInvalidState, "the matcher failed after rejecting token ", failed_token_,
                " (STICKY_ERROR policy); only reset is allowed");
-}
-
-Status Matcher::corrupt_node_error() const {
-  return error(Code::kCorruptFile, "trie arrays are inconsistent at node ", state_.node,
-               " (corrupted .tmtrie file?)");
 }
 
 Status Matcher::fill(uint32_t *row, size_t n_words, bool *need_apply, const FillOptions &fo) const {
@@ -57,13 +52,7 @@ Status Matcher::fill(uint32_t *row, size_t n_words, bool *need_apply, const Fill
   }
   count_fill();
   if (!plain() || fo.remaining_tokens) return fill_modes(row, n_words, need_apply, fo);
-  // Closed, terminated and failed rows allow only the stop tokens, as a
-  // reserved state does.
-  const uint32_t state = state_.phase == Phase::kActive ? state_.node : kStateTerminated;
-  uint64_t allowed = 0;
-  if (!t.write_state_row(state, stop_tokens(), row, n_words, &allowed)) {
-    return corrupt_node_error();
-  }
+  const uint64_t allowed = write_allowed_row(t, rules(), plain_state(), row, n_words);
   if (need_apply) *need_apply = allowed != static_cast<uint64_t>(t.vocab_size());
   if (state_.phase == Phase::kFailed) return failed_state_error();
   return Status::Ok();
@@ -98,29 +87,18 @@ Status Matcher::accept(int32_t token, bool *accepted, std::string *why, bool app
     default: break;
   }
   if (!plain()) return accept_modes(token, accepted, why, apply_policy);
-  Children c;
-  if (!t.children(state_.node, c)) return corrupt_node_error();
-  if (token >= 0 && token < t.vocab_size()) {
-    const int64_t index = Trie::find_child(c, token);
-    if (index >= 0) {
-      push_state();
-      state_.node = c.first_child + static_cast<uint32_t>(index);
-      if (opts_.terminate_without_stop_token) {
-        Children next;
-        if (!t.children(state_.node, next)) return corrupt_node_error();
-        if (next.count == 0) state_.phase = Phase::kTerminated;
-      }
-      *accepted = true;
-      return Status::Ok();
-    }
-    if (t.is_terminal(state_.node) && is_stop_token(token)) {
-      push_state();
-      state_.phase = Phase::kTerminated;
-      *accepted = true;
-      return Status::Ok();
-    }
+  const uint32_t next = rules().step_node(state_.node, token);
+  if (next == kStateFailed) {
+    reject(token, accepted, why, apply_policy);
+    return Status::Ok();
   }
-  reject(token, accepted, why, apply_policy);
+  push_state();
+  if (next == kStateTerminated ||
+      (opts_.terminate_without_stop_token && t.children(next).count == 0)) {
+    state_.phase = Phase::kTerminated;
+  }
+  if (next != kStateTerminated) state_.node = next;
+  *accepted = true;
   return Status::Ok();
 }
 
@@ -220,87 +198,37 @@ size_t Matcher::rollback_depth() const {
 bool Matcher::can_terminate() const {
   if (state_.phase == Phase::kClosed) return true;
   if (!plain()) return can_terminate_modes();
-  return state_.phase == Phase::kActive && trie_->is_terminal(state_.node);
+  return state_.phase == Phase::kActive && rules().allowed(state_.node).stops;
 }
 
 size_t Matcher::next_tokens(int32_t *out, size_t cap) const {
   if (!plain()) return next_tokens_modes(out, cap);
-  const Trie &t = *trie_;
-  const auto stops = stop_tokens();
-  switch (state_.phase) {
-    case Phase::kFailed: return 0;
-    case Phase::kClosed:
-    case Phase::kTerminated:
-      std::copy_n(stops.begin(), std::min(cap, stops.size()), out);
-      return stops.size();
-    default: break;
-  }
-  Children c;
-  if (!t.children(state_.node, c)) return 0;
-  const bool terminal = t.is_terminal(state_.node);
-  const size_t n = c.count + (terminal ? stops.size() : 0);
-  if (cap == 0) return n;
-  if (!terminal) {
-    std::copy_n(c.tokens, std::min<size_t>(cap, c.count), out);
-    return n;
-  }
-  // Merge the two ascending lists, writing at most cap.
-  size_t i = 0, j = 0, k = 0;
-  const size_t ns = terminal ? stops.size() : 0;
-  while (k < cap && (i < c.count || j < ns)) {
-    if (j >= ns || (i < c.count && c.tokens[i] < stops[j])) {
-      out[k++] = c.tokens[i++];
-    } else {
-      out[k++] = stops[j++];
-    }
-  }
-  return n;
+  if (state_.phase == Phase::kFailed) return 0;  // fill writes the stop tokens
+  const PlainRules &r = rules();
+  return list_allowed(r.allowed(plain_state()), r, out, cap);
 }
 
 bool Matcher::allowed_lists(std::span<const int32_t> &first,
                             std::span<const int32_t> &second) const {
-  if (!plain()) return false;
-  const auto stops = stop_tokens();
-  switch (state_.phase) {
-    case Phase::kClosed:
-    case Phase::kTerminated:
-      first = stops;
-      second = {};
-      return true;
-    case Phase::kActive: {
-      Children c;
-      if (!trie_->children(state_.node, c)) return false;
-      first = c.span();
-      second = trie_->is_terminal(state_.node) ? stops : std::span<const int32_t>{};
-      return true;
-    }
-    default: return false;
-  }
+  if (!plain() || state_.phase == Phase::kFailed) return false;
+  const PlainRules &r = rules();
+  const Allowed a = r.allowed(plain_state());
+  first = children_of(a);
+  second = stops_of(a, r);
+  return true;
 }
 
 size_t Matcher::forced_tokens(int32_t *out, size_t cap) const {
   if (!plain()) return forced_tokens_modes(out, cap);
   if (state_.phase != Phase::kActive) return 0;
-  const Trie &t = *trie_;
-  uint32_t node = state_.node;
-  size_t k = 0;
-  Children c;
-  // Child ids strictly increase, so this ends within n_nodes steps even on
-  // corrupt arrays.
-  while (!t.is_terminal(node) && t.children(node, c) && c.count == 1) {
-    if (k < cap) out[k] = c.tokens[0];
-    ++k;
-    node = c.first_child;
-  }
-  return k;
+  return forced_chain(rules(), state_.node, out, cap);
 }
 
 size_t Matcher::label_ids(int64_t *out, size_t cap) const {
   const bool has_node = state_.phase == Phase::kActive ||
                         (state_.phase == Phase::kTerminated && state_.node != kStateFailed);
   if (!has_node) return 0;
-  std::span<const int64_t> labels;
-  if (!trie_->labels(state_.node, labels)) return 0;
+  const std::span<const int64_t> labels = trie_->labels(state_.node);
   std::copy_n(labels.begin(), std::min(cap, labels.size()), out);
   return labels.size();
 }

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -24,6 +25,7 @@
 #include "matcher/history.h"
 #include "matcher/label_view.h"
 #include "matcher/modes.h"
+#include "matcher/rules.h"
 #include "trie/trie.h"
 
 namespace treemask {
@@ -135,10 +137,15 @@ class Matcher {
   Status accept_forced(int32_t *out, size_t cap, size_t *n_accepted);
   std::string debug_string() const;
 
-  const MatcherCounters &counters() const { return counters_; }
+  MatcherCounters counters() const {
+    MatcherCounters c = counters_;
+    c.fills = fills_.get();
+    return c;
+  }
   // A row written for this matcher without fill() (the batch's incremental
-  // path). A matcher is used by one thread at a time, so a plain count.
-  void count_fill() const { ++counters_.fills; }
+  // path). The one count a const call makes: an atomic, so a const method
+  // changes no plain member.
+  void count_fill() const { fills_.add(1); }
 
   const Trie &trie() const { return *trie_; }
   const Ref<const Trie> &trie_ref() const { return trie_; }
@@ -153,6 +160,14 @@ class Matcher {
   // True when the state-array form (a bare node id) reproduces this matcher
   // exactly: no mode changes its steps and the trie's stop tokens apply.
   bool has_plain_steps() const { return plain() && !(modes_ && !modes_->stops.empty()); }
+
+  // The plain rule with this matcher's stop tokens (fixed at creation).
+  const PlainRules &rules() const { return rules_; }
+  // The state of the plain rule: the node while active; closed, terminated
+  // and failed matchers allow only the stop tokens, as a reserved state does.
+  uint32_t plain_state() const {
+    return state_.phase == Phase::kActive ? state_.node : kStateTerminated;
+  }
 
   // The error a call returns in the STICKY_ERROR failed state.
   Status failed_state_error() const;
@@ -214,7 +229,6 @@ class Matcher {
   // Plain paths (matcher.cc).
   Status accept(int32_t token, bool *accepted, std::string *why, bool apply_policy);
   std::string describe_rejection(int32_t token) const;
-  Status corrupt_node_error() const;
   void reject(int32_t token, bool *accepted, std::string *why, bool apply_policy);
   void finish_fill(uint32_t *row, size_t n_words, bool *need_apply, uint64_t allowed) const;
   // Pushes the current state for rollback and counts the accept.
@@ -226,7 +240,7 @@ class Matcher {
   MatcherState initial_state() const;
   std::optional<int64_t> budget(const FillOptions &fo) const;
   const NodeStats *stats_if_needed(bool with_budget) const;
-  Status label_step(std::optional<int64_t> remaining, LabelStep &out) const;
+  LabelStep label_step(std::optional<int64_t> remaining) const;
   bool think_forcing(std::optional<int64_t> remaining) const;
   Status fill_modes(uint32_t *row, size_t n_words, bool *need_apply, const FillOptions &fo) const;
   Status accept_modes(int32_t token, bool *accepted, std::string *why, bool apply_policy);
@@ -247,6 +261,7 @@ class Matcher {
 
   Ref<const Trie> trie_;
   MatcherOptions opts_;
+  PlainRules rules_{};
   std::shared_ptr<const ModeConfig> modes_;
   std::shared_ptr<const LabelFilter> filter_;
   std::shared_ptr<UsedLabels> used_;  // null until a label is produced
@@ -254,8 +269,25 @@ class Matcher {
   bool mode_steps_ = false;           // fill/accept take the mode paths
   MatcherState state_;
   History<MatcherState> history_;
-  int32_t failed_token_ = -1;         // the token whose rejection entered kClosed / kFailed
-  mutable MatcherCounters counters_;  // mutable: fill() is const but counts
+  int32_t failed_token_ = -1;  // the token whose rejection entered kClosed / kFailed
+  MatcherCounters counters_;   // all but fills, which const calls count
+  // A relaxed atomic count that copies as a value (a matcher is copied by
+  // clone and look-ahead).
+  struct FillCount {
+    mutable std::atomic<uint64_t> n{0};
+    FillCount() = default;
+    FillCount(const FillCount &o) : n(o.get()) {}
+    FillCount &operator=(const FillCount &o) {
+      n.store(o.get(), std::memory_order_relaxed);
+      return *this;
+    }
+    uint64_t get() const { return n.load(std::memory_order_relaxed); }
+    // A load and a store, not a locked read-modify-write: a matcher is used
+    // by one thread at a time (so no increment is lost), and the atomic type
+    // keeps concurrent const calls free of data races all the same.
+    void add(uint64_t k) const { n.store(get() + k, std::memory_order_relaxed); }
+  };
+  FillCount fills_;
 };
 
 }  // namespace treemask

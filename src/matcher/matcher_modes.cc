@@ -58,17 +58,17 @@ LabelView Matcher::filter_view(const NodeStats &stats) const {
   return LabelView(*trie_, stats, filter_.get());
 }
 
-Status Matcher::label_step(std::optional<int64_t> remaining, LabelStep &out) const {
+Matcher::LabelStep Matcher::label_step(std::optional<int64_t> remaining) const {
+  LabelStep out;
   const uint32_t node = state_.node;
   const Trie &t = *trie_;
-  if (!t.children(node, out.children)) return corrupt_node_error();
+  out.children = t.children(node);
   const NodeStats *stats = stats_if_needed(remaining.has_value());
   int64_t effective = std::numeric_limits<int64_t>::max();
   uint32_t root_dist = 0;
   if (!stats) {
     out.stop = t.is_terminal(node);
   } else {
-    TM_TRY(stats->status);
     out.view = filter_view(*stats).with(used_ ? &used_->delta : nullptr);
     const NodeInfo self = out.view->info(node);
     out.stop = self.dist == 0;
@@ -99,7 +99,7 @@ Status Matcher::label_step(std::optional<int64_t> remaining, LabelStep &out) con
       state_.accepted == 0) {
     out.think_begin = !remaining || 1 + int64_t{m->think_end.size()} + root_dist <= *remaining;
   }
-  return Status::Ok();
+  return out;
 }
 
 bool Matcher::think_forcing(std::optional<int64_t> remaining) const {
@@ -113,7 +113,7 @@ bool Matcher::think_forcing(std::optional<int64_t> remaining) const {
   // One more free token must leave room for the whole end sequence (a
   // partial match may be lost) and the shortest label.
   const NodeStats *stats = stats_if_needed(true);
-  const uint32_t label = stats->status.ok() ? filter_view(*stats).info(0).dist : kNoDistance;
+  const uint32_t label = filter_view(*stats).info(0).dist;
   if (label == kNoDistance) return true;
   return *remaining < 1 + int64_t{m.think_end.size()} + int64_t{label};
 }
@@ -144,18 +144,10 @@ Status Matcher::fill_modes(uint32_t *row, size_t n_words, bool *need_apply,
       allowed = 1;
       break;
     case Phase::kActive: {
-      LabelStep s;
-      const Status status = label_step(remaining, s);
-      if (!status.ok()) {
-        std::memset(row, 0, n_words * sizeof(uint32_t));
-        return status;
-      }
+      const LabelStep s = label_step(remaining);
       if (s.all_children || s.dead_children_only) {
         // The (possibly cached) dense row, then clear the few dead children.
-        if (!t.write_children_row(state_.node, row)) {
-          std::memset(row, 0, n_words * sizeof(uint32_t));
-          return corrupt_node_error();
-        }
+        t.write_children_row(state_.node, row);
         allowed = s.children.count;
         if (s.dead_children_only) {
           s.view->for_each_dead_child(s.children, [&](uint32_t k) {
@@ -167,20 +159,11 @@ Status Matcher::fill_modes(uint32_t *row, size_t n_words, bool *need_apply,
         }
       } else {
         std::memset(row, 0, words * sizeof(uint32_t));
-        const auto vocab = static_cast<uint32_t>(t.vocab_size());
-        bool corrupt = false;
         s.for_each_allowed_child([&](uint32_t i) {
-          const int32_t token = s.children.tokens[i];
-          corrupt = static_cast<uint32_t>(token) >= vocab;  // a corrupted file's edge
-          if (corrupt) return false;
-          set_bit(row, token);
+          set_bit(row, s.children.tokens[i]);
           ++allowed;
           return true;
         });
-        if (corrupt) {
-          std::memset(row, 0, n_words * sizeof(uint32_t));
-          return corrupt_node_error();
-        }
       }
       if (s.stop) {
         for (int32_t stop : stop_tokens()) set_bit(row, stop);
@@ -255,8 +238,7 @@ Status Matcher::accept_modes(int32_t token, bool *accepted, std::string *why, bo
 
 Status Matcher::accept_in_label_phase(int32_t token, bool *accepted, std::string *why,
                                       bool apply_policy) {
-  LabelStep s;
-  TM_TRY(label_step(budget({}), s));
+  const LabelStep s = label_step(budget({}));
   const uint32_t node = state_.node;
   if (token >= 0 && token < trie_->vocab_size()) {
     const int64_t index = Trie::find_child(s.children, token);
@@ -300,8 +282,7 @@ Status Matcher::accept_in_label_phase(int32_t token, bool *accepted, std::string
 
 Status Matcher::after_accept() {
   if (!opts_.terminate_without_stop_token || state_.phase != Phase::kActive) return Status::Ok();
-  LabelStep s;
-  TM_TRY(label_step(budget({}), s));
+  const LabelStep s = label_step(budget({}));
   if (!s.stop || s.separator || s.think_begin) return Status::Ok();
   bool any_child = false;
   s.for_each_allowed_child([&](uint32_t) { return !(any_child = true); });
@@ -324,7 +305,6 @@ Matcher::UsedLabels &Matcher::used_for_write() {
 Status Matcher::produce_label(uint32_t terminal) {
   if (!modes_ || !modes_->multi_label()) return Status::Ok();
   const NodeStats &stats = node_stats(*trie_, modes_->leaves_only);
-  TM_TRY(stats.status);
   UsedLabels &used = used_for_write();
   block_keys_of(filter_view(stats), used.delta, terminal, true);
   used.produced.push_back(terminal);
@@ -335,7 +315,6 @@ Status Matcher::produce_label(uint32_t terminal) {
 Status Matcher::sync_used_labels() {
   if (!used_ || used_->produced.size() == state_.labels) return Status::Ok();
   const NodeStats &stats = node_stats(*trie_, modes_->leaves_only);
-  TM_TRY(stats.status);
   UsedLabels &used = used_for_write();
   while (used.produced.size() > state_.labels) {
     unblock_keys_of(filter_view(stats), used.delta, used.produced.back());
@@ -373,8 +352,7 @@ size_t Matcher::next_tokens_modes(int32_t *out, size_t cap) const {
       for (int32_t stop : stop_tokens()) emit(stop);
       return n;
   }
-  LabelStep s;
-  if (!label_step(remaining, s).ok()) return 0;
+  const LabelStep s = label_step(remaining);
   // Stops, the separator and the think-begin token are never children here
   // (checked when the matcher was created), so a merge gives distinct tokens.
   std::vector<int32_t> extra;
@@ -417,8 +395,7 @@ std::optional<int32_t> Matcher::sole_forced_token() const {
     case Phase::kActive: break;
     default: return std::nullopt;
   }
-  LabelStep s;
-  if (!label_step(remaining, s).ok()) return std::nullopt;
+  const LabelStep s = label_step(remaining);
   int options = 0;
   int32_t token = -1;
   if (s.separator) ++options, token = modes_->separator[0];
@@ -461,22 +438,18 @@ bool Matcher::can_terminate_modes() const {
   switch (state_.phase) {
     case Phase::kThinking: return !think_forcing(budget({}));
     case Phase::kActive: {
-      LabelStep s;
-      return label_step(budget({}), s).ok() && s.stop;
+      return label_step(budget({})).stop;
     }
     default: return false;
   }
 }
 
 Matcher Matcher::fork() const {
-  Matcher m(trie_, opts_);
-  m.modes_ = modes_;
-  m.filter_ = filter_;
-  m.used_ = used_;
-  m.budget_end_ = budget_end_;
-  m.mode_steps_ = mode_steps_;
-  m.state_ = state_;
-  m.failed_token_ = failed_token_;
+  // A copy of the whole value (every member, the mode state included), then
+  // without history: nothing is copied field by field, so a new member
+  // cannot be lost in a look-ahead.
+  Matcher m(*this);
+  m.history_.clear();
   return m;
 }
 
@@ -525,7 +498,6 @@ Status Matcher::set_remaining_tokens(int64_t remaining) {
     return error(Code::kInvalidArgument, "remaining_tokens = ", remaining,
                  " (expected -1 = no budget, or >= 0)");
   }
-  if (remaining >= 0) TM_TRY(node_stats(*trie_, modes_ && modes_->leaves_only).status);
   budget_end_ = remaining < 0 ? -1 : static_cast<int64_t>(state_.accepted) + remaining;
   update_plain();
   return Status::Ok();
@@ -548,8 +520,7 @@ std::string Matcher::describe_mode_rejection(int32_t token) const {
                  "] = ", m->separator[state_.step], " is allowed");
     default: break;
   }
-  LabelStep s;
-  if (!label_step(budget({}), s).ok()) return "";
+  const LabelStep s = label_step(budget({}));
   const int64_t index = Trie::find_child(s.children, token);
   if (index >= 0) {
     return "; it is a child whose every label is used or excluded, or that cannot end within "

@@ -8,10 +8,9 @@ namespace treemask {
 
 namespace {
 
-Status corrupt_at(uint32_t node) {
-  return error(Code::kCorruptFile, "trie arrays are inconsistent at node ", node,
-               " (corrupted .tmtrie file?)");
-}
+// Keys of the trie's derived cache.
+struct TerminalStatsKey;
+struct LeafStatsKey;
 
 std::shared_ptr<const NodeStats> build_node_stats(const Trie &trie, bool leaves_only) {
   auto out = std::make_shared<NodeStats>();
@@ -21,11 +20,7 @@ std::shared_ptr<const NodeStats> build_node_stats(const Trie &trie, bool leaves_
   // Children have larger ids than their parent, so one backward pass sees
   // every child before its parent.
   for (uint32_t node = n; node-- > 0;) {
-    Children c;
-    if (!trie.children(node, c)) {
-      out->status = corrupt_at(node);
-      return out;
-    }
+    const Children c = trie.children(node);
     const bool is_end = trie.is_terminal(node) && (!leaves_only || c.count == 0);
     uint32_t ends = is_end ? 1 : 0;
     uint32_t dist = is_end ? 0 : kNoDistance;
@@ -45,20 +40,10 @@ std::shared_ptr<const TokenIndex> build_token_index(const Trie &trie) {
   const size_t words = (static_cast<size_t>(trie.vocab_size()) + 63) / 64;
   out->on_edge.assign(words, 0);
   out->after_terminal.assign(words, 0);
-  const auto vocab = static_cast<uint32_t>(trie.vocab_size());
   for (uint32_t node = 0; node < trie.n_nodes(); ++node) {
-    Children c;
-    if (!trie.children(node, c)) {
-      out->status = corrupt_at(node);
-      return out;
-    }
     const bool terminal = trie.is_terminal(node);
-    for (int32_t token : c.span()) {
+    for (int32_t token : trie.children(node).span()) {
       const auto t = static_cast<uint32_t>(token);
-      if (t >= vocab) {
-        out->status = corrupt_at(node);
-        return out;
-      }
       out->on_edge[t >> 6] |= uint64_t{1} << (t & 63);
       if (terminal) out->after_terminal[t >> 6] |= uint64_t{1} << (t & 63);
     }
@@ -72,12 +57,7 @@ std::shared_ptr<const LabelIndex> build_label_index(const Trie &trie) {
   out->by_key.reserve(trie.arrays().n_terminals);
   for (uint32_t node = 0; node < trie.n_nodes(); ++node) {
     if (!trie.is_terminal(node)) continue;
-    std::span<const int64_t> labels;
-    if (!trie.labels(node, labels)) {
-      out->status = corrupt_at(node);
-      return out;
-    }
-    for (int64_t label : labels) out->by_key.emplace_back(label, node);
+    for (int64_t label : trie.labels(node)) out->by_key.emplace_back(label, node);
   }
   std::sort(out->by_key.begin(), out->by_key.end());
   return out;
@@ -86,18 +66,17 @@ std::shared_ptr<const LabelIndex> build_label_index(const Trie &trie) {
 }  // namespace
 
 const NodeStats &node_stats(const Trie &trie, bool leaves_only) {
-  const auto slot = leaves_only ? Trie::DerivedSlot::kLeafStats : Trie::DerivedSlot::kTerminalStats;
-  return trie.derived<NodeStats>(slot, [&] { return build_node_stats(trie, leaves_only); });
+  auto build = [&] { return build_node_stats(trie, leaves_only); };
+  return leaves_only ? trie.derived<LeafStatsKey, NodeStats>(build)
+                     : trie.derived<TerminalStatsKey, NodeStats>(build);
 }
 
 const TokenIndex &token_index(const Trie &trie) {
-  return trie.derived<TokenIndex>(Trie::DerivedSlot::kTokenIndex,
-                                  [&] { return build_token_index(trie); });
+  return trie.derived<TokenIndex>([&] { return build_token_index(trie); });
 }
 
 const LabelIndex &label_index(const Trie &trie) {
-  return trie.derived<LabelIndex>(Trie::DerivedSlot::kLabelIndex,
-                                  [&] { return build_label_index(trie); });
+  return trie.derived<LabelIndex>([&] { return build_label_index(trie); });
 }
 
 uint32_t parent_of(const Trie &trie, uint32_t node) {
@@ -112,7 +91,6 @@ std::vector<int32_t> path_to(const Trie &trie, uint32_t node) {
   const auto &a = trie.arrays();
   while (node != 0 && node < a.n_nodes) {
     const uint32_t parent = parent_of(trie, node);
-    if (parent >= node) break;  // inconsistent offsets: never loop
     path.push_back(a.edge_tokens[node - 1]);
     node = parent;
   }

@@ -23,19 +23,17 @@ inline constexpr uint32_t kNoDistance = 0xFFFFFFFFu;
 // the fewest tokens from it to one (kNoDistance when there is none). An end
 // is a terminal node, or in leaves-only mode a terminal node without children.
 struct NodeStats {
-  Status status;  // not OK when the arrays are inconsistent (corrupt file)
   std::vector<uint32_t> ends;
   std::vector<uint32_t> dist;
 };
 
-// Built on first use; check .status before reading the arrays.
+// Built on first use.
 const NodeStats &node_stats(const Trie &trie, bool leaves_only);
 
 // Two bitsets over the vocabulary: tokens on some edge, and tokens that are a
 // child of some terminal node. Used to reject option tokens that would make a
 // step ambiguous (a stop token inside a path, a separator after a label).
 struct TokenIndex {
-  Status status;
   std::vector<uint64_t> on_edge;
   std::vector<uint64_t> after_terminal;
 
@@ -51,7 +49,6 @@ const TokenIndex &token_index(const Trie &trie);
 // is a label id; a trie without labels (an RTP-LLM prefix dictionary) gives
 // every terminal node its own id as its only key.
 struct LabelIndex {
-  Status status;
   std::vector<std::pair<int64_t, uint32_t>> by_key;
 };
 
@@ -66,9 +63,7 @@ void for_each_key(const Trie &trie, uint32_t terminal, F &&f) {
     if (trie.is_terminal(terminal)) f(int64_t{terminal});
     return;
   }
-  std::span<const int64_t> labels;
-  if (!trie.labels(terminal, labels)) return;
-  for (int64_t label : labels) f(label);
+  for (int64_t label : trie.labels(terminal)) f(label);
 }
 
 // Calls f(node) for each terminal node carrying key, ascending.
@@ -87,12 +82,10 @@ void for_each_terminal_with_key(const Trie &trie, int64_t key, F &&f) {
 }
 
 // The parent of node (> 0): edge e leads to node e + 1, so the parent is the
-// node whose edge range holds node - 1. Needs the monotone offsets that a
-// successful node_stats() build has verified.
+// node whose edge range holds node - 1.
 uint32_t parent_of(const Trie &trie, uint32_t node);
 
-// The tokens from the root to node, for messages. Stops early (returning a
-// shorter path) on inconsistent arrays.
+// The tokens from the root to node, for messages.
 std::vector<int32_t> path_to(const Trie &trie, uint32_t node);
 
 }  // namespace treemask

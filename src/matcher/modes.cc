@@ -55,7 +55,6 @@ Status resolve_stops(const Trie &trie, const ModeOptions &o, ModeConfig &cfg) {
   if (o.override_stop_tokens.empty()) return Status::Ok();
   const int32_t vocab = trie.vocab_size();
   const TokenIndex &tokens = token_index(trie);
-  TM_TRY(tokens.status);
   for (size_t i = 0; i < o.override_stop_tokens.size(); ++i) {
     const int32_t t = o.override_stop_tokens[i];
     if (t < 0 || t >= vocab) {
@@ -86,7 +85,6 @@ Status resolve_multi_label(const Trie &trie, const ModeOptions &o, std::span<con
     return Status::Ok();
   }
   const TokenIndex &tokens = token_index(trie);
-  TM_TRY(tokens.status);
   const int32_t first = o.label_separator[0];
   if (TokenIndex::test(tokens.after_terminal, first)) {
     const uint32_t child = node_after_token(trie, first, true);
@@ -131,10 +129,7 @@ Status resolve_think(const Trie &trie, const ModeOptions &o, std::span<const int
       return error(Code::kInvalidArgument, "think_begin_token = ", begin,
                    " is also label_separator[0]");
     }
-    Children root;
-    if (!trie.children(0, root))
-      return error(Code::kCorruptFile, "trie arrays are inconsistent at the root");
-    if (!o.start_in_thinking && Trie::find_child(root, begin) >= 0) {
+    if (!o.start_in_thinking && Trie::find_child(trie.children(0), begin) >= 0) {
       return error(Code::kInvalidArgument, "think_begin_token = ", begin,
                    " is also a child token of the root, so the first token would be ambiguous");
     }

@@ -4,8 +4,13 @@
 #include <cstring>
 
 #include "core/bits.h"
+#include "matcher/rules.h"
 
 namespace treemask {
+
+static_assert(static_cast<int32_t>(FailurePolicy::kReject) == kPolicyReject &&
+              static_cast<int32_t>(FailurePolicy::kFailClosed) == kPolicyFailClosed &&
+              static_cast<int32_t>(FailurePolicy::kStickyError) == kPolicyStickyError);
 
 namespace {
 
@@ -22,33 +27,6 @@ Status check_states(const Trie &trie, std::span<const uint32_t> states) {
   return Status::Ok();
 }
 
-Status corrupt_at(size_t i, uint32_t node) {
-  return error(Code::kCorruptFile, "states[", i, "]: trie arrays are inconsistent at node ", node,
-               " (corrupted .tmtrie file?)");
-}
-
-// Advances an active node by token. False when the token is rejected (state
-// unchanged) or the node is corrupt (`corrupt` set).
-bool step_node(const Trie &trie, uint32_t &state, int32_t token, bool &corrupt) {
-  Children c;
-  if (!trie.children(state, c)) {
-    corrupt = true;
-    return false;
-  }
-  if (token < trie.vocab_size()) {
-    const int64_t index = Trie::find_child(c, token);
-    if (index >= 0) {
-      state = c.first_child + static_cast<uint32_t>(index);
-      return true;
-    }
-  }
-  if (trie.is_terminal(state) && trie.is_stop_token(token)) {
-    state = kStateTerminated;
-    return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 Status fill_states(const Trie &trie, std::span<const uint32_t> states, uint32_t *bitmask,
@@ -60,12 +38,9 @@ Status fill_states(const Trie &trie, std::span<const uint32_t> states, uint32_t 
   }
   if (!states.empty() && !bitmask) return error(Code::kInvalidArgument, "bitmask is NULL");
   TM_TRY(check_states(trie, states));
+  const PlainRules rules = plain_rules(trie, trie.stop_tokens());
   for (size_t i = 0; i < states.size(); ++i) {
-    uint64_t allowed = 0;
-    if (!trie.write_state_row(states[i], trie.stop_tokens(), bitmask + i * words_per_row,
-                              words_per_row, &allowed)) {
-      return corrupt_at(i, states[i]);
-    }
+    write_allowed_row(trie, rules, states[i], bitmask + i * words_per_row, words_per_row);
   }
   return Status::Ok();
 }
@@ -79,24 +54,11 @@ Status advance_states(const Trie &trie, std::span<uint32_t> states, const int32_
   }
   if (!states.empty() && !tokens) return error(Code::kInvalidArgument, "tokens is NULL");
   TM_TRY(check_states(trie, states));
+  const PlainRules rules = plain_rules(trie, trie.stop_tokens());
   for (size_t i = 0; i < states.size(); ++i) {
-    const int32_t token = tokens[i];
-    uint32_t &state = states[i];
-    bool ok = true;
-    if (token >= 0) {
-      if (state == kStateTerminated) {
-        ok = trie.is_stop_token(token);
-      } else if (state == kStateFailed) {
-        ok = policy != FailurePolicy::kStickyError && trie.is_stop_token(token);
-        if (ok) state = kStateTerminated;
-      } else {
-        bool corrupt = false;
-        ok = step_node(trie, state, token, corrupt);
-        if (corrupt) return corrupt_at(i, state);
-        if (!ok && policy != FailurePolicy::kReject) state = kStateFailed;
-      }
-    }
-    if (accepted) accepted[i] = ok;
+    const Advanced r = rules.advance(states[i], tokens[i], p);
+    states[i] = r.state;
+    if (accepted) accepted[i] = r.accepted;
   }
   return Status::Ok();
 }

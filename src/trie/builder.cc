@@ -169,8 +169,9 @@ Result<Ref<Trie>> build_trie_from_paths(const TrieBuildOptions &opts_in,
   return finish_trie(std::move(storage), opts, max_depth, max_fanout);
 }
 
-Ref<Trie> finish_trie(std::unique_ptr<VectorTrieStorage> storage, const TrieBuildOptions &opts,
-                      uint32_t max_depth, uint32_t max_fanout) {
+Result<Ref<Trie>> finish_trie(std::unique_ptr<VectorTrieStorage> storage,
+                              const TrieBuildOptions &opts, uint32_t max_depth,
+                              uint32_t max_fanout) {
   const uint64_t n_nodes = storage->node_offsets.size() - 1;
   auto &terminal_bits = storage->terminal_bits;
   terminal_bits.resize((n_nodes + 63) / 64, 0);
@@ -201,6 +202,9 @@ Ref<Trie> finish_trie(std::unique_ptr<VectorTrieStorage> storage, const TrieBuil
   arrays.vocab_size = opts.vocab_size;
   arrays.max_depth = max_depth;
   arrays.max_fanout = max_fanout;
+  if (Status s = validate_trie_arrays(arrays); !s.ok()) {
+    return error(Code::kInternal, "built an inconsistent trie: ", s.message());
+  }
   return Ref<Trie>::adopt(new Trie(std::move(storage), arrays, opts.dense_row_cache_bytes));
 }
 

@@ -272,6 +272,7 @@ Result<TrieImage> parse_trie_image(const unsigned char *data, size_t size, uint3
   a.multi_labels = view<int64_t>(data, h, FileSection::kMultiLabels);
   a.stop_tokens = view<int32_t>(data, h, FileSection::kStopTokens);
   copy_counts(h, a);
+  TM_TRY(validate_trie_arrays(a));
   image.metadata = std::move(metadata);
   return image;
 }
@@ -371,9 +372,9 @@ Result<Ref<Trie>> load_trie(const std::string &path, uint32_t flags, size_t dens
   TM_ASSIGN_OR_RETURN(const int raw_fd, open_regular_file(path, &size));
   FileDescriptor fd(raw_fd);
   if (size == 0) return error(Code::kCorruptFile, "\"", path, "\": empty file, not a .tmtrie file");
-  // Pre-faulting pays off when every page is about to be read by the checksum.
-  const int populate = (flags & kLoadTrusted) ? 0 : MAP_POPULATE;
-  void *base = mmap(nullptr, size, PROT_READ, MAP_SHARED | populate, fd.get(), 0);
+  // Pre-faulting pays off: the structural validation (and, unless trusted,
+  // the checksum) reads nearly every page right away.
+  void *base = mmap(nullptr, size, PROT_READ, MAP_SHARED | MAP_POPULATE, fd.get(), 0);
   if (base == MAP_FAILED) return error(Code::kIo, "cannot map \"", path, "\": ", errno_text());
   auto storage = std::make_unique<MappedTrieStorage>(base, size);
   auto image = parse_trie_image(static_cast<const unsigned char *>(base), size, flags);

@@ -1,4 +1,4 @@
-// The .tmtrie file: a compiled trie that loads by mmap in constant time.
+// The .tmtrie file: a compiled trie that loads by mmap plus one linear check.
 //
 // Layout (version 1, little-endian, every section 64-byte aligned):
 //
@@ -10,16 +10,16 @@
 //     metadata index (MetadataEntry per entry, sorted by key) and the metadata
 //     strings (each NUL-terminated). Padding bytes are zero.
 //
-// Loading checks in O(1) (plus O(stop tokens + metadata entries)) everything a
-// reader needs to index the arrays safely: magic, version, header checksum,
-// the file size against the header, each section's bounds, alignment and
-// exact size for its count, the ends of the CSR arrays, the stop tokens. The
-// payload checksum costs one pass over the file and is verified unless the
-// caller passes kLoadTrusted. The remaining invariants (children sorted and in
-// range, offsets monotone, label ranges) are checked by the Trie accessors
-// where they are used, so a corrupted file that passes a trusted load yields
-// errors, never out-of-bounds reads. A mapped file must not be truncated or
-// rewritten in place while loaded (the writer replaces files by rename).
+// Loading checks magic, version, header checksum, the file size against the
+// header, each section's bounds, alignment and exact size for its count, the
+// metadata, and then always runs the linear structural validation of the
+// arrays (validate_trie_arrays in trie.h: offsets, child order, token and
+// stop-token ranges, terminal ranks, labels), at about memory bandwidth. The
+// payload checksum costs one more pass and is verified unless the caller
+// passes kLoadTrusted (which skips only the checksum). So every trie that
+// loads is as sound as a built one and the hot paths never re-check it. A
+// mapped file must not be truncated or rewritten in place while loaded (the
+// writer replaces files by rename).
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #pragma once

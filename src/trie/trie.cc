@@ -48,70 +48,40 @@ bool Trie::is_stop_token(int32_t token) const {
   return std::binary_search(stops.begin(), stops.end(), token);
 }
 
-bool Trie::labels(uint32_t node, std::span<const int64_t> &out) const {
-  out = {};
-  if (!is_terminal(node)) return true;
+std::span<const int64_t> Trie::labels(uint32_t node) const {
+  if (!is_terminal(node) || !a_.first_labels) return {};
   const uint32_t word = node >> 6;
   const uint64_t below = a_.terminal_bits[word] & ((uint64_t{1} << (node & 63)) - 1);
   const uint64_t rank = uint64_t{a_.terminal_rank[word]} + std::popcount(below);
-  if (rank >= a_.n_terminals) return false;
-  if (!a_.first_labels) return true;  // a trie without labels
   const uint32_t *multi_end = a_.multi_ranks + a_.n_multi;
   const uint32_t *it = std::lower_bound(a_.multi_ranks, multi_end, static_cast<uint32_t>(rank));
-  if (it == multi_end || *it != rank) {
-    out = {a_.first_labels + rank, 1};
-    return true;
-  }
+  if (it == multi_end || *it != rank) return {a_.first_labels + rank, 1};
   const uint64_t i = static_cast<uint64_t>(it - a_.multi_ranks);
   const uint32_t begin = a_.multi_offsets[i];
-  const uint32_t end = a_.multi_offsets[i + 1];
-  if (begin >= end || end > a_.n_multi_labels) return false;
-  out = {a_.multi_labels + begin, end - begin};
-  return true;
+  return {a_.multi_labels + begin, a_.multi_offsets[i + 1] - begin};
 }
 
-bool Trie::write_children_row(uint32_t node, uint32_t *row) const {
-  Children c;
-  if (!children(node, c)) return false;
+void Trie::write_children_row(uint32_t node, uint32_t *row) const {
+  const Children c = children(node);
   const size_t words = row_words();
   if (const uint32_t *cached = cached_row(node, c)) {
     std::memcpy(row, cached, words * sizeof(uint32_t));
-    return true;
+    return;
   }
   std::memset(row, 0, words * sizeof(uint32_t));
-  const auto vocab = static_cast<uint32_t>(a_.vocab_size);
-  for (uint32_t i = 0; i < c.count; ++i) {
-    const int32_t t = c.tokens[i];
-    if (static_cast<uint32_t>(t) >= vocab) return false;
-    set_bit(row, t);
-  }
-  return true;
+  for (uint32_t i = 0; i < c.count; ++i) set_bit(row, c.tokens[i]);
 }
 
-bool Trie::write_state_row(uint32_t state, std::span<const int32_t> stops, uint32_t *row,
-                           size_t n_words, uint64_t *allowed) const {
-  const size_t words = row_words();
-  const bool node = state != kStateTerminated && state != kStateFailed;
-  uint64_t count = 0;
-  bool with_stops = true;
-  if (node) {
-    Children c;
-    if (!children(state, c) || !write_children_row(state, row)) {
-      std::memset(row, 0, n_words * sizeof(uint32_t));
-      return false;
-    }
-    count = c.count;
-    with_stops = is_terminal(state);
-  } else {
-    std::memset(row, 0, words * sizeof(uint32_t));
+Trie::Derived &Trie::derived_entry(const void *key) const {
+  std::lock_guard<std::mutex> lock(derived_mutex_);
+  for (DerivedNode *n = derived_.get(); n; n = n->next.get()) {
+    if (n->key == key) return n->entry;
   }
-  if (with_stops) {
-    for (int32_t s : stops) set_bit(row, s);
-    count += stops.size();
-  }
-  if (n_words > words) std::memset(row + words, 0, (n_words - words) * sizeof(uint32_t));
-  *allowed = count;
-  return true;
+  auto node = std::make_unique<DerivedNode>();
+  node->key = key;
+  node->next = std::move(derived_);
+  derived_ = std::move(node);
+  return derived_->entry;
 }
 
 const uint32_t *Trie::cached_row(uint32_t node, const Children &c) const {
@@ -135,7 +105,7 @@ const uint32_t *Trie::cached_row(uint32_t node, const Children &c) const {
     CacheSlot &s = cache_[slot];
     uint32_t key = s.node.load(std::memory_order_acquire);
     if (key == node) return s.row.load(std::memory_order_acquire);  // null while being built
-    if (key != kStateFailed) continue;
+    if (key != kEmptySlot) continue;
     // Reserve budget before claiming the slot, so the cache never overshoots.
     const uint64_t before = dense_cache_used_.fetch_add(row_bytes, std::memory_order_relaxed);
     if (before + row_bytes > dense_budget_) {
@@ -150,14 +120,7 @@ const uint32_t *Trie::cached_row(uint32_t node, const Children &c) const {
     auto *row = new (std::nothrow) uint32_t[row_words()];
     if (!row) return nullptr;  // slot stays claimed with no row: slow path forever
     std::memset(row, 0, row_bytes);
-    const auto vocab = static_cast<uint32_t>(a_.vocab_size);
-    for (uint32_t i = 0; i < c.count; ++i) {
-      if (static_cast<uint32_t>(c.tokens[i]) >= vocab) {
-        delete[] row;
-        return nullptr;  // corrupt node; the caller's slow path reports it
-      }
-      set_bit(row, c.tokens[i]);
-    }
+    for (uint32_t i = 0; i < c.count; ++i) set_bit(row, c.tokens[i]);
     s.row.store(row, std::memory_order_release);
     return row;
   }

@@ -17,9 +17,9 @@
 //     collisions), ascending by rank, with all their labels
 //
 // About 8 bytes per edge plus 8 per labelled terminal. Because a node's first edge index is
-// always >= its own id, child ids strictly increase along any walk; accessors
-// check that invariant, so even arrays from a corrupted file can neither send
-// a walk out of bounds nor into a cycle.
+// always >= its own id, child ids strictly increase along any walk. Every
+// trie is validated once when it is built or loaded (validate_trie_arrays),
+// so the accessors below trust the arrays and check nothing.
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #pragma once
@@ -38,15 +38,15 @@
 #include "core/bits.h"
 #include "core/refcount.h"
 #include "core/status.h"
+#include "trie/find_token.h"
 
 namespace treemask {
 
 class TrieAnnotations;  // trie/annotations.h
 
-// Reserved node ids: the state-array form stores these in place of a node.
-inline constexpr uint32_t kStateTerminated = 0xFFFFFFFEu;
-inline constexpr uint32_t kStateFailed = 0xFFFFFFFFu;
-inline constexpr uint64_t kMaxNodes = 0xFFFFFFFDu;  // ids below the reserved ones
+// Node ids stay below the two reserved state values of the rules
+// (matcher/plain_rules.h: kStateTerminated, kStateFailed).
+inline constexpr uint64_t kMaxNodes = 0xFFFFFFFDu;
 
 // Views of the flat arrays. They point into memory owned by a TrieStorage
 // (vectors for a built trie, a file mapping for a loaded one).
@@ -133,57 +133,28 @@ class Trie final : public RefCounted {
   std::span<const int32_t> stop_tokens() const { return {a_.stop_tokens, a_.n_stop_tokens}; }
   bool is_stop_token(int32_t token) const;
 
-  // False when the arrays are inconsistent at this node (corrupt file). The
-  // node id itself must be < n_nodes (callers check ids they did not make).
-  bool children(uint32_t node, Children &out) const {
+  // The node id must be < n_nodes (callers check ids they did not make).
+  Children children(uint32_t node) const {
     const uint32_t begin = a_.node_offsets[node];
-    const uint32_t end = a_.node_offsets[node + 1];
-    if (begin > end || end > a_.n_edges() || begin < node) return false;
-    out.tokens = a_.edge_tokens + begin;
-    out.count = end - begin;
-    out.first_child = begin + 1;
-    return true;
+    return {a_.edge_tokens + begin, a_.node_offsets[node + 1] - begin, begin + 1};
   }
 
   bool is_terminal(uint32_t node) const {
     return (a_.terminal_bits[node >> 6] >> (node & 63)) & 1u;
   }
 
-  // Labels of a terminal node (empty for a non-terminal one). False when the
-  // arrays are inconsistent.
-  bool labels(uint32_t node, std::span<const int64_t> &out) const;
+  // Labels of a terminal node (empty for a non-terminal one or a trie
+  // without labels).
+  std::span<const int64_t> labels(uint32_t node) const;
 
-  // Index of token among children.tokens, or -1.
+  // Index of token among children.tokens, or -1 (the rules' find_token).
   static int64_t find_child(const Children &c, int32_t token) {
-    if (c.count <= 16) {
-      for (uint32_t i = 0; i < c.count; ++i) {
-        if (c.tokens[i] == token) return i;
-      }
-      return -1;
-    }
-    uint32_t lo = 0, n = c.count;
-    while (n > 1) {
-      const uint32_t half = n / 2;
-      lo = (c.tokens[lo + half] <= token) ? lo + half : lo;
-      n -= half;
-    }
-    return c.tokens[lo] == token ? int64_t{lo} : -1;
+    return find_token(c.tokens, c.count, token);
   }
 
   // Writes the children bits of node into row (all row_words() words are
   // overwritten; words beyond are the caller's). Stop tokens are not set.
-  // Returns false for a corrupt node (row contents then unspecified).
-  bool write_children_row(uint32_t node, uint32_t *row) const;
-
-  // Writes the whole row (n_words >= row_words(), the extra words zeroed)
-  // for a state: a node id allows its children, plus `stops` if it is
-  // terminal; a reserved state (kStateTerminated / kStateFailed) allows only
-  // `stops`. *allowed gets the number of allowed tokens (stops are never
-  // children). Returns false for a corrupt node (row zeroed). The one place
-  // that turns a trie state into a row: the matcher and the state-array form
-  // both call it.
-  bool write_state_row(uint32_t state, std::span<const int32_t> stops, uint32_t *row,
-                       size_t n_words, uint64_t *allowed) const;
+  void write_children_row(uint32_t node, uint32_t *row) const;
 
   // Memory the dense-row cache holds now.
   uint64_t dense_cache_bytes() const { return dense_cache_used_.load(std::memory_order_relaxed); }
@@ -191,15 +162,15 @@ class Trie final : public RefCounted {
   // Fanout at or above which a node's row is cached (when the budget allows).
   size_t dense_threshold() const { return dense_threshold_; }
 
-  // Data that other modules derive from the arrays on first use (the decoding
-  // modes' per-node distances and label indexes, matcher/mode_index.h), so the
-  // arrays, and with them the .tmtrie format, need not carry it. Each slot is
-  // built once, thread-safely, and freed with the trie; build() returns a
-  // std::shared_ptr<const T>. If build() throws, a later call builds again.
-  enum class DerivedSlot : uint8_t { kTerminalStats, kLeafStats, kTokenIndex, kLabelIndex, kCount };
-  template <class T, class Build>
-  const T &derived(DerivedSlot slot, Build &&build) const {
-    Derived &d = derived_[static_cast<size_t>(slot)];
+  // Data that other modules derive from the arrays on first use, so the
+  // arrays, and with them the .tmtrie format, need not carry it. Keyed by a
+  // type (Key: any type, usually T itself or a tag); the trie knows nothing
+  // of its users. Each entry is built once, thread-safely, and freed with the
+  // trie; build() returns a std::shared_ptr<const T>. If build() throws, a
+  // later call builds again.
+  template <class Key, class T = Key, class Build>
+  const T &derived(Build &&build) const {
+    Derived &d = derived_entry(derived_key<Key>());
     std::call_once(d.once, [&] { d.data = build(); });
     return *static_cast<const T *>(d.data.get());
   }
@@ -219,8 +190,9 @@ class Trie final : public RefCounted {
   // Dense-row cache: a fixed open-addressing table (node -> row) allocated on
   // first use. Slots are claimed with a CAS on the key and published with a
   // release store of the row, so readers never lock.
+  static constexpr uint32_t kEmptySlot = 0xFFFFFFFFu;  // no node has this id
   struct CacheSlot {
-    std::atomic<uint32_t> node{kStateFailed};  // kStateFailed = empty
+    std::atomic<uint32_t> node{kEmptySlot};
     std::atomic<const uint32_t *> row{nullptr};
   };
   size_t dense_budget_;
@@ -234,7 +206,22 @@ class Trie final : public RefCounted {
     std::once_flag once;
     std::shared_ptr<const void> data;
   };
-  mutable Derived derived_[static_cast<size_t>(DerivedSlot::kCount)];
+  // A distinct address per key type.
+  template <class Key>
+  static const void *derived_key() {
+    static const char key = 0;
+    return &key;
+  }
+  // The entry of a key, created on first use (a short lock; entries never
+  // move: a list of nodes).
+  Derived &derived_entry(const void *key) const;
+  struct DerivedNode {
+    const void *key;
+    Derived entry;
+    std::unique_ptr<DerivedNode> next;
+  };
+  mutable std::mutex derived_mutex_;
+  mutable std::unique_ptr<DerivedNode> derived_;
 };
 
 // Builds a trie from CSR paths (see treemask_trie_from_paths for the rules).
@@ -245,10 +232,21 @@ Result<Ref<Trie>> build_trie_from_paths(const TrieBuildOptions &opts,
 
 // Completes a trie whose storage holds node_offsets (n_nodes + 1 entries),
 // edge_tokens, terminal_bits (trailing zero words may be missing), labels and
-// stop_tokens in the layout above: computes the rank directory and the views.
+// stop_tokens in the layout above: computes the rank directory and the views,
+// then validates the arrays (a failure is kInternal: a builder bug).
 // opts.no_labels leaves the trie without labels.
-Ref<Trie> finish_trie(std::unique_ptr<VectorTrieStorage> storage, const TrieBuildOptions &opts,
-                      uint32_t max_depth, uint32_t max_fanout);
+Result<Ref<Trie>> finish_trie(std::unique_ptr<VectorTrieStorage> storage,
+                              const TrieBuildOptions &opts, uint32_t max_depth,
+                              uint32_t max_fanout);
+
+// Checks every structural invariant of the arrays that the accessors and the
+// step rules rely on (trie/validate.cc; the layout comment above lists them,
+// plus: every node without children is terminal, no edge carries a stop
+// token, max_depth and max_fanout are exact, labels and ranks consistent).
+// Linear in the arrays' size. Every loaded or built trie passes it, so code
+// that reads a Trie never re-checks the arrays. kCorruptFile names the first
+// violation.
+Status validate_trie_arrays(const TrieArrays &a);
 
 // Checks and normalises (sorts, dedupes) stop tokens against vocab_size.
 Status normalize_stop_tokens(int32_t vocab_size, std::vector<int32_t> &stop_tokens);

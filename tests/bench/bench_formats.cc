@@ -2,8 +2,10 @@
 // catalogue of 1M items (4 levels x 256 codes, like RQ-VAE IDs) and a 10M-path
 // trie. Prints, in one run:
 //   - JSON parse + compile throughput (MB/s);
-//   - .tmtrie load time, verified (checksum) and trusted, for 1M and 10M
-//     paths, next to the physical limit (memcpy of a buffer of the file's size);
+//   - .tmtrie load time, verified (checksum + structural validation) and
+//     trusted (structural validation only), for 1M and 10M paths, next to the
+//     physical limits (memcpy, and a plain read, of a buffer of the file's
+//     size): the validation's bandwidth against the memory-read limit;
 //   - bytes per edge;
 //   - memory of the same dictionary held RTP-LLM's way
 //     (unordered_map<string, unordered_set<int>>, allocator bytes only, so
@@ -177,6 +179,22 @@ double memcpy_gbps(size_t bytes) {
   return bytes / s / 1e9 + (b[bytes / 2] == 2 ? 1 : 0);  // keep the copy observable
 }
 
+// A read-only pass (the structural validation reads and compares): the
+// memory-read limit. Best of 3.
+double read_gbps(size_t bytes) {
+  std::vector<uint64_t> a(bytes / 8, 1);
+  double best = 0;
+  for (int r = 0; r < 3; ++r) {
+    const auto t0 = Clock::now();
+    uint64_t sum = 0;
+    for (uint64_t v : a) sum += v;
+    const double s = seconds_since(t0);
+    asm volatile("" : : "g"(&sum) : "memory");
+    best = std::max(best, bytes / s / 1e9);
+  }
+  return best;
+}
+
 struct LoadResult {
   size_t bytes;
   double verified_s, trusted_s;
@@ -185,9 +203,10 @@ struct LoadResult {
 LoadResult report_load(const char *name, treemask_trie *t, const std::string &path) {
   if (treemask_trie_save(t, path.c_str(), nullptr) != TREEMASK_OK) die("save");
   LoadResult r{file_size(path), load_seconds(path, 0), load_seconds(path, TREEMASK_LOAD_TRUSTED)};
-  std::printf("%-22s file %8.1f MiB  load verified %8.2f ms (%5.2f GB/s)  trusted %7.1f us\n", name,
-              r.bytes / 1048576.0, r.verified_s * 1e3, r.bytes / r.verified_s / 1e9,
-              r.trusted_s * 1e6);
+  std::printf(
+      "%-22s file %8.1f MiB  load verified %8.2f ms (%5.2f GB/s)  trusted %8.2f ms (%5.2f GB/s)\n",
+      name, r.bytes / 1048576.0, r.verified_s * 1e3, r.bytes / r.verified_s / 1e9,
+      r.trusted_s * 1e3, r.bytes / r.trusted_s / 1e9);
   return r;
 }
 
@@ -274,8 +293,11 @@ int main() {
   std::printf("\n.tmtrie load (median of 7, page cache warm)\n");
   const LoadResult small = report_load("1M paths (RTP JSON)", rtp, dir + "/small.tmtrie");
   const LoadResult big = report_load("10M paths", large, dir + "/large.tmtrie");
-  std::printf("  trusted load 10M / 1M = %.2fx (target <= 2: constant time)\n",
-              big.trusted_s / small.trusted_s);
+  (void)small;
+  std::printf(
+      "  structural validation (trusted load, mapping included) %.2f GB/s (target >= 5); "
+      "memory-read limit (sum of a buffer that size) %.2f GB/s\n",
+      big.bytes / big.trusted_s / 1e9, read_gbps(big.bytes));
   std::printf("  verified load %.2f GB/s (target >= 1); memcpy of a buffer that size: %.2f GB/s\n",
               big.bytes / big.verified_s / 1e9, memcpy_gbps(big.bytes));
   treemask_trie_free(rtp);

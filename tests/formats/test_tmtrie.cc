@@ -1,6 +1,8 @@
 // The .tmtrie file: save/load round trips are bit for bit, metadata travels,
 // and damaged files (truncated, bit-flipped, wrong magic or version) are
-// clear errors when verified and never crash when loaded trusted.
+// clear errors when verified; loaded trusted (checksum skipped) they either
+// fail the structural validation with a clear error or behave exactly like a
+// built trie (every view agrees).
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include <gtest/gtest.h>
@@ -16,8 +18,10 @@
 
 #include "common/oracle.h"
 #include "common/test_util.h"
+#include "fuzz/trie_checks.h"
 #include "trie/file.h"
 #include "trie/trie.h"
+#include "trie/xxh64.h"
 
 namespace {
 
@@ -301,7 +305,8 @@ TEST_F(TmtrieTest, EveryFlippedByteFailsVerificationAndNeverCrashesTrusted) {
         rebase(a.multi_offsets), rebase(a.multi_labels), rebase(a.stop_tokens);
         auto *trie = new treemask::Trie(std::move(storage), a, size_t{1} << 20);
         TrieHandle t(reinterpret_cast<treemask_trie *>(trie));
-        exercise(t.p);  // errors allowed; crashes are not
+        // Whatever passes the structural validation is sound.
+        EXPECT_EQ(exercise(t.p), 0u) << "byte " << i << " ^ " << int(flip);
       }
       if (i % 97 == 0) {  // the same through the file API
         write_bytes(bad, data, bytes.size());
@@ -309,7 +314,7 @@ TEST_F(TmtrieTest, EveryFlippedByteFailsVerificationAndNeverCrashesTrusted) {
         const treemask_status s = treemask_trie_load(bad.c_str(), 0, &v.p);
         EXPECT_TRUE(s == TREEMASK_ERR_CORRUPT_FILE || s == TREEMASK_ERR_VERSION_MISMATCH) << s;
         if (treemask_trie_load(bad.c_str(), TREEMASK_LOAD_TRUSTED, &t.p) == TREEMASK_OK) {
-          exercise(t.p);
+          EXPECT_EQ(exercise(t.p), 0u) << "byte " << i << " ^ " << int(flip);
         }
       }
       data[i] ^= flip;
@@ -317,6 +322,129 @@ TEST_F(TmtrieTest, EveryFlippedByteFailsVerificationAndNeverCrashesTrusted) {
   }
   // Flips in the payload pass a trusted load (that is its point).
   EXPECT_GT(trusted_loads, 0u);
+}
+
+// Recomputes both checksums, so that a mutation reaches the structural
+// validation even without TREEMASK_LOAD_TRUSTED.
+void fix_checksums(unsigned char *image, size_t size) {
+  treemask::FileHeader h;
+  std::memcpy(&h, image, sizeof(h));
+  if (h.header_bytes == sizeof(h) && h.file_bytes == size) {
+    h.payload_checksum = treemask::xxh64(image + sizeof(h), size - sizeof(h));
+  }
+  h.header_checksum = treemask::xxh64(&h, offsetof(treemask::FileHeader, header_checksum));
+  std::memcpy(image, &h, sizeof(h));
+}
+
+// Parses an image; if it loads, checks through the C API that fill, accept,
+// next_tokens, forced_tokens, accept_forced_tokens, can_terminate,
+// fill_states and advance_states agree on every node (fuzz/trie_checks.h
+// aborts on a disagreement). Returns whether it loaded.
+bool loads_and_agrees(std::vector<uint64_t> image, size_t size, uint32_t flags, const char *what) {
+  auto *data = reinterpret_cast<const unsigned char *>(image.data());
+  auto parsed = treemask::parse_trie_image(data, size, flags);
+  if (!parsed.ok()) {
+    const auto code = parsed.status().code();
+    EXPECT_TRUE(code == treemask::Code::kCorruptFile || code == treemask::Code::kVersionMismatch)
+        << what << ": " << parsed.status().message();
+    EXPECT_FALSE(parsed.status().message().empty()) << what;
+    return false;
+  }
+  auto storage = std::make_unique<ImageStorage>();
+  storage->words = std::move(image);  // a vector's move keeps its buffer
+  const treemask::TrieArrays a = parsed.value().arrays;
+  TrieHandle t(reinterpret_cast<treemask_trie *>(
+      new treemask::Trie(std::move(storage), a, size_t{1} << 20)));
+  fuzz::exercise_trie(t.p, true);
+  EXPECT_EQ(exercise(t.p), 0u) << what;
+  return true;
+}
+
+// Every bit of a small labelled trie's file flipped, loaded trusted (the
+// checksum skipped) and with both checksums recomputed: either the load
+// fails with a clear error or every view of the trie agrees.
+TEST_F(TmtrieTest, EveryFlippedBitFailsToLoadOrAgreesEverywhere) {
+  const auto bytes = read_bytes(saved_sample(path("s.tmtrie")));
+  std::vector<uint64_t> image((bytes.size() + 7) / 8);
+  std::memcpy(image.data(), bytes.data(), bytes.size());
+  auto *data = reinterpret_cast<unsigned char *>(image.data());
+  size_t loaded = 0, refused = 0;
+  for (size_t bit = 0; bit < bytes.size() * 8; ++bit) {
+    data[bit / 8] ^= static_cast<unsigned char>(1u << (bit % 8));
+    const std::string what = "bit " + std::to_string(bit);
+    (loads_and_agrees(image, bytes.size(), treemask::kLoadTrusted, what.c_str()) ? loaded
+                                                                                 : refused)++;
+    std::vector<uint64_t> fixed = image;
+    fix_checksums(reinterpret_cast<unsigned char *>(fixed.data()), bytes.size());
+    (loads_and_agrees(std::move(fixed), bytes.size(), 0, (what + ", checksums fixed").c_str())
+         ? loaded
+         : refused)++;
+    data[bit / 8] ^= static_cast<unsigned char>(1u << (bit % 8));
+  }
+  // Both outcomes occur: padding and label values load, structure does not.
+  EXPECT_GT(loaded, 0u);
+  EXPECT_GT(refused, 0u);
+}
+
+// The corruptions of the hardening issue (item 5), each written with valid
+// checksums: an edge token >= vocab_size (next_tokens / forced_tokens
+// returned it), the same inside a forced chain (accept_forced_tokens failed
+// with TREEMASK_ERR_INTERNAL after a partial accept), and one flipped bit of
+// node_offsets that made a node's children unsorted (fill set bits that
+// accept then rejected). Each is refused at load, trusted or not, naming the
+// problem. With TREEMASK_WRITE_SEEDS=DIR the files are also written there
+// (the fuzz regression inputs tests/fuzz/inputs/tmtrie/regression-* are).
+TEST_F(TmtrieTest, CorruptionsOfTheHardeningIssueAreRefusedAtLoad) {
+  // Paths 1 t for t in 10..29 (node 1 has fanout 20, above the 16 where
+  // find_child switches to a binary search) and 2 5 6 (a forced chain of two
+  // after 2). BFS: edges 0, 1 (tokens 1, 2) lead to nodes 1, 2; node 1 owns
+  // edges 2..21 (tokens 10..29), node 2 edge 22 (token 5) to node 23, which
+  // owns edge 23 (token 6) to node 24.
+  std::vector<std::vector<int32_t>> paths{{2, 5, 6}};
+  for (int32_t tok = 10; tok < 30; ++tok) paths.push_back({1, tok});
+  TrieHandle t;
+  ASSERT_EQ(testutil::make_trie(paths, 40, {0}, t), TREEMASK_OK);
+  ASSERT_EQ(internal(t.p).n_nodes(), 25u);
+  const std::string file = path("c.tmtrie");
+  ASSERT_EQ(treemask_trie_save(t.p, file.c_str(), nullptr), TREEMASK_OK);
+  const auto bytes = read_bytes(file);
+  treemask::FileHeader h;
+  std::memcpy(&h, bytes.data(), sizeof(h));
+  auto section = [&](treemask::FileSection s) { return h.sections[static_cast<size_t>(s)].offset; };
+  const uint64_t edges = section(treemask::FileSection::kEdgeTokens);
+  const uint64_t offsets = section(treemask::FileSection::kNodeOffsets);
+  struct Case {
+    const char *name;
+    uint64_t at;
+    uint32_t value;  // written little-endian at `at`
+    const char *message;
+  };
+  const Case cases[] = {
+      {"edge-token-past-vocab", edges + 4 * 5, 47, "out of range"},
+      {"forced-chain-token-past-vocab", edges + 4 * 23, 1000, "out of range"},
+      // node_offsets[2] = 22 -> 23 (bit 0): node 1 owns edges 2..22, tokens
+      // 10..29 then 5, so a binary search misses 5 that a fill sets.
+      {"node-offsets-bit-flip", offsets + 4 * 2, 23, "not strictly ascending"},
+  };
+  const char *seed_dir = std::getenv("TREEMASK_WRITE_SEEDS");
+  for (const Case &c : cases) {
+    std::vector<uint64_t> image((bytes.size() + 7) / 8);
+    auto *data = reinterpret_cast<unsigned char *>(image.data());
+    std::memcpy(data, bytes.data(), bytes.size());
+    std::memcpy(data + c.at, &c.value, sizeof(c.value));
+    fix_checksums(data, bytes.size());
+    const std::string bad = path(std::string(c.name) + ".tmtrie");
+    write_bytes(bad, data, bytes.size());
+    if (seed_dir)
+      write_bytes(std::string(seed_dir) + "/regression-" + c.name + ".tmtrie", data, bytes.size());
+    for (uint32_t flags : {0u, uint32_t{TREEMASK_LOAD_TRUSTED}}) {
+      TrieHandle loaded;
+      EXPECT_EQ(treemask_trie_load(bad.c_str(), flags, &loaded.p), TREEMASK_ERR_CORRUPT_FILE)
+          << c.name;
+      EXPECT_NE(last_error().find(c.message), std::string::npos) << c.name << ": " << last_error();
+      EXPECT_NE(last_error().find(bad), std::string::npos) << last_error();
+    }
+  }
 }
 
 TEST_F(TmtrieTest, WrongMagicVersionAndFilesThatAreNotTries) {

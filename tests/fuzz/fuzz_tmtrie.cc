@@ -2,12 +2,14 @@
 //
 // Both checksums stop nearly every mutation at the door, so the target also
 // parses a copy whose checksums it recomputes: the mutation then reaches
-// the header checks, the section checks and, loaded trusted, the accessors
-// that must range-check every offset where it is used. Arrays that pass
-// this file's own full validation (sound()) must behave exactly like a
-// built trie; any others may fail, with TREEMASK_ERR_CORRUPT_FILE only.
-// The C API's file load (through a memfd) must agree with the in-memory
-// parser on every input.
+// the header checks, the section checks and the structural validation that
+// every load runs. Whatever loads must pass this file's own independent
+// validation (sound()) and behave exactly like a built trie: fill, accept,
+// next_tokens, forced_tokens, accept_forced_tokens, can_terminate,
+// advance_states and fill_states agree (fuzz/trie_checks.h); whatever does
+// not load fails with TREEMASK_ERR_CORRUPT_FILE (or VERSION_MISMATCH) and a
+// message. The C API's file load (through a memfd) must agree with the
+// in-memory parser on every input.
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include <algorithm>
@@ -68,12 +70,12 @@ void exercise_image(const unsigned char *image, size_t size, uint32_t flags) {
     return;
   }
   const TrieArrays &a = parsed.value().arrays;
-  const bool is_sound = sound(a);
+  FUZZ_CHECK(sound(a));  // the loader's validation is at least as strict
   treemask::Ref<treemask::Trie> trie = treemask::Ref<treemask::Trie>::adopt(
       new treemask::Trie(std::make_unique<BorrowedStorage>(), a, size_t{1} << 20));
   fuzz::ExerciseLimits limits;
   limits.max_nodes = 256;
-  fuzz::exercise_trie(reinterpret_cast<treemask_trie *>(trie.get()), is_sound, limits);
+  fuzz::exercise_trie(reinterpret_cast<treemask_trie *>(trie.get()), true, limits);
 }
 
 // Recomputes both checksums of a header-sized or larger image in place.
@@ -107,10 +109,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                      ? TREEMASK_OK
                                      : static_cast<treemask_status>(parsed.status().code());
     FUZZ_CHECK(s == want);
+    if (s != TREEMASK_OK) FUZZ_CHECK(treemask_last_error()[0] != '\0');
     if (s == TREEMASK_OK) {
+      FUZZ_CHECK(sound(parsed.value().arrays));
       fuzz::ExerciseLimits limits;
       limits.max_nodes = 64;
-      fuzz::exercise_trie(loaded.p, sound(parsed.value().arrays), limits);
+      fuzz::exercise_trie(loaded.p, true, limits);
     }
   }
 

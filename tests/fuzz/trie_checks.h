@@ -5,9 +5,11 @@
 // and that the decoding modes, which derive per-node data from the whole
 // trie, work on it too.
 //
-// A trie from an unverified file may be inconsistent: calls may then fail,
-// but only with TREEMASK_ERR_CORRUPT_FILE, never crash, hang or read out of
-// bounds (the sanitizers watch the last two).
+// Every trie that loads has passed the structural validation, so every view
+// must agree (sound = true); sound = false remains for arrays the caller
+// made itself without validation: calls may then fail, but only with
+// TREEMASK_ERR_CORRUPT_FILE, never crash, hang or read out of bounds (the
+// sanitizers watch the last two).
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #pragma once
@@ -142,12 +144,50 @@ inline void exercise_trie(treemask_trie *trie, bool sound, const ExerciseLimits 
     if (sound) {
       FUZZ_CHECK(std::is_sorted(allowed.begin(), allowed.end()));
       FUZZ_CHECK(std::adjacent_find(allowed.begin(), allowed.end()) == allowed.end());
+      for (const int32_t t : allowed) FUZZ_CHECK(t >= 0 && t < vocab);
     }
-    int32_t forced[8];
-    treemask_matcher_forced_tokens(v.m.p, forced, 8);
     int64_t labels[8];
     treemask_matcher_label_ids(v.m.p, labels, 8);
     const bool terminal = treemask_matcher_can_terminate(v.m.p);
+    if (sound) {
+      // can_terminate agrees with the list: a stop token is allowed exactly then.
+      const bool stop_allowed = std::any_of(allowed.begin(), allowed.end(), [&](int32_t t) {
+        return std::binary_search(stops.begin(), stops.end(), t);
+      });
+      FUZZ_CHECK(stop_allowed == terminal);
+    }
+    // forced_tokens: the chain of states that allow exactly one token; its
+    // first token is the sole allowed one, and accept_forced_tokens accepts
+    // the whole chain, each step agreeing with the state-array form.
+    int32_t forced[8];
+    const size_t n_forced = treemask_matcher_forced_tokens(v.m.p, forced, 8);
+    if (sound) {
+      for (size_t k = 0; k < std::min<size_t>(n_forced, 8); ++k) {
+        FUZZ_CHECK(forced[k] >= 0 && forced[k] < vocab);
+      }
+      if (n_forced > 0) FUZZ_CHECK(allowed.size() == 1 && allowed[0] == forced[0] && !terminal);
+      if (allowed.size() == 1 && !terminal) FUZZ_CHECK(n_forced > 0);
+      treemask_matcher *jump_raw = nullptr;
+      FUZZ_CHECK(treemask_matcher_clone(v.m.p, &jump_raw) == TREEMASK_OK);
+      testutil::MatcherHandle jump(jump_raw);
+      int32_t chain[8];
+      size_t n_accepted = 0;
+      FUZZ_CHECK(treemask_matcher_accept_forced_tokens(jump.p, chain, 8, &n_accepted) ==
+                 TREEMASK_OK);
+      FUZZ_CHECK(n_accepted == n_forced);
+      uint32_t s = v.state;
+      for (size_t k = 0; k < std::min<size_t>(n_forced, 8); ++k) {
+        FUZZ_CHECK(chain[k] == forced[k]);
+        bool ok = false;
+        FUZZ_CHECK(treemask_trie_advance_states(trie, &s, &chain[k], 1, TREEMASK_FAILURE_REJECT,
+                                                &ok) == TREEMASK_OK);
+        FUZZ_CHECK(ok);
+      }
+      if (n_forced <= 8) {
+        uint32_t after = 0;
+        FUZZ_CHECK(treemask_matcher_get_state(jump.p, &after) == TREEMASK_OK && after == s);
+      }
+    }
 
     // A token outside the allowed set is rejected by both forms, state kept.
     // (On a corrupt trie the list may be unsorted, so the "outsider" may be

@@ -56,8 +56,7 @@ TEST(Builder, NumbersNodesBreadthFirstWithImplicitChildren) {
   EXPECT_EQ(a.max_depth, 2u);
   EXPECT_EQ(a.max_fanout, 2u);
 
-  Children c;
-  ASSERT_TRUE(r.value()->children(2, c));
+  const Children c = r.value()->children(2);
   EXPECT_EQ(c.first_child, 3u);
   EXPECT_EQ(Trie::find_child(c, 2), 1);
   EXPECT_EQ(Trie::find_child(c, 7), -1);
@@ -69,12 +68,11 @@ TEST(Builder, DuplicatePathsMergeAndKeepEveryLabel) {
   ASSERT_TRUE(r.ok());
   const Trie &t = *r.value();
   EXPECT_EQ(t.n_nodes(), 3u);
-  std::span<const int64_t> got;
-  ASSERT_TRUE(t.labels(2, got));
+  std::span<const int64_t> got = t.labels(2);
   EXPECT_EQ(std::vector<int64_t>(got.begin(), got.end()), (std::vector<int64_t>{3, 7}));
-  ASSERT_TRUE(t.labels(1, got));
+  got = t.labels(1);
   EXPECT_EQ(std::vector<int64_t>(got.begin(), got.end()), (std::vector<int64_t>{9}));
-  ASSERT_TRUE(t.labels(0, got));
+  got = t.labels(0);
   EXPECT_TRUE(got.empty());
   // Node 2 (rank 1) is the one multi-label terminal.
   EXPECT_EQ(t.arrays().n_multi, 1u);
@@ -151,15 +149,13 @@ TEST(Builder, LargeRandomTrieHasConsistentLayout) {
   // Every node: edges sorted, first edge index >= node id (the invariant the
   // accessors rely on), every path reachable.
   for (uint32_t n = 0; n < a.n_nodes; ++n) {
-    Children c;
-    ASSERT_TRUE(r.value()->children(n, c));
+    const Children c = r.value()->children(n);
     for (uint32_t i = 1; i < c.count; ++i) ASSERT_LT(c.tokens[i - 1], c.tokens[i]);
   }
   for (size_t p = 0; p + 1 < offsets.size(); ++p) {
     uint32_t node = 0;
     for (size_t j = offsets[p]; j < offsets[p + 1]; ++j) {
-      Children c;
-      ASSERT_TRUE(r.value()->children(node, c));
+      const Children c = r.value()->children(node);
       const int64_t idx = Trie::find_child(c, tokens[j]);
       ASSERT_GE(idx, 0);
       node = c.first_child + static_cast<uint32_t>(idx);
@@ -169,7 +165,9 @@ TEST(Builder, LargeRandomTrieHasConsistentLayout) {
 }
 
 TEST(TrieAccessors, RejectCorruptOffsetsInsteadOfWalkingOutOfBounds) {
-  // A hand-made corrupt layout: node 2's offsets point backwards and past the end.
+  // A hand-made corrupt layout: node 1's offsets point backwards and node 2's
+  // past the end. The structural validation (run on every load and build)
+  // refuses it, so no accessor ever walks it.
   std::vector<uint32_t> offsets{0, 2, 1, 9};
   std::vector<int32_t> tokens{1, 2};
   std::vector<uint64_t> bits{0};
@@ -184,12 +182,35 @@ TEST(TrieAccessors, RejectCorruptOffsetsInsteadOfWalkingOutOfBounds) {
   a.n_stop_tokens = 1;
   a.n_nodes = 3;
   a.vocab_size = 4;
-  Trie t(nullptr, a, 0);
-  Children c;
-  EXPECT_TRUE(t.children(0, c));
-  EXPECT_FALSE(t.children(1, c));  // begin 2 > end 1
-  EXPECT_FALSE(t.children(2, c));  // end 9 > n_edges 2
-  t.retain();                      // keep the stack object from being deleted by a release
+  Status s = validate_trie_arrays(a);
+  EXPECT_EQ(s.code(), Code::kCorruptFile);
+  EXPECT_NE(s.message().find("does not span"), std::string::npos) << s.message();
+  offsets = {0, 2, 1, 2};  // begin 2 > end 1
+  s = validate_trie_arrays(a);
+  EXPECT_EQ(s.code(), Code::kCorruptFile);
+  EXPECT_NE(s.message().find("node 1 has edges [2, 1)"), std::string::npos) << s.message();
+  // The sound layout of the same shape (root -> 1, 2; both leaves, terminal).
+  offsets = {0, 2, 2, 2};
+  bits = {0b110};
+  a.n_terminals = 2;
+  a.max_depth = 1;
+  a.max_fanout = 2;
+  EXPECT_TRUE(validate_trie_arrays(a).ok()) << validate_trie_arrays(a).message();
+  tokens = {2, 1};  // children out of order
+  s = validate_trie_arrays(a);
+  EXPECT_NE(s.message().find("not strictly ascending"), std::string::npos) << s.message();
+  tokens = {1, 4};  // a token past vocab_size
+  s = validate_trie_arrays(a);
+  EXPECT_NE(s.message().find("out of range"), std::string::npos) << s.message();
+  tokens = {0, 1};  // a stop token on an edge
+  s = validate_trie_arrays(a);
+  EXPECT_NE(s.message().find("stop token"), std::string::npos) << s.message();
+  tokens = {1, 2};
+  bits = {0b010};  // node 2 is a leaf that is not terminal
+  a.n_terminals = 1;
+  s = validate_trie_arrays(a);
+  EXPECT_NE(s.message().find("node 2 has no children and is not terminal"), std::string::npos)
+      << s.message();
 }
 
 TEST(History, ClonesShareChunksCopyOnWrite) {

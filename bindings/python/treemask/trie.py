@@ -390,8 +390,8 @@ class Trie:
     @classmethod
     def load(cls, path: StrPath, *, trusted: bool = False) -> "Trie":
         """Maps a ``.tmtrie`` file written by :meth:`save` (or ``treemask
-        compile``). ``trusted=True`` skips the payload checksum (constant-time
-        load; every other check still runs). Label names saved with the trie
+        compile``). ``trusted=True`` skips only the payload checksum (the
+        linear structural check of the arrays still runs). Label names saved with the trie
         come back.
 
         Raises FileError, CorruptFileError, VersionMismatchError.

@@ -5,16 +5,11 @@
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include "kernels/cuda/masking.cuh"
+#include "matcher/plain_rules.h"
 
 namespace treemask::cuda {
 namespace device {
 namespace {
-
-// Pinned values of the C API (TREEMASK_STATE_*, TREEMASK_FAILURE_*).
-constexpr uint32_t kStateTerminated = 0xFFFFFFFEu;
-constexpr uint32_t kStateFailed = 0xFFFFFFFFu;
-constexpr int32_t kFailureReject = 0;
-constexpr int32_t kFailureStickyError = 2;
 
 constexpr int kFillBlock = 256;
 constexpr int kAdvanceBlock = 256;
@@ -33,39 +28,24 @@ __device__ __forceinline__ uint32_t lower_bound(const int32_t *tokens, uint32_t 
   return begin;
 }
 
-__device__ __forceinline__ bool is_stop(const launch::TrieView &t, int32_t token) {
-  const uint32_t i = lower_bound(t.stop_tokens, 0, t.n_stop_tokens, token);
-  return i < t.n_stop_tokens && t.stop_tokens[i] == token;
-}
-
-__device__ __forceinline__ bool is_terminal(const launch::TrieView &t, uint32_t node) {
-  return (t.terminal_bits[node >> 6] >> (node & 63)) & 1u;
-}
-
-struct Advanced {
-  uint32_t state;
-  bool accepted;
-};
-
-// One accept of the state-array form (the rules are spelled out beside
-// treemask_cuda_trie_advance_fill_bitmask). States that are neither nodes
+// The plain rule (matcher/plain_rules.h) over the device arrays: the same
+// code the CPU matcher and state arrays run. States that are neither nodes
 // nor reserved behave as FAILED.
-__device__ Advanced advance_state(const launch::TrieView &t, uint32_t s, int32_t token,
-                                  int32_t policy) {
-  if (token < 0) return {s, true};
-  if (s == kStateTerminated) return {s, is_stop(t, token)};
-  if (s >= t.n_nodes) {
-    if (policy != kFailureStickyError && is_stop(t, token)) return {kStateTerminated, true};
-    return {kStateFailed, false};
-  }
-  if (token < t.vocab_size) {
-    const uint32_t begin = t.node_offsets[s];
-    const uint32_t end = t.node_offsets[s + 1];
-    const uint32_t i = lower_bound(t.edge_tokens, begin, end, token);
-    if (i < end && t.edge_tokens[i] == token) return {i + 1, true};  // edge e leads to node e + 1
-    if (is_terminal(t, s) && is_stop(t, token)) return {kStateTerminated, true};
-  }
-  return {policy == kFailureReject ? s : kStateFailed, false};
+__device__ __forceinline__ PlainRules rules_of(const launch::TrieView &t) {
+  PlainTrieView v;
+  v.node_offsets = t.node_offsets;
+  v.edge_tokens = t.edge_tokens;
+  v.terminal_bits = t.terminal_bits;
+  v.stop_tokens = t.stop_tokens;
+  v.n_stop_tokens = t.n_stop_tokens;
+  v.n_nodes = t.n_nodes;
+  v.vocab_size = t.vocab_size;
+  return PlainRules{v};
+}
+
+__device__ __forceinline__ Advanced advance_state(const launch::TrieView &t, uint32_t s,
+                                                  int32_t token, int32_t policy) {
+  return rules_of(t).advance(s, token, policy);
 }
 
 // Marks, with every thread of the block, the tokens in [lo, hi) that state s
@@ -73,19 +53,15 @@ __device__ Advanced advance_state(const launch::TrieView &t, uint32_t s, int32_t
 // only the stop tokens in any other state.
 __device__ void mark_allowed(const launch::TrieView &t, uint32_t s, int64_t lo, int64_t hi,
                              uint32_t *keep) {
-  bool stops_allowed = true;
-  if (s < t.n_nodes) {
-    const uint32_t begin = t.node_offsets[s];
-    const uint32_t end = t.node_offsets[s + 1];
-    const uint32_t first = lo > 0 ? lower_bound(t.edge_tokens, begin, end, lo) : begin;
-    for (uint32_t k = first + threadIdx.x; k < end; k += blockDim.x) {
-      const int32_t token = t.edge_tokens[k];
-      if (token >= hi) break;  // ascending: later children of this thread are beyond too
-      mark_token(keep, lo, token);
-    }
-    stops_allowed = is_terminal(t, s);
+  const PlainRules rules = rules_of(t);
+  const Allowed a = rules.allowed(s);
+  const uint32_t first = lo > 0 ? lower_bound(a.children, 0, a.n_children, lo) : 0;
+  for (uint32_t k = first + threadIdx.x; k < a.n_children; k += blockDim.x) {
+    const int32_t token = a.children[k];
+    if (token >= hi) break;  // ascending: later children of this thread are beyond too
+    mark_token(keep, lo, token);
   }
-  if (!stops_allowed) return;
+  if (!a.stops) return;
   for (uint32_t k = threadIdx.x; k < t.n_stop_tokens; k += blockDim.x) {
     const int32_t token = t.stop_tokens[k];
     if (token >= lo && token < hi) mark_token(keep, lo, token);

@@ -299,9 +299,9 @@ impl Trie {
 
     /// Maps the compiled trie file (`.tmtrie`) at `path`. `trusted = false`
     /// verifies the payload checksum (one linear pass at GB/s); `true` skips
-    /// it for a constant-time load (every other check still runs, and every
-    /// offset is range-checked where it is used, so a corrupted file gives
-    /// errors, never a crash). The loaded trie behaves bit for bit like the
+    /// only that (the linear structural check of the arrays still runs, so a
+    /// corrupted file gives errors, never a crash or a wrong answer). The
+    /// loaded trie behaves bit for bit like the
     /// one saved.
     ///
     /// The file must not be truncated or rewritten in place while a trie

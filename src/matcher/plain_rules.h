@@ -1,0 +1,104 @@
+// The plain step rule, written once: what a state allows and where token t
+// leads, over the trie's flat arrays. Shared by the matcher (matcher.cc), the
+// state arrays (state_array.cc) and the CUDA trie step (trie_step.cu, which
+// nvcc compiles; hence no standard-library types here and every function
+// callable on host and device).
+//
+// A state is a node id (< n_nodes) or one of the two pinned reserved values
+// below. The arrays are validated when the trie is built or loaded
+// (validate_trie_arrays), so nothing here checks them: edge and stop tokens
+// are < vocab_size, children ascend, a node's first edge index is >= its id.
+//
+// Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <stdint.h>
+
+#include "trie/find_token.h"
+
+namespace treemask {
+
+// Pinned values of the C API (TREEMASK_STATE_TERMINATED / _FAILED,
+// TREEMASK_FAILURE_*); declared here only.
+inline constexpr uint32_t kStateTerminated = 0xFFFFFFFEu;
+inline constexpr uint32_t kStateFailed = 0xFFFFFFFFu;
+inline constexpr int32_t kPolicyReject = 0;
+inline constexpr int32_t kPolicyFailClosed = 1;
+inline constexpr int32_t kPolicyStickyError = 2;
+
+// The arrays the plain rule reads (a view; the trie or the device owns them).
+struct PlainTrieView {
+  const uint32_t *node_offsets = nullptr;   // n_nodes + 1
+  const int32_t *edge_tokens = nullptr;     // n_nodes - 1
+  const uint64_t *terminal_bits = nullptr;  // ceil(n_nodes / 64)
+  const int32_t *stop_tokens = nullptr;     // n_stop_tokens, ascending, distinct
+  uint32_t n_stop_tokens = 0;
+  uint32_t n_nodes = 0;
+  int32_t vocab_size = 0;
+};
+
+// What a state allows now: the children of a node (tokens[i] leads to node
+// first_child + i) and, when `stops`, every stop token. The two sets are
+// disjoint (no edge carries a stop token) and each ascends.
+struct Allowed {
+  const int32_t *children = nullptr;
+  uint32_t n_children = 0;
+  uint32_t first_child = 0;
+  bool stops = false;
+};
+
+// Where a step went: the new state and whether the token was accepted.
+struct Advanced {
+  uint32_t state;
+  bool accepted;
+};
+
+struct PlainRules {
+  PlainTrieView t;
+
+  TREEMASK_HD bool is_node(uint32_t s) const { return s < t.n_nodes; }
+  TREEMASK_HD bool is_terminal(uint32_t node) const {
+    return (t.terminal_bits[node >> 6] >> (node & 63)) & 1u;
+  }
+  TREEMASK_HD bool is_stop(int32_t token) const {
+    return find_token(t.stop_tokens, t.n_stop_tokens, token) >= 0;
+  }
+
+  // What state s allows: a node its children, plus the stop tokens if it is
+  // terminal; any other state only the stop tokens.
+  TREEMASK_HD Allowed allowed(uint32_t s) const {
+    if (!is_node(s)) return {nullptr, 0, 0, true};
+    const uint32_t begin = t.node_offsets[s];
+    return {t.edge_tokens + begin, t.node_offsets[s + 1] - begin, begin + 1, is_terminal(s)};
+  }
+
+  // Where token leads from node: a child id, kStateTerminated (a stop token
+  // at a terminal node), or kStateFailed (not allowed; any int32 token).
+  TREEMASK_HD uint32_t step_node(uint32_t node, int32_t token) const {
+    const uint32_t begin = t.node_offsets[node];
+    const int64_t i = find_token(t.edge_tokens + begin, t.node_offsets[node + 1] - begin, token);
+    if (i >= 0) return begin + 1 + static_cast<uint32_t>(i);  // edge e leads to node e + 1
+    if (is_terminal(node) && is_stop(token)) return kStateTerminated;
+    return kStateFailed;
+  }
+
+  // One accept of the state-array form (treemask_trie_advance_states): a
+  // negative token is padding and leaves the state; TERMINATED accepts only
+  // stop tokens; FAILED (and, on a device, any id that is no node) accepts a
+  // stop token, which terminates it, unless the policy is STICKY_ERROR; a
+  // node follows step_node, and a rejection fails the state unless the
+  // policy is REJECT.
+  TREEMASK_HD Advanced advance(uint32_t s, int32_t token, int32_t policy) const {
+    if (token < 0) return {s, true};
+    if (s == kStateTerminated) return {s, is_stop(token)};
+    if (!is_node(s)) {
+      if (policy != kPolicyStickyError && is_stop(token)) return {kStateTerminated, true};
+      return {kStateFailed, false};
+    }
+    const uint32_t next = step_node(s, token);
+    if (next != kStateFailed) return {next, true};
+    return {policy == kPolicyReject ? s : kStateFailed, false};
+  }
+};
+
+}  // namespace treemask

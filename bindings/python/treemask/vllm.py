@@ -280,19 +280,22 @@ class TrieRegistry:
         self.n_choice_compiles = 0
 
     def clear(self) -> None:
+        """Forgets every trie and zeroes the counters (running requests keep
+        theirs)."""
         with self._lock:
             self._files.clear()
             self._choices.clear()
+            self.n_file_loads = 0
+            self.n_choice_compiles = 0
 
     def trie_for(self, spec: RequestSpec, model: ModelInfo) -> Trie:
         """The trie of a request (loading or compiling it if needed). Raises
         ValueError with the library's message."""
         try:
             trie = self._file_trie(spec, model) if spec.trie_path is not None else self._choice_trie(spec, model)
-        except ValueError:
-            raise
         except (Error, OSError) as e:
-            raise _fail("%s: %s" % (spec.trie_path or KEY_CHOICES, e)) from e
+            message = str(e).replace('"/proc/self/fd/', '"fd ')
+            raise _fail("%s: %s" % (spec.trie_path or KEY_CHOICES, message)) from e
         if trie.vocab_size > model.vocab_size:
             raise _fail("%s has vocab_size %d, more than the model's %d"
                         % (spec.trie_path or KEY_CHOICES, trie.vocab_size, model.vocab_size))

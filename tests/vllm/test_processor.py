@@ -72,7 +72,7 @@ def tries(tmp_path):
 
 
 def expected_allowed(trie, output, max_tokens, stops=None):
-    m = treemask.Matcher(trie, failure_policy="fail_closed", max_new_tokens=max_tokens,
+    m = treemask.Matcher(trie, failure_policy="fail_closed", max_new_tokens=max_tokens - 1,
                          override_stop_tokens=stops)
     for t in output:
         m.accept_token(t)
@@ -191,16 +191,19 @@ def test_async_placeholders(tries):
 def test_length_budget_offers_only_what_fits(tries):
     proc = make_processor()
     out = []
-    proc.update_state(BatchUpdate(batch_size=1, removed=[], moved=[],
-                                  added=[(0, params(treemask_trie=tries["a"], max_tokens=3), None, out)]))
-    # [1, 6] + EOS and [7, 13] + EOS fit in 3 tokens; [1, 2, 3] + EOS does not
-    _, logits = step(proc, 1)
+    proc.update_state(BatchUpdate(batch_size=2, removed=[], moved=[], added=[
+        (0, params(treemask_trie=tries["a"], max_tokens=3), None, out),
+        (1, params(treemask_trie=tries["a"], max_tokens=3), None, [1])]))
+    # [1, 6] + EOS and [7, 13] + EOS fit in 3 tokens; [1, 2, 3] + EOS does
+    # not (it would fit without its stop token: not offered either)
+    _, logits = step(proc, 2)
     assert allowed(logits[0]) == {1, 7}
+    assert allowed(logits[1]) == {6}
     out.append(7)
-    _, logits = step(proc, 1)
+    _, logits = step(proc, 2)
     assert allowed(logits[0]) == {13}
     out.append(13)
-    _, logits = step(proc, 1)
+    _, logits = step(proc, 2)
     assert allowed(logits[0]) == {EOS}
 
 

@@ -37,9 +37,11 @@ of a constrained request is added to its ``stop_token_ids`` when it is
 submitted, so the request ends on the token that terminated the trie path,
 which is the last token of the output.
 
-Length budget: a path is offered only if it can end (its stop token
-included) within the request's ``max_tokens``; a shorter ``max_tokens``
-than the longest path never returns a truncated label.
+Length budget: a path is offered only if it fits in the request's
+``max_tokens`` with its stop token (treemask's budget is ``max_tokens -
+1``), so a ``max_tokens`` shorter than the longest path never returns a
+truncated label, and the output still ends with the stop token (a label
+that would fit only without it is not offered).
 
 Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
@@ -456,7 +458,7 @@ class TrieLogitsProcessor(LogitsProcessor):
             trie = registry.trie_for(spec, self.model)
             return Matcher(trie, failure_policy=failure_policy_code(
                 "fail_closed" if spec.failure_policy == "sticky_error" else spec.failure_policy),
-                max_new_tokens=params.max_tokens if params.max_tokens is not None else None,
+                max_new_tokens=None if params.max_tokens is None else max(params.max_tokens - 1, 0),
                 override_stop_tokens=spec.stop_tokens if spec.file_format == "tmtrie" else None)
         except Exception as e:  # noqa: BLE001 - the request was validated; the file changed since
             logger.error("treemask: request fails closed (only stop tokens): %s", e)

@@ -118,6 +118,18 @@ def test_mixed_rows_and_unconstrained_rows_untouched(tries):
     assert allowed(logits[3]) == {ord("b"), ord("c")}
 
 
+def test_a_second_instance_for_the_same_engine_is_inert(tries):
+    config = types.SimpleNamespace(model_config=model_config(),
+                                   scheduler_config=types.SimpleNamespace(max_num_seqs=2))
+    first = tv.TrieLogitsProcessor(config, torch.device("cpu"), False)
+    second = tv.TrieLogitsProcessor(config, torch.device("cpu"), False)
+    assert not first.inert and second.inert
+    update = BatchUpdate(batch_size=1, removed=[], moved=[], added=[(0, params(treemask_trie=tries["a"]), None, [])])
+    first.update_state(update)
+    second.update_state(update)
+    assert second.rows == {} and list(first.rows) == [0]
+
+
 def test_no_constrained_rows_leaves_logits_identical():
     proc = make_processor()
     proc.update_state(BatchUpdate(batch_size=2, removed=[], moved=[],
@@ -306,6 +318,16 @@ def test_corrupt_file_and_empty_label_set_fail_at_submission(tmp_path):
         InputProcessor(eos_tokenizer).validate(SamplingParams(extra_args={"treemask_choices": ["a", "b"]}))
     with pytest.raises(ValueError, match="min_tokens"):
         InputProcessor().validate(SamplingParams(min_tokens=2, extra_args={"treemask_choices": ["a"]}))
+
+
+def test_speculative_decoding_refuses_constrained_requests():
+    """vLLM builds no custom logits processor when speculative decoding is
+    on: a constrained request must be refused, not run unconstrained."""
+    frontend = InputProcessor()
+    frontend.speculative_config = object()
+    with pytest.raises(ValueError, match="speculative decoding"):
+        frontend.validate(SamplingParams(extra_args={"treemask_choices": ["a"]}))
+    frontend.validate(SamplingParams())  # unconstrained requests are fine
 
 
 def test_validation_adds_the_trie_stop_tokens(tries):

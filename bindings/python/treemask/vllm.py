@@ -54,6 +54,7 @@ import logging
 import os
 import sys
 import threading
+import weakref
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
@@ -186,6 +187,7 @@ class ModelInfo:
         self._tokenizer = tokenizer
         self._loader = tokenizer_loader
         self._lock = threading.Lock()
+        self.speculative = False  # the engine runs speculative decoding (frontend only)
 
     @property
     def tokenizer(self) -> Any:
@@ -241,7 +243,11 @@ def _frontend_model() -> Optional[ModelInfo]:
         if obj is not None and type(obj).__name__ == "InputProcessor" and hasattr(obj, "model_config"):
             cached = _frontend_models.get(id(obj))
             if cached is None or cached[0] is not obj:
-                cached = (obj, ModelInfo.from_model_config(obj.model_config, getattr(obj, "tokenizer", None)))
+                info = ModelInfo.from_model_config(obj.model_config, getattr(obj, "tokenizer", None))
+                vllm_config = getattr(obj, "vllm_config", None)
+                info.speculative = bool(getattr(obj, "speculative_config", None)
+                                        or getattr(vllm_config, "speculative_config", None))
+                cached = (obj, info)
                 _frontend_models[id(obj)] = cached
             return cached[1]
         frame = frame.f_back
@@ -417,6 +423,9 @@ class TrieLogitsProcessor(LogitsProcessor):
             raise _fail("min_tokens (%d) cannot be combined with a trie: a path may end before it"
                         % sampling_params.min_tokens)
         model = _frontend_model()
+        if model is not None and model.speculative:
+            raise _fail("speculative decoding is on, and vLLM runs no custom logits processor then: this"
+                        " engine cannot constrain the request")
         if model is None:
             if spec.trie_path is not None and not os.path.isfile(spec.trie_path):
                 raise _fail("%s: no such file: %r" % (KEY_TRIE, spec.trie_path))
@@ -430,7 +439,15 @@ class TrieLogitsProcessor(LogitsProcessor):
             sampling_params.stop_token_ids = known + missing
             sampling_params._all_stop_token_ids.update(missing)
 
+    # One active instance per engine: when the class is both installed (entry
+    # point) and named in logits_processors, vLLM builds it twice.
+    _active: "weakref.WeakValueDictionary[int, TrieLogitsProcessor]" = weakref.WeakValueDictionary()
+
     def __init__(self, vllm_config: Any, device: torch.device, is_pin_memory: bool) -> None:
+        self.inert = TrieLogitsProcessor._active.get(id(vllm_config)) is not None
+        if not self.inert:
+            TrieLogitsProcessor._active[id(vllm_config)] = self
+        self._config = vllm_config  # keeps the id from being reused while this instance lives
         self.model = ModelInfo.from_model_config(vllm_config.model_config)
         self.device = torch.device(device)
         self.n_slots = int(vllm_config.scheduler_config.max_num_seqs)
@@ -476,7 +493,7 @@ class TrieLogitsProcessor(LogitsProcessor):
             self.batch.set_matcher(index, None)
 
     def update_state(self, batch_update: Optional[BatchUpdate]) -> None:
-        if batch_update is None:
+        if batch_update is None or self.inert:
             return
         for index in batch_update.removed:
             self._clear(index)

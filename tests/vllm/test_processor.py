@@ -52,9 +52,12 @@ def make_processor(slots=SLOTS, device="cpu"):
 
 
 @pytest.fixture(autouse=True)
-def fresh_registry():
+def fresh_registry(tmp_path):
     tv.registry.clear()
+    saved = tv.registry.cache_dir
+    tv.registry.cache_dir = str(tmp_path / "choice-cache")
     yield
+    tv.registry.cache_dir = saved
     tv.registry.clear()
 
 
@@ -260,7 +263,7 @@ def test_a_file_broken_after_validation_fails_closed(tmp_path):
 
 
 def test_choice_cache_is_bounded():
-    reg = tv.TrieRegistry(max_choice_lists=2)
+    reg = tv.TrieRegistry(max_choice_lists=2, cache_dir="off")
     model = tv.ModelInfo(V, [EOS], byte_tokenizer)
     lists = [["a"], ["b"], ["c"]]
     tries_ = [reg.trie_for(tv.parse_extra_args({"treemask_choices": c}), model) for c in lists]
@@ -268,6 +271,48 @@ def test_choice_cache_is_bounded():
     assert reg.trie_for(tv.parse_extra_args({"treemask_choices": ["c"]}), model) is tries_[2]
     assert reg.trie_for(tv.parse_extra_args({"treemask_choices": ["a"]}), model) is not tries_[0]
     assert reg.n_choice_compiles == 4
+
+
+def test_choice_file_cache_is_shared_between_processes(tmp_path):
+    """What the frontend compiled, the worker maps (a second registry on the
+    same directory stands for the other process)."""
+    model = tv.ModelInfo(V, [EOS], byte_tokenizer)
+    spec = tv.parse_extra_args({"treemask_choices": ["red", "green", "blue"]})
+    frontend = tv.TrieRegistry(cache_dir=str(tmp_path))
+    compiled = frontend.trie_for(spec, model)
+    assert frontend.n_choice_compiles == 1
+    worker = tv.TrieRegistry(cache_dir=str(tmp_path))
+    mapped = worker.trie_for(spec, model)
+    assert worker.n_choice_compiles == 0
+    assert mapped.labels == compiled.labels == spec.choices
+    m = treemask.Matcher(mapped)
+    assert m.accept_tokens(byte_tokenizer("green")) == 5 and m.accept_token(EOS)
+    # a file whose labels differ (another list, a planted file) is not used
+    (cached,) = list(tmp_path.glob("*.tmtrie"))
+    treemask.Trie.from_labels(["red", "green", "black"], byte_tokenizer, V, [EOS], prefix="").save(cached)
+    other = tv.TrieRegistry(cache_dir=str(tmp_path))
+    assert other.trie_for(spec, model).labels == spec.choices and other.n_choice_compiles == 1
+
+
+def test_batched_choice_compile_equals_from_labels(tiny_model):
+    """The batch-tokenized compile builds exactly Trie.from_labels' trie."""
+    from conftest import ANIMALS, COLORS, FRUITS
+
+    _, tokenizer, info = tiny_model
+    labels = tuple(COLORS + ANIMALS + FRUITS + ["  two spaces", "tab\there", "ünïcödé", "<|im_end|>"])
+    model = tv.ModelInfo(151936, [info["eos"]], tokenizer)
+    for prefix in ("", " "):
+        fast = tv._compile_choices(labels, prefix, model, (info["eos"],))
+        slow = treemask.Trie.from_labels(list(labels), tokenizer, 151936, [info["eos"]], prefix=prefix)
+        assert fast.skipped_labels == slow.skipped_labels
+        assert fast.stats() == slow.stats()
+        for i, label in enumerate(labels):
+            if label in slow.skipped_labels:
+                continue
+            ids = tokenizer.encode(prefix + label, add_special_tokens=False)
+            for trie in (fast, slow):
+                m = treemask.Matcher(trie)
+                assert m.accept_tokens(ids) == len(ids) and m.accept_token(info["eos"]) and i in m.label_ids()
 
 
 # ---- validation at submission ---------------------------------------------

@@ -53,6 +53,7 @@ import json
 import logging
 import os
 import sys
+import tempfile
 import threading
 import weakref
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
@@ -272,15 +273,24 @@ class TrieRegistry:
     to its trie; the old one is freed with the last). ``.tmtrie`` files are
     mapped, so the worker processes share them through the page cache.
 
-    Choice lists are compiled once per distinct list (keyed by a hash of the
-    list, prefix and stop tokens) and kept in an LRU cache of
-    ``max_choice_lists`` entries.
+    Choice lists are compiled once per distinct list (keyed by the list,
+    prefix and stop tokens) and kept in an LRU cache of ``max_choice_lists``
+    entries; a compiled list is also saved as a ``.tmtrie`` named by its
+    SHA-256 in a private per-user directory (``cache_dir``, default
+    ``$TREEMASK_VLLM_CACHE_DIR`` or ``<tmp>/treemask-vllm-<uid>``; ``"off"``
+    disables it; at most ``max_cached_files``), so that the worker maps what
+    the frontend compiled when it validated the request.
     """
 
-    def __init__(self, max_choice_lists: int = 64) -> None:
+    def __init__(self, max_choice_lists: int = 64, cache_dir: Optional[str] = None,
+                 max_cached_files: int = 256) -> None:
         if max_choice_lists < 1:
             raise ValueError("max_choice_lists %d must be >= 1" % max_choice_lists)
         self.max_choice_lists = max_choice_lists
+        self.cache_dir: Any = cache_dir if cache_dir is not None else os.environ.get("TREEMASK_VLLM_CACHE_DIR")
+        if self.cache_dir == "off":
+            self.cache_dir = False
+        self.max_cached_files = max_cached_files
         self._lock = threading.Lock()
         self._files: Dict[tuple, _Snapshot] = {}
         self._choices: "collections.OrderedDict[bytes, Trie]" = collections.OrderedDict()
@@ -355,23 +365,96 @@ class TrieRegistry:
 
     def _choice_trie(self, spec: RequestSpec, model: ModelInfo) -> Trie:
         stops = self._stop_tokens(spec, model)
-        h = hashlib.sha256(json.dumps([spec.prefix, list(stops), model.vocab_size, spec.choices],
-                                      ensure_ascii=False).encode("utf-8")).digest()
+        # In-process key: Python's string hashes (cheap; a hit is confirmed
+        # by comparing the lists, so a collision costs a compile, never a
+        # wrong trie). The file cache uses a SHA-256 of the same content.
+        key = (spec.prefix, stops, model.vocab_size, len(spec.choices), hash(spec.choices))
         with self._lock:
-            trie = self._choices.get(h)
-            if trie is not None:
-                self._choices.move_to_end(h)
+            trie = self._choices.get(key)
+            if trie is not None and trie.labels == spec.choices:
+                self._choices.move_to_end(key)
                 return trie
-        trie = Trie.from_labels(list(spec.choices), model.tokenizer, model.vocab_size, stops, prefix=spec.prefix)
-        if trie.skipped_labels:
-            logger.warning("treemask: %d of %d choices do not round-trip through the tokenizer and are left out"
-                           " (first: %r)", len(trie.skipped_labels), len(spec.choices), trie.skipped_labels[0])
+        digest = hashlib.sha256(json.dumps([spec.prefix, list(stops), model.vocab_size, spec.choices],
+                                           ensure_ascii=False).encode("utf-8")).hexdigest()
+        trie = self._disk_load(digest, spec, stops, model)
+        if trie is None:
+            trie = _compile_choices(spec.choices, spec.prefix, model, stops)
+            if trie.skipped_labels:
+                logger.warning("treemask: %d of %d choices do not round-trip through the tokenizer and are left"
+                               " out (first: %r)", len(trie.skipped_labels), len(spec.choices),
+                               trie.skipped_labels[0])
+            self._disk_save(digest, trie)
+            with self._lock:
+                self.n_choice_compiles += 1
         with self._lock:
-            self._choices[h] = trie
-            self.n_choice_compiles += 1
+            self._choices[key] = trie
             while len(self._choices) > self.max_choice_lists:
                 self._choices.popitem(last=False)
         return trie
+
+    # A compiled choice list is also written to a per-user cache directory,
+    # so that the engine's worker maps what the frontend compiled when it
+    # validated the request instead of compiling it again.
+
+    def _cache_dir(self) -> Optional[str]:
+        if self.cache_dir is False:
+            return None
+        path = self.cache_dir or os.path.join(tempfile.gettempdir(), "treemask-vllm-%d" % os.getuid())
+        try:
+            os.makedirs(path, mode=0o700, exist_ok=True)
+            st = os.stat(path)
+            if st.st_uid != os.getuid() or st.st_mode & 0o022:
+                raise OSError("%s is not a private directory of this user" % path)
+        except OSError as e:
+            logger.warning("treemask: choice-list file cache off: %s", e)
+            self.cache_dir = False
+            return None
+        return path
+
+    def _disk_load(self, digest: str, spec: RequestSpec, stops: Tuple[int, ...], model: ModelInfo) -> Optional[Trie]:
+        path = self._cache_dir()
+        if path is None:
+            return None
+        try:
+            trie = Trie.load(os.path.join(path, digest + ".tmtrie"))
+        except Error:
+            return None  # absent, or being replaced: compile
+        if trie.labels != spec.choices or tuple(sorted(trie.stop_tokens)) != stops \
+                or trie.vocab_size != model.vocab_size:
+            return None
+        return trie
+
+    def _disk_save(self, digest: str, trie: Trie) -> None:
+        path = self._cache_dir()
+        if path is None:
+            return
+        try:
+            trie.save(os.path.join(path, digest + ".tmtrie"))  # atomic (temporary file + rename)
+            entries = sorted((e for e in os.scandir(path) if e.name.endswith(".tmtrie")),
+                             key=lambda e: e.stat().st_mtime)
+            for e in entries[:max(0, len(entries) - self.max_cached_files)]:
+                os.unlink(e.path)
+        except (Error, OSError) as e:
+            logger.warning("treemask: could not write the choice-list cache: %s", e)
+
+
+def _compile_choices(choices: Tuple[str, ...], prefix: str, model: ModelInfo, stops: Tuple[int, ...]) -> Trie:
+    """Trie.from_labels over the model's tokenizer, with the tokenizer's
+    batch encode and decode where it has them (a fast tokenizer runs them
+    in parallel, in Rust; 100,000 one-by-one calls take seconds)."""
+    tokenizer = model.tokenizer
+    texts = [prefix + c for c in choices]
+    try:
+        ids = tokenizer(texts, add_special_tokens=False)["input_ids"]
+        decoded = tokenizer.batch_decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+        if len(ids) != len(texts) or len(decoded) != len(texts):
+            raise TypeError("batch sizes differ")
+    except Exception:  # noqa: BLE001 - not a batch tokenizer: one by one
+        return Trie.from_labels(list(choices), tokenizer, model.vocab_size, stops, prefix=prefix)
+    encoded = dict(zip(texts, ids))
+    text_of = {tuple(i): d for i, d in zip(ids, decoded)}
+    return Trie.from_labels(list(choices), lambda text: encoded[text], model.vocab_size, stops, prefix=prefix,
+                            decode=lambda tokens: text_of[tuple(tokens)])
 
 
 class _PathArg(os.PathLike):

@@ -393,12 +393,12 @@ def test_validation_adds_the_trie_stop_tokens(tries):
 
 
 def test_device_masker_host_parts(tries):
-    """The double-buffered pinned staging and the torch fallback apply
-    (what runs on a CUDA device without treemask's kernel), on the CPU."""
+    """The pinned staging and the torch fallback apply (what runs on a
+    CUDA device without treemask's kernel), on the CPU; and the processor
+    driven through its device path (a non-CPU device is all it checks)."""
     masker = tv._DeviceMasker(4, (V + 31) // 32, torch.device("cpu"), False)
-    a = masker.host_buffer()
-    b = masker.host_buffer()
-    assert a is not b and masker.host_buffer() is a
+    masker.wait_host()
+    a = masker.host
     trie = treemask.Trie.load(tries["a"])
     trie.fill_states(np.array([treemask.STATE_ROOT] * 3, dtype=np.uint32), a[:3])
     logits = torch.randn(3, V)
@@ -407,6 +407,20 @@ def test_device_masker_host_parts(tries):
     assert allowed(logits[0]) == allowed(logits[2]) == {1, 7}
     assert torch.equal(logits[1], before[1])
     assert torch.equal(logits[0, [1, 7]], before[0, [1, 7]])
+    # the whole processor through the device path, with "meta"-free CPU
+    # tensors standing in for the device ones
+    proc = make_processor()
+    proc._masker = tv._DeviceMasker(SLOTS, (V + 31) // 32, torch.device("cpu"), False)
+    proc._host = proc._masker.host
+    proc.batch.bind_bitmask(proc._host)
+    out = []
+    proc.update_state(BatchUpdate(batch_size=2, removed=[], moved=[], added=[
+        (0, params(), None, []), (1, params(treemask_trie=tries["a"]), None, out)]))
+    before, logits = step(proc, 2)
+    assert torch.equal(logits[0], before[0]) and allowed(logits[1]) == {1, 7}
+    out.append(7)
+    _, logits = step(proc, 2)
+    assert allowed(logits[1]) == {8, 13}
 
 
 # ---- randomised: vLLM's own persistent batch ------------------------------

@@ -542,7 +542,11 @@ class TrieLogitsProcessor(LogitsProcessor):
         self._warned_placeholder = False
         self._masker = _DeviceMasker(self.n_slots, self._words, self.device, is_pin_memory) \
             if self.device.type != "cpu" else None
-        self._host = np.zeros((self.n_slots, self._words), dtype=np.int32) if self._masker is None else None
+        self._host = np.zeros((self.n_slots, self._words), dtype=np.int32) if self._masker is None \
+            else self._masker.host
+        # Bound: a step rewrites only the bits that changed since the row's
+        # last fill (O(fanout) per row, not O(vocab)).
+        self.batch.bind_bitmask(self._host)
 
     def is_argmax_invariant(self) -> bool:
         return False
@@ -656,9 +660,11 @@ class TrieLogitsProcessor(LogitsProcessor):
         self._catch_up()
         slots = sorted(self.rows)
         n_rows, width = logits.shape
-        host = self._host if self._masker is None else self._masker.host_buffer()
+        host = self._host
+        if self._masker is not None:
+            self._masker.wait_host()
         try:
-            need = self.batch.fill_next_token_bitmask(host, slots)
+            need = self.batch.fill_bound(slots)
         except Error as e:
             logger.error("treemask: batch fill failed (%s); filling row by row", e)
             need = self._fill_rows(host, slots)
@@ -682,6 +688,7 @@ class TrieLogitsProcessor(LogitsProcessor):
                 m = Matcher(self._stop_only_trie(self.model.eos_token_ids))
                 self.batch.set_matcher(s, m)
                 m.fill_next_token_bitmask(host, s)
+        self.batch.invalidate(slots)  # written behind the batch's back
         return need
 
 
@@ -692,39 +699,36 @@ def _has_treemask_keys(extra_args: Optional[Dict[str, Any]]) -> bool:
 class _DeviceMasker:
     """Bitmask rows filled on the host, masked on the logits' device.
 
-    Two pinned host buffers alternate: a step fills one and copies it to the
-    device with a non-blocking copy on the current stream, then records an
-    event; a buffer is written again only after its event (two steps back,
-    long complete in practice) has passed, so the host never waits on the
-    device in steady state. The mask is applied by treemask's CUDA kernel on
-    the current stream, or, when this libtreemask has no CUDA (or for a
-    non-CUDA device), by the equivalent torch expression.
+    The host buffer is pinned; a step copies the rows to the device with a
+    non-blocking copy on the current stream and records an event. The next
+    fill waits for that event, which has long passed in practice (vLLM has
+    since waited for the step's sampled tokens), so the host does not wait
+    on the device in steady state. The mask is applied by treemask's CUDA
+    kernel on the current stream, or, when this libtreemask has no CUDA (or
+    for a non-CUDA device), by the equivalent torch expression.
     """
 
     def __init__(self, n_slots: int, words: int, device: torch.device, pin_memory: bool) -> None:
         self.device = device
-        self._host = [torch.zeros((n_slots, words), dtype=torch.int32, pin_memory=pin_memory) for _ in range(2)]
-        self._host_np = [h.numpy() for h in self._host]
-        self._events: List[Any] = [None, None]
+        self._host_tensor = torch.zeros((n_slots, words), dtype=torch.int32, pin_memory=pin_memory)
+        self.host = self._host_tensor.numpy()
+        self._event: Any = None
         self._device = torch.zeros((n_slots, words), dtype=torch.int32, device=device)
-        self._current = 0
         self._cuda = device.type == "cuda"
         self._kernel = self._cuda and cuda_available()
 
-    def host_buffer(self) -> np.ndarray:
-        self._current ^= 1
-        event = self._events[self._current]
-        if event is not None:
-            event.synchronize()  # this buffer's copy two steps ago (already done in practice)
-        return self._host_np[self._current]
+    def wait_host(self) -> None:
+        """Before the host buffer is written: the last copy out of it is done."""
+        if self._event is not None:
+            self._event.synchronize()
+            self._event = None
 
     def apply(self, logits: torch.Tensor, n_rows: int, rows: List[int], vocab_size: int) -> None:
         mask = self._device[:n_rows]
-        mask.copy_(self._host[self._current][:n_rows], non_blocking=True)
+        mask.copy_(self._host_tensor[:n_rows], non_blocking=True)
         if self._cuda:
-            event = torch.cuda.Event()
-            event.record()
-            self._events[self._current] = event
+            self._event = torch.cuda.Event()
+            self._event.record()
         if self._kernel:
             apply_token_bitmask_inplace(logits, mask, vocab_size=vocab_size, indices=rows)
             return

@@ -510,3 +510,37 @@ def test_random_batches_through_vllms_input_batch(tries):
     assert checked > 200
     assert all(v > 10 for v in seen.values()), seen  # every kind of update happened
 
+
+
+# ---- what vLLM does not route through logits processors (item 6) ----------
+
+
+def test_vllm_beam_search_carries_no_extra_args():
+    """vLLM's beam search takes BeamSearchParams, which have no extra_args,
+    and builds its own single-token SamplingParams per step: a constrained
+    beam search through treemask's keys is impossible (README: what works
+    instead). If vLLM adds the field, this fails: then test constrained beam
+    search."""
+    from vllm.sampling_params import BeamSearchParams
+
+    assert "extra_args" not in BeamSearchParams.__struct_fields__
+    with pytest.raises(TypeError):
+        BeamSearchParams(beam_width=2, max_tokens=4, extra_args={"treemask_choices": ["a"]})
+
+
+def test_vllm_builds_no_custom_processor_under_speculative_decoding():
+    """With speculative decoding vLLM skips the installed plugins (and
+    refuses named ones), which is why validation refuses our requests on
+    such an engine."""
+    from vllm.v1.sample.logits_processor import build_logitsprocs
+
+    config = types.SimpleNamespace(speculative_config=object(), model_config=model_config(),
+                                   scheduler_config=types.SimpleNamespace(max_num_seqs=2))
+    procs = build_logitsprocs(config, torch.device("cpu"), False, False, ())
+    assert not any(isinstance(p, tv.TrieLogitsProcessor) for p in procs.all)
+    with pytest.raises(ValueError, match="speculative decoding"):
+        build_logitsprocs(config, torch.device("cpu"), False, False, [tv.TrieLogitsProcessor])
+    # without it, the installed entry point alone brings treemask in
+    config.speculative_config = None
+    procs = build_logitsprocs(config, torch.device("cpu"), False, False, ())
+    assert any(isinstance(p, tv.TrieLogitsProcessor) for p in procs.all)

@@ -445,7 +445,11 @@ def _compile_choices(choices: Tuple[str, ...], prefix: str, model: ModelInfo, st
     tokenizer = model.tokenizer
     texts = [prefix + c for c in choices]
     try:
-        ids = tokenizer(texts, add_special_tokens=False)["input_ids"]
+        backend = getattr(tokenizer, "backend_tokenizer", None)  # a transformers fast tokenizer's Rust one
+        if backend is not None:
+            ids = [e.ids for e in backend.encode_batch(texts, add_special_tokens=False)]
+        else:
+            ids = tokenizer(texts, add_special_tokens=False)["input_ids"]
         decoded = tokenizer.batch_decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
         if len(ids) != len(texts) or len(decoded) != len(texts):
             raise TypeError("batch sizes differ")

@@ -93,7 +93,7 @@ def main():
     print("  treemask trie      %8.1f tok/s   ratio %.3f (target >= 0.85)" % (r_tied, r_tied / r_free))
 
     # ---- 2. choice lists: treemask vs structured_outputs (xgrammar) -------
-    sizes = [int(s) for s in os.environ.get("TREEMASK_VLLM_BENCH_SIZES", "100,10000,100000").split(",")]
+    sizes = [int(s) for s in os.environ.get("TREEMASK_VLLM_BENCH_SIZES", "100,10000,100000").split(",") if s]
     engines = os.environ.get("TREEMASK_VLLM_BENCH_ENGINES", "treemask,xgrammar").split(",")
     print("choice lists, %d requests, greedy (one list shared by the requests of a run):" % N_REQUESTS)
     print("  %8s  %-10s %12s %12s" % ("options", "engine", "TTFT (s)", "tok/s"))

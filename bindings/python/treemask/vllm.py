@@ -59,8 +59,12 @@ import weakref
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
-import torch
-from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDirectionality
+
+try:
+    import torch
+    from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessor, MoveDirectionality
+except ImportError as _e:  # pragma: no cover - vLLM is what this module is for
+    raise ImportError("treemask.vllm needs vLLM (V1 engine, tested with 0.32.0) and torch: %s" % _e) from _e
 
 from .batch import BatchMatcher
 from .bitmask import apply_token_bitmask_inplace, cuda_available
@@ -544,6 +548,8 @@ class TrieLogitsProcessor(LogitsProcessor):
         self._words = (self.model.vocab_size + 31) // 32
         self._fallback: Dict[Tuple[int, ...], Trie] = {}
         self._warned_placeholder = False
+        # CPU masking threads (treemask.apply_token_bitmask_inplace's n_threads).
+        self.n_threads = max(1, int(os.environ.get("TREEMASK_VLLM_THREADS", "1") or 1))
         self._masker = _DeviceMasker(self.n_slots, self._words, self.device, is_pin_memory) \
             if self.device.type != "cpu" else None
         self._host = np.zeros((self.n_slots, self._words), dtype=np.int32) if self._masker is None \
@@ -677,7 +683,7 @@ class TrieLogitsProcessor(LogitsProcessor):
             return logits
         if self._masker is None:
             apply_token_bitmask_inplace(logits, host[:n_rows], vocab_size=min(width, self.model.vocab_size),
-                                        indices=rows)
+                                        indices=rows, n_threads=self.n_threads)
         else:
             self._masker.apply(logits, n_rows, rows, min(width, self.model.vocab_size))
         return logits

@@ -1,0 +1,546 @@
+"""treemask.vllm.TrieLogitsProcessor driven directly, without a model:
+vLLM's BatchUpdate mechanics (additions, removals, one-way moves, swaps,
+preempted requests resumed with their output, -1 placeholders), the
+length budget, the trie registry (reload on atomic replace, running
+requests keep their snapshot, bounded choice cache) and request
+validation (the errors a request gets at submission, stop tokens added).
+
+The randomised test drives the processor through vLLM's own persistent
+batch (vllm.v1.worker.gpu_input_batch.InputBatch: add_request,
+remove_request, condense, swap_states, refresh_metadata), as vLLM's
+logits-processor correctness test does with its fake batch, and checks
+every row of every step against a fresh Matcher over the row's output.
+
+Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+"""
+import json
+import os
+import random
+import types
+
+import numpy as np
+import pytest
+import torch
+
+import treemask
+from treemask import vllm as tv
+from vllm import SamplingParams
+from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessors, MoveDirectionality
+
+V = 300  # vocab: byte tokens 0..255 for choice lists, stop tokens above
+EOS, EXTRA_STOP = 290, 291
+SLOTS = 8
+
+
+def byte_tokenizer(text):
+    return list(text.encode("utf-8"))
+
+
+def model_config(vocab=V, eos=EOS):
+    return types.SimpleNamespace(
+        get_vocab_size=lambda: vocab, try_get_generation_config=lambda: {"eos_token_id": [eos]},
+        hf_text_config=types.SimpleNamespace(eos_token_id=eos), tokenizer=None, skip_tokenizer_init=True,
+        trust_remote_code=False, tokenizer_revision=None)
+
+
+def make_processor(slots=SLOTS, device="cpu"):
+    config = types.SimpleNamespace(model_config=model_config(),
+                                   scheduler_config=types.SimpleNamespace(max_num_seqs=slots))
+    proc = tv.TrieLogitsProcessor(config, torch.device(device), False)
+    proc.model._tokenizer = byte_tokenizer
+    return proc
+
+
+@pytest.fixture(autouse=True)
+def fresh_registry(tmp_path):
+    tv.registry.clear()
+    saved = tv.registry.cache_dir
+    tv.registry.cache_dir = str(tmp_path / "choice-cache")
+    yield
+    tv.registry.cache_dir = saved
+    tv.registry.clear()
+
+
+PATHS_A = [[1, 2, 3], [1, 2, 4, 5], [1, 6], [7, 8, 9, 10, 11, 12], [7, 13]]
+PATHS_B = [[20, 21], [20, 22, 23], [24]]
+
+
+@pytest.fixture
+def tries(tmp_path):
+    a = tmp_path / "a.tmtrie"
+    treemask.Trie.from_paths(PATHS_A, V, [EOS]).save(a)
+    b = tmp_path / "b.jsonl"
+    b.write_text("".join(json.dumps(p) + "\n" for p in PATHS_B))
+    return {"a": str(a), "b": str(b)}
+
+
+def expected_allowed(trie, output, max_tokens, stops=None):
+    m = treemask.Matcher(trie, failure_policy="fail_closed", max_new_tokens=max_tokens - 1,
+                         override_stop_tokens=stops)
+    for t in output:
+        m.accept_token(t)
+    return set(m.next_tokens())
+
+
+def allowed(logits_row):
+    return set(np.flatnonzero(np.isfinite(logits_row.numpy())).tolist())
+
+
+def params(**extra):
+    max_tokens = extra.pop("max_tokens", 16)
+    return SamplingParams(max_tokens=max_tokens, extra_args=extra or None)
+
+
+def step(proc, n_rows):
+    logits = torch.randn(n_rows, V)
+    before = logits.clone()
+    proc.apply(logits)
+    return before, logits
+
+
+def test_mixed_rows_and_unconstrained_rows_untouched(tries):
+    proc = make_processor()
+    out = [[] for _ in range(4)]
+    proc.update_state(BatchUpdate(batch_size=4, removed=[], moved=[], added=[
+        (0, params(treemask_trie=tries["a"]), [5], out[0]),
+        (1, params(), [5], out[1]),
+        (2, params(treemask_trie=tries["b"]), [5], out[2]),
+        (3, params(treemask_choices=["ab", "ac", "b"]), [5], out[3]),
+    ]))
+    before, logits = step(proc, 4)
+    assert allowed(logits[0]) == {1, 7}
+    assert torch.equal(logits[1], before[1])
+    assert allowed(logits[2]) == {20, 24}
+    assert allowed(logits[3]) == {ord("a"), ord("b")}
+    out[0].append(1)
+    out[2].append(24)
+    out[3].append(ord("a"))
+    _, logits = step(proc, 4)
+    assert allowed(logits[0]) == {2, 6}
+    assert allowed(logits[2]) == {EOS}
+    assert allowed(logits[3]) == {ord("b"), ord("c")}
+
+
+def test_a_second_instance_for_the_same_engine_is_inert(tries):
+    config = types.SimpleNamespace(model_config=model_config(),
+                                   scheduler_config=types.SimpleNamespace(max_num_seqs=2))
+    first = tv.TrieLogitsProcessor(config, torch.device("cpu"), False)
+    second = tv.TrieLogitsProcessor(config, torch.device("cpu"), False)
+    assert not first.inert and second.inert
+    update = BatchUpdate(batch_size=1, removed=[], moved=[], added=[(0, params(treemask_trie=tries["a"]), None, [])])
+    first.update_state(update)
+    second.update_state(update)
+    assert second.rows == {} and list(first.rows) == [0]
+
+
+def test_no_constrained_rows_leaves_logits_identical():
+    proc = make_processor()
+    proc.update_state(BatchUpdate(batch_size=2, removed=[], moved=[],
+                                  added=[(0, params(), [1], []), (1, params(), [1], [])]))
+    before, logits = step(proc, 2)
+    assert torch.equal(before, logits)
+
+
+def test_moves_swaps_removals_and_replacement(tries):
+    proc = make_processor()
+    outs = {i: [] for i in range(3)}
+    proc.update_state(BatchUpdate(batch_size=3, removed=[], moved=[], added=[
+        (0, params(treemask_trie=tries["a"]), None, outs[0]),
+        (1, params(treemask_trie=tries["b"]), None, outs[1]),
+        (2, params(), None, outs[2])]))
+    step(proc, 3)
+    outs[0].append(7)
+    outs[1].append(20)
+    # swap 0 <-> 2: the trie-a row is now at 2, the unconstrained one at 0
+    proc.update_state(BatchUpdate(batch_size=3, removed=[], added=[], moved=[(0, 2, MoveDirectionality.SWAP)]))
+    before, logits = step(proc, 3)
+    assert torch.equal(logits[0], before[0])
+    assert allowed(logits[2]) == {8, 13}
+    assert allowed(logits[1]) == {21, 22}
+    # remove the row at 0, move 2 -> 0 one way (condense)
+    outs[0].append(13)
+    proc.update_state(BatchUpdate(batch_size=2, removed=[0], added=[],
+                                  moved=[(2, 0, MoveDirectionality.UNIDIRECTIONAL)]))
+    _, logits = step(proc, 2)
+    assert allowed(logits[0]) == {EOS}
+    assert allowed(logits[1]) == {21, 22}
+    # an added request replaces the row at 1 without a removal
+    new_out = []
+    proc.update_state(BatchUpdate(batch_size=2, removed=[], moved=[],
+                                  added=[(1, params(treemask_choices=["z"]), None, new_out)]))
+    _, logits = step(proc, 2)
+    assert allowed(logits[1]) == {ord("z")}
+    assert sorted(proc.rows) == [0, 1]
+
+
+def test_preempted_request_resumes_with_its_output(tries):
+    proc = make_processor()
+    out = [7, 8, 9]
+    proc.update_state(BatchUpdate(batch_size=1, removed=[], moved=[],
+                                  added=[(0, params(treemask_trie=tries["a"]), None, out)]))
+    _, logits = step(proc, 1)
+    assert allowed(logits[0]) == {10}
+    out.append(10)
+    _, logits = step(proc, 1)
+    assert allowed(logits[0]) == {11}
+
+
+def test_async_placeholders(tries):
+    proc = make_processor()
+    out = []
+    proc.update_state(BatchUpdate(batch_size=1, removed=[], moved=[],
+                                  added=[(0, params(treemask_trie=tries["a"]), None, out)]))
+    step(proc, 1)
+    # update_state sees a -1 placeholder, vLLM repairs it before sampling
+    out.append(-1)
+    proc.update_state(None)
+    out[-1] = 1
+    _, logits = step(proc, 1)
+    assert allowed(logits[0]) == {2, 6}
+    # a placeholder still there at sampling time: the row fails closed
+    out.append(-1)
+    _, logits = step(proc, 1)
+    assert allowed(logits[0]) == {EOS}
+
+
+def test_length_budget_offers_only_what_fits(tries):
+    proc = make_processor()
+    out = []
+    proc.update_state(BatchUpdate(batch_size=2, removed=[], moved=[], added=[
+        (0, params(treemask_trie=tries["a"], max_tokens=3), None, out),
+        (1, params(treemask_trie=tries["a"], max_tokens=3), None, [1])]))
+    # [1, 6] + EOS and [7, 13] + EOS fit in 3 tokens; [1, 2, 3] + EOS does
+    # not (it would fit without its stop token: not offered either)
+    _, logits = step(proc, 2)
+    assert allowed(logits[0]) == {1, 7}
+    assert allowed(logits[1]) == {6}
+    out.append(7)
+    _, logits = step(proc, 2)
+    assert allowed(logits[0]) == {13}
+    out.append(13)
+    _, logits = step(proc, 2)
+    assert allowed(logits[0]) == {EOS}
+
+
+def test_stop_tokens_override(tries):
+    proc = make_processor()
+    out = [24]
+    proc.update_state(BatchUpdate(batch_size=1, removed=[], moved=[], added=[
+        (0, params(treemask_trie=tries["b"], treemask_stop_tokens=[EXTRA_STOP]), None, out)]))
+    _, logits = step(proc, 1)
+    assert allowed(logits[0]) == {EXTRA_STOP}
+
+
+def test_file_replaced_new_requests_get_the_new_snapshot(tries, tmp_path):
+    proc = make_processor()
+    old_out = [1]
+    proc.update_state(BatchUpdate(batch_size=1, removed=[], moved=[],
+                                  added=[(0, params(treemask_trie=tries["a"]), None, old_out)]))
+    step(proc, 1)
+    # atomic replace (Trie.save writes a temporary file and renames it)
+    treemask.Trie.from_paths([[40, 41]], V, [EOS]).save(tries["a"])
+    new_out = []
+    proc.update_state(BatchUpdate(batch_size=2, removed=[], moved=[],
+                                  added=[(1, params(treemask_trie=tries["a"]), None, new_out)]))
+    _, logits = step(proc, 2)
+    assert allowed(logits[0]) == {2, 6}  # the running request keeps its snapshot
+    assert allowed(logits[1]) == {40}
+    assert tv.registry.n_file_loads == 2
+    # unchanged file: no reload
+    proc.update_state(BatchUpdate(batch_size=3, removed=[], moved=[],
+                                  added=[(2, params(treemask_trie=tries["a"]), None, [])]))
+    assert tv.registry.n_file_loads == 2
+
+
+def test_a_file_broken_after_validation_fails_closed(tmp_path):
+    proc = make_processor()
+    bad = tmp_path / "bad.tmtrie"
+    bad.write_bytes(b"not a trie at all")
+    proc.update_state(BatchUpdate(batch_size=1, removed=[], moved=[],
+                                  added=[(0, params(treemask_trie=str(bad)), None, [])]))
+    _, logits = step(proc, 1)
+    assert allowed(logits[0]) == {EOS}
+
+
+def test_choice_cache_is_bounded():
+    reg = tv.TrieRegistry(max_choice_lists=2, cache_dir="off")
+    model = tv.ModelInfo(V, [EOS], byte_tokenizer)
+    lists = [["a"], ["b"], ["c"]]
+    tries_ = [reg.trie_for(tv.parse_extra_args({"treemask_choices": c}), model) for c in lists]
+    assert reg.n_choice_compiles == 3
+    assert reg.trie_for(tv.parse_extra_args({"treemask_choices": ["c"]}), model) is tries_[2]
+    assert reg.trie_for(tv.parse_extra_args({"treemask_choices": ["a"]}), model) is not tries_[0]
+    assert reg.n_choice_compiles == 4
+
+
+def test_choice_file_cache_is_shared_between_processes(tmp_path):
+    """What the frontend compiled, the worker maps (a second registry on the
+    same directory stands for the other process)."""
+    model = tv.ModelInfo(V, [EOS], byte_tokenizer)
+    spec = tv.parse_extra_args({"treemask_choices": ["red", "green", "blue"]})
+    frontend = tv.TrieRegistry(cache_dir=str(tmp_path))
+    compiled = frontend.trie_for(spec, model)
+    assert frontend.n_choice_compiles == 1
+    worker = tv.TrieRegistry(cache_dir=str(tmp_path))
+    mapped = worker.trie_for(spec, model)
+    assert worker.n_choice_compiles == 0
+    assert mapped.labels == compiled.labels == spec.choices
+    m = treemask.Matcher(mapped)
+    assert m.accept_tokens(byte_tokenizer("green")) == 5 and m.accept_token(EOS)
+    # a file whose labels differ (another list, a planted file) is not used
+    (cached,) = list(tmp_path.glob("*.tmtrie"))
+    treemask.Trie.from_labels(["red", "green", "black"], byte_tokenizer, V, [EOS], prefix="").save(cached)
+    other = tv.TrieRegistry(cache_dir=str(tmp_path))
+    assert other.trie_for(spec, model).labels == spec.choices and other.n_choice_compiles == 1
+
+
+def test_batched_choice_compile_equals_from_labels(tiny_model):
+    """The batch-tokenized compile builds exactly Trie.from_labels' trie."""
+    from conftest import ANIMALS, COLORS, FRUITS
+
+    _, tokenizer, info = tiny_model
+    labels = tuple(COLORS + ANIMALS + FRUITS + ["  two spaces", "tab\there", "ünïcödé", "<|im_end|>"])
+    model = tv.ModelInfo(151936, [info["eos"]], tokenizer)
+    for prefix in ("", " "):
+        fast = tv._compile_choices(labels, prefix, model, (info["eos"],))
+        slow = treemask.Trie.from_labels(list(labels), tokenizer, 151936, [info["eos"]], prefix=prefix)
+        assert fast.skipped_labels == slow.skipped_labels
+        assert fast.stats() == slow.stats()
+        for i, label in enumerate(labels):
+            if label in slow.skipped_labels:
+                continue
+            ids = tokenizer.encode(prefix + label, add_special_tokens=False)
+            for trie in (fast, slow):
+                m = treemask.Matcher(trie)
+                assert m.accept_tokens(ids) == len(ids) and m.accept_token(info["eos"]) and i in m.label_ids()
+
+
+# ---- validation at submission ---------------------------------------------
+
+
+class InputProcessor:
+    """Stands in for vLLM's frontend InputProcessor (found by its name)."""
+
+    def __init__(self, tokenizer=byte_tokenizer):
+        self.model_config = model_config()
+        self.tokenizer = tokenizer
+
+    def validate(self, p):
+        tv.TrieLogitsProcessor.validate_params(p)
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"treemask_trie": "x.tmtrie", "treemask_choices": ["a"]}, "exactly one of"),
+    ({"treemask_tire": "x.tmtrie"}, "unknown key 'treemask_tire'"),
+    ({"treemask_choices": "abc"}, "want a list of strings"),
+    ({"treemask_choices": []}, "is empty"),
+    ({"treemask_choices": ["a", 3]}, "treemask_choices[1] is int"),
+    ({"treemask_trie": "x.txt"}, "unknown format '.txt'"),
+    ({"treemask_trie": "/nonexistent/x.tmtrie"}, "No such file"),
+    ({"treemask_choices": ["a"], "treemask_failure_policy": "maybe"}, "treemask_failure_policy"),
+    ({"treemask_choices": ["a"], "treemask_stop_tokens": ["x"]}, "want a token id"),
+    ({"treemask_trie": "x.tsv"}, "treemask_start_token_id"),
+])
+def test_bad_requests_fail_at_submission(extra, message):
+    with pytest.raises(ValueError, match="treemask: .*" + __import__("re").escape(message)):
+        InputProcessor().validate(SamplingParams(extra_args=extra))
+
+
+def test_corrupt_file_and_empty_label_set_fail_at_submission(tmp_path):
+    bad = tmp_path / "bad.tmtrie"
+    bad.write_bytes(b"\0" * 64)
+    with pytest.raises(ValueError, match="treemask: .*bad.tmtrie"):
+        InputProcessor().validate(SamplingParams(extra_args={"treemask_trie": str(bad)}))
+    big = tmp_path / "big.jsonl"
+    big.write_text("[1, 2, 1000]\n")
+    with pytest.raises(ValueError, match="treemask: .*big.jsonl.*1000"):
+        InputProcessor().validate(SamplingParams(extra_args={"treemask_trie": str(big)}))
+
+    def eos_tokenizer(text):  # every label contains the stop token: nothing is left
+        return [EOS]
+
+    with pytest.raises(ValueError, match="none of the 2 labels"):
+        InputProcessor(eos_tokenizer).validate(SamplingParams(extra_args={"treemask_choices": ["a", "b"]}))
+    with pytest.raises(ValueError, match="min_tokens"):
+        InputProcessor().validate(SamplingParams(min_tokens=2, extra_args={"treemask_choices": ["a"]}))
+
+
+def test_speculative_decoding_refuses_constrained_requests():
+    """vLLM builds no custom logits processor when speculative decoding is
+    on: a constrained request must be refused, not run unconstrained."""
+    frontend = InputProcessor()
+    frontend.speculative_config = object()
+    with pytest.raises(ValueError, match="speculative decoding"):
+        frontend.validate(SamplingParams(extra_args={"treemask_choices": ["a"]}))
+    frontend.validate(SamplingParams())  # unconstrained requests are fine
+
+
+def test_validation_adds_the_trie_stop_tokens(tries):
+    p = SamplingParams(stop_token_ids=[5], extra_args={"treemask_trie": tries["b"],
+                                                       "treemask_stop_tokens": [EXTRA_STOP, EOS]})
+    InputProcessor().validate(p)
+    assert sorted(p.stop_token_ids) == [5, EOS, EXTRA_STOP]
+    assert {EOS, EXTRA_STOP} <= p.all_stop_token_ids
+    p = SamplingParams(extra_args={"treemask_trie": tries["a"]})  # a .tmtrie keeps its own stop tokens
+    InputProcessor().validate(p)
+    assert p.stop_token_ids == [EOS]
+    p = SamplingParams()
+    InputProcessor().validate(p)
+    assert p.stop_token_ids == []
+
+
+# ---- the device path's host side ------------------------------------------
+
+
+def test_device_masker_host_parts(tries):
+    """The pinned staging and the torch fallback apply (what runs on a
+    CUDA device without treemask's kernel), on the CPU; and the processor
+    driven through its device path (a non-CPU device is all it checks)."""
+    masker = tv._DeviceMasker(4, (V + 31) // 32, torch.device("cpu"), False)
+    masker.wait_host()
+    a = masker.host
+    trie = treemask.Trie.load(tries["a"])
+    trie.fill_states(np.array([treemask.STATE_ROOT] * 3, dtype=np.uint32), a[:3])
+    logits = torch.randn(3, V)
+    before = logits.clone()
+    masker.apply(logits, 3, [0, 2], V)
+    assert allowed(logits[0]) == allowed(logits[2]) == {1, 7}
+    assert torch.equal(logits[1], before[1])
+    assert torch.equal(logits[0, [1, 7]], before[0, [1, 7]])
+    # the whole processor through the device path, with "meta"-free CPU
+    # tensors standing in for the device ones
+    proc = make_processor()
+    proc._masker = tv._DeviceMasker(SLOTS, (V + 31) // 32, torch.device("cpu"), False)
+    proc._host = proc._masker.host
+    proc.batch.bind_bitmask(proc._host)
+    out = []
+    proc.update_state(BatchUpdate(batch_size=2, removed=[], moved=[], added=[
+        (0, params(), None, []), (1, params(treemask_trie=tries["a"]), None, out)]))
+    before, logits = step(proc, 2)
+    assert torch.equal(logits[0], before[0]) and allowed(logits[1]) == {1, 7}
+    out.append(7)
+    _, logits = step(proc, 2)
+    assert allowed(logits[1]) == {8, 13}
+
+
+# ---- randomised: vLLM's own persistent batch ------------------------------
+
+
+def test_random_batches_through_vllms_input_batch(tries):
+    from vllm.v1.worker.gpu_input_batch import CachedRequestState, InputBatch
+
+    rng = random.Random(1234)
+    proc = make_processor(slots=SLOTS)
+    batch = InputBatch(max_num_reqs=SLOTS, max_model_len=64, max_num_batched_tokens=256,
+                       device=torch.device("cpu"), vocab_size=V, block_sizes=[16], max_num_blocks_per_req=[4],
+                       logitsprocs=LogitsProcessors([proc]), logitsprocs_need_output_token_ids=True)
+    trie_a = treemask.Trie.load(tries["a"])
+    trie_b = treemask.Trie.from_jsonl(tv._PathArg(tries["b"]), V, [EOS])
+    choice = treemask.Trie.from_labels(["ab", "abc", "b"], byte_tokenizer, V, [EOS], prefix="")
+    kinds = [("a", {"treemask_trie": tries["a"]}, trie_a), ("b", {"treemask_trie": tries["b"]}, trie_b),
+             ("c", {"treemask_choices": ["ab", "abc", "b"]}, choice), ("u", None, None)]
+    seen = {"swap": 0, "move": 0, "removed": 0, "resumed": 0}
+    original_update = proc.update_state
+
+    def recording_update(update):
+        if update is not None:
+            seen["removed"] += len(update.removed)
+            seen["resumed"] += sum(1 for a in update.added if a[3])
+            for _, _, d in update.moved:
+                seen["swap" if d == MoveDirectionality.SWAP else "move"] += 1
+        original_update(update)
+
+    proc.update_state = recording_update
+    live = {}  # req_id -> (state, trie, max_tokens)
+    pending = []  # preempted requests waiting to resume
+    counter = 0
+    checked = 0
+    for _ in range(300):
+        # finish or preempt some requests; add, condense and reorder as the model runner does
+        for req_id in list(live):
+            if rng.random() < 0.15:
+                batch.remove_request(req_id)
+                state, trie, max_tokens = live.pop(req_id)
+                if rng.random() < 0.3 and len(state.output_token_ids) < max_tokens:  # preempted: back later
+                    live_again = CachedRequestState(
+                        req_id=req_id + "r", prompt_token_ids=[1, 2], mm_features=[],
+                        sampling_params=state.sampling_params, generator=None, block_ids=([],),
+                        num_computed_tokens=0, output_token_ids=list(state.output_token_ids))
+                    pending.append((live_again, trie, max_tokens))
+        # add new (and resumed) requests while there is room
+        while batch.num_reqs < SLOTS and (pending or rng.random() < 0.6):
+            if pending:
+                state, trie, max_tokens = pending.pop()
+            else:
+                counter += 1
+                name, extra, trie = rng.choice(kinds)
+                max_tokens = rng.randint(1, 8)
+                state = CachedRequestState(
+                    req_id="r%d%s" % (counter, name), prompt_token_ids=[1, 2], mm_features=[],
+                    sampling_params=SamplingParams(max_tokens=max_tokens, extra_args=extra,
+                                                   temperature=rng.choice([0.0, 1.0])),
+                    generator=None, block_ids=([],), num_computed_tokens=0, output_token_ids=[])
+            batch.add_request(state)
+            live[state.req_id] = (state, trie, max_tokens)
+        batch.condense()
+        if batch.num_reqs >= 2 and rng.random() < 0.3:  # vLLM's reordering (decodes first)
+            i, j = rng.sample(range(batch.num_reqs), 2)
+            batch.swap_states(i, j)
+        batch.refresh_metadata()
+        n = batch.num_reqs
+        if n == 0:
+            continue
+        logits = torch.randn(n, V)
+        before = logits.clone()
+        proc.apply(logits)
+        for i, req_id in enumerate(batch.req_ids):
+            state, trie, max_tokens = live[req_id]
+            if trie is None:
+                assert torch.equal(logits[i], before[i]), req_id
+                token = rng.randrange(256)
+            else:
+                want = expected_allowed(trie, state.output_token_ids, max_tokens)
+                assert allowed(logits[i]) == want, (req_id, state.output_token_ids)
+                token = rng.choice(sorted(want))
+                checked += 1
+            state.output_token_ids.append(token)
+            if len(state.output_token_ids) >= max_tokens or token == EOS:
+                batch.remove_request(req_id)
+                live.pop(req_id)
+    assert checked > 200
+    assert all(v > 10 for v in seen.values()), seen  # every kind of update happened
+
+
+
+# ---- what vLLM does not route through logits processors (item 6) ----------
+
+
+def test_vllm_beam_search_carries_no_extra_args():
+    """vLLM's beam search takes BeamSearchParams, which have no extra_args,
+    and builds its own single-token SamplingParams per step: a constrained
+    beam search through treemask's keys is impossible (README: what works
+    instead). If vLLM adds the field, this fails: then test constrained beam
+    search."""
+    from vllm.sampling_params import BeamSearchParams
+
+    assert "extra_args" not in BeamSearchParams.__struct_fields__
+    with pytest.raises(TypeError):
+        BeamSearchParams(beam_width=2, max_tokens=4, extra_args={"treemask_choices": ["a"]})
+
+
+def test_vllm_builds_no_custom_processor_under_speculative_decoding():
+    """With speculative decoding vLLM skips the installed plugins (and
+    refuses named ones), which is why validation refuses our requests on
+    such an engine."""
+    from vllm.v1.sample.logits_processor import build_logitsprocs
+
+    config = types.SimpleNamespace(speculative_config=object(), model_config=model_config(),
+                                   scheduler_config=types.SimpleNamespace(max_num_seqs=2))
+    procs = build_logitsprocs(config, torch.device("cpu"), False, False, ())
+    assert not any(isinstance(p, tv.TrieLogitsProcessor) for p in procs.all)
+    with pytest.raises(ValueError, match="speculative decoding"):
+        build_logitsprocs(config, torch.device("cpu"), False, False, [tv.TrieLogitsProcessor])
+    # without it, the installed entry point alone brings treemask in
+    config.speculative_config = None
+    procs = build_logitsprocs(config, torch.device("cpu"), False, False, ())
+    assert any(isinstance(p, tv.TrieLogitsProcessor) for p in procs.all)

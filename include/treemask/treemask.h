@@ -1189,6 +1189,25 @@ TREEMASK_API treemask_status treemask_beam_step_states(treemask_beam *beam,
                                                        uint32_t *states, float *scores,
                                                        int32_t *parents, int32_t *tokens);
 
+/* The same step over the first n_requests * beam_width slots of a batch
+ * (section 6), each holding a matcher: a slot's candidates are its
+ * matcher's allowed tokens, so decoding modes (labels, exclusions, length
+ * budget, think) apply as they do to fill; "terminated" is
+ * treemask_matcher_is_terminated and its first stop token is the matcher's.
+ * Slot r*B+i becomes a copy of slot r*B+parent that has accepted the token
+ * (matchers are cloned sharing their history copy-on-write, so this form
+ * allocates; the state-array form does not). A dead slot keeps its old
+ * matcher; its score -inf keeps it out of every later step. Slots past
+ * n_requests * beam_width are untouched. n_columns 0 means the largest
+ * vocab_size among the slots' tries.
+ * Errors: as treemask_beam_step_states, plus an empty slot or more slots
+ * than the batch holds (nothing changed). */
+TREEMASK_API treemask_status treemask_beam_step_batch(treemask_beam *beam, treemask_batch *batch,
+                                                      size_t n_requests,
+                                                      const treemask_logits *logits,
+                                                      float *scores, int32_t *parents,
+                                                      int32_t *tokens);
+
 /* Per row i < n_rows: the k best tokens allowed at states[i] (the fill
  * rules of section 6: a reserved state allows the stop tokens) by
  * log-probability x[t] - lse (or x[t] with log_probs), best first, ties to

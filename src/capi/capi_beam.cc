@@ -4,6 +4,7 @@
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include "capi/shim.h"
 #include "kernels/cpu/beam.h"
+#include "matcher/batch.h"
 #include "matcher/beam_step.h"
 
 using treemask::BeamStepper;
@@ -18,7 +19,7 @@ namespace {
 
 BeamStepper *to_beam(treemask_beam *b) { return reinterpret_cast<BeamStepper *>(b); }
 
-Result<LogitsView> logits_view(const treemask::Trie &trie, const treemask_logits *in) {
+Result<LogitsView> logits_view(const treemask_logits *in) {
   if (!in) return treemask::error(Code::kInvalidArgument, "logits is NULL");
   treemask_logits o;
   treemask_logits_init(&o);
@@ -31,8 +32,8 @@ Result<LogitsView> logits_view(const treemask::Trie &trie, const treemask_logits
   LogitsView v;
   v.data = o.data;
   v.dtype = static_cast<treemask::kernels::DType>(d);
-  v.n_columns = o.n_columns ? o.n_columns : static_cast<size_t>(trie.vocab_size());
-  v.row_stride = o.row_stride ? o.row_stride : v.n_columns;
+  v.n_columns = o.n_columns;  // 0: resolved against the vocabulary by the core
+  v.row_stride = o.row_stride;
   v.log_probs = o.log_probs;
   return v;
 }
@@ -84,9 +85,21 @@ treemask_status treemask_beam_step_states(treemask_beam *beam, const treemask_tr
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(beam);
     TM_REQUIRE_ARG(trie);
-    TM_ASSIGN_OR_RETURN(const LogitsView v, logits_view(*to_trie(trie), logits));
+    TM_ASSIGN_OR_RETURN(const LogitsView v, logits_view(logits));
     return to_beam(beam)->step_states(*to_trie(trie), n_requests, v, states, scores, parents,
                                       tokens);
+  });
+}
+
+treemask_status treemask_beam_step_batch(treemask_beam *beam, treemask_batch *batch,
+                                         size_t n_requests, const treemask_logits *logits,
+                                         float *scores, int32_t *parents, int32_t *tokens) {
+  return guard(__func__, [&]() -> Status {
+    TM_REQUIRE_ARG(beam);
+    TM_REQUIRE_ARG(batch);
+    TM_ASSIGN_OR_RETURN(const LogitsView v, logits_view(logits));
+    return to_beam(beam)->step_batch(*reinterpret_cast<treemask::Batch *>(batch), n_requests, v,
+                                     scores, parents, tokens);
   });
 }
 
@@ -96,7 +109,7 @@ treemask_status treemask_trie_topk_states(const treemask_trie *trie, const uint3
                                           size_t *out_counts) {
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(trie);
-    TM_ASSIGN_OR_RETURN(const LogitsView v, logits_view(*to_trie(trie), logits));
+    TM_ASSIGN_OR_RETURN(const LogitsView v, logits_view(logits));
     return treemask::topk_states(*to_trie(trie), states, n_rows, v, k, out_tokens, out_scores,
                                  out_counts);
   });

@@ -29,10 +29,12 @@
 
 namespace treemask {
 
+class Batch;
 class WorkerPool;
 
 // The logits rows of a step: row i (slot i) starts at data + i * row_stride
-// elements; the normalizer runs over columns [0, n_columns).
+// elements; the normalizer runs over columns [0, n_columns). n_columns 0
+// means the vocabulary size, row_stride 0 means n_columns (resolved()).
 struct LogitsView {
   const void *data = nullptr;
   kernels::DType dtype = kernels::DType::kF32;
@@ -40,6 +42,7 @@ struct LogitsView {
   size_t row_stride = 0;
   bool log_probs = false;
 
+  LogitsView resolved(int32_t vocab_size) const;
   const void *row(size_t i) const {
     return static_cast<const char *>(data) + i * row_stride * kernels::dtype_bytes(dtype);
   }
@@ -67,13 +70,31 @@ class BeamStepper {
   Status step_states(const Trie &trie, size_t n_requests, const LogitsView &logits,
                      uint32_t *states, float *scores, int32_t *parents, int32_t *tokens);
 
- private:
+  // The same step over the first n_requests * beam_width slots of a batch
+  // (each must hold a matcher; decoding modes apply through the matchers'
+  // allowed sets): slot r*B+i becomes a copy of slot r*B+parent that has
+  // accepted the token (matchers are cloned, sharing history copy-on-write,
+  // so this form allocates). A dead slot keeps its old matcher; its score
+  // -inf keeps it out of every later step. Slots past n_requests *
+  // beam_width are untouched.
+  Status step_batch(Batch &batch, size_t n_requests, const LogitsView &logits, float *scores,
+                    int32_t *parents, int32_t *tokens);
+
+ public:
+  // Per-thread working memory (public for the slot adapters in beam_step.cc).
   struct Scratch {
     std::vector<kernels::BeamCandidate> heap;
     std::vector<uint32_t> old_states;
     std::vector<float> old_scores;
+    std::vector<int32_t> allowed;  // next_tokens of a matcher in a decoding mode
     Status status;
   };
+
+ private:
+  // The step both forms share: normalizers, then per request gather, exact
+  // top-B and slots.keep(r, best, n_kept) (beam_step.cc).
+  template <class Slots>
+  Status step_core(size_t n_requests, const LogitsView &logits, const float *scores, Slots &slots);
 
   // Runs fn(r, scratch) for every request on the pool (or the caller); the
   // first failure's status (fn returned false after setting scratch.status).
@@ -83,12 +104,15 @@ class BeamStepper {
   size_t beam_width_;
   std::vector<Scratch> scratch_;
   std::vector<float> z_;  // per-slot normalizers, grown to the largest step seen
+  // The batch form's selections and reorder arguments, grown likewise.
+  std::vector<int32_t> sel_parents_, sel_tokens_, src_, accept_;
+  std::vector<float> sel_scores_;
   std::unique_ptr<WorkerPool> pool_;
 };
 
-// Checks a logits view against a trie and a row count (the message names
-// the offending argument).
-Status check_logits(const Trie &trie, const LogitsView &logits, size_t n_rows);
+// Checks a logits view against a vocabulary size and a row count (the
+// message names the offending argument).
+Status check_logits(int32_t vocab_size, const LogitsView &logits, size_t n_rows);
 
 // Per row i: the k best allowed tokens of states[i] by log-probability (or
 // raw value when the rows hold log-probabilities), best first, ties to the

@@ -419,6 +419,155 @@ TEST(BeamStep, BadArgumentsWriteNothing) {
   treemask_beam_free(nullptr);
 }
 
+// The batch form against a reference made of the C API's matchers: a
+// slot's candidates are its matcher's next_tokens, the winners are clones of
+// their parents that accepted the token. Matchers carry a length budget on
+// some requests (a decoding mode: next_tokens then offers only branches that
+// can end in time).
+void run_batch_search(uint64_t seed, size_t n_threads) {
+  std::mt19937_64 rng(seed);
+  const int32_t vocab = 2 + static_cast<int32_t>(rng() % 50);
+  const int32_t stop = static_cast<int32_t>(rng() % static_cast<uint64_t>(vocab));
+  const auto paths = random_paths(rng, vocab, stop, 1 + rng() % 6, 1 + rng() % 30);
+  testutil::TrieHandle trie;
+  ASSERT_EQ(testutil::make_trie(paths, vocab, {stop}, trie), TREEMASK_OK) << last_error();
+  const size_t B = 1 + rng() % 8;
+  const size_t n_requests = 1 + rng() % 3;
+  const size_t n_slots = n_requests * B;
+  const size_t extra = rng() % 2;  // a slot past the step's, left untouched
+  SCOPED_TRACE("seed " + std::to_string(seed) + " B " + std::to_string(B));
+
+  treemask_batch_options bo;
+  treemask_batch_options_init(&bo);
+  bo.n_slots = n_slots + extra;
+  treemask_batch *batch = nullptr;
+  ASSERT_EQ(treemask_batch_create(&bo, &batch), TREEMASK_OK);
+  std::vector<testutil::MatcherHandle> ref(n_slots);
+  for (size_t i = 0; i < n_slots + extra; ++i) {
+    treemask_matcher *m = nullptr;
+    ASSERT_EQ(treemask_matcher_create(trie.p, nullptr, &m), TREEMASK_OK);
+    if ((i / B) % 2 == 1) {
+      ASSERT_EQ(treemask_matcher_set_remaining_tokens(m, 1 + static_cast<int64_t>(rng() % 4)),
+                TREEMASK_OK);
+    }
+    ASSERT_EQ(treemask_batch_set_matcher(batch, i, m), TREEMASK_OK);
+    if (i < n_slots) {
+      ref[i] = testutil::MatcherHandle(m);
+    } else {
+      treemask_matcher_free(m);
+    }
+  }
+  Beam beam(B, n_threads);
+  std::vector<float> scores(n_slots, kNegInf);
+  for (size_t r = 0; r < n_requests; ++r) scores[r * B] = 0.0f;
+  std::normal_distribution<float> dist(0.0f, 2.0f);
+  const auto lse = treemask::kernels::logsumexp_best();
+  for (int step = 0; step < 10; ++step) {
+    std::vector<float> logits(n_slots * static_cast<size_t>(vocab));
+    for (auto &x : logits) x = rng() % 19 == 0 ? 1.0f : dist(rng);
+    // Reference selection.
+    std::vector<int32_t> want_p(n_slots, -1), want_t(n_slots, -1);
+    std::vector<float> want_s(n_slots, kNegInf);
+    for (size_t r = 0; r < n_requests; ++r) {
+      std::vector<BeamCandidate> cands;
+      for (size_t b = 0; b < B; ++b) {
+        const size_t slot = r * B + b;
+        if (!(scores[slot] > kNegInf)) continue;
+        if (treemask_matcher_is_terminated(ref[slot].p)) {
+          cands.push_back({scores[slot], static_cast<int32_t>(b), stop, 0});
+          continue;
+        }
+        const float *row = logits.data() + slot * static_cast<size_t>(vocab);
+        const float z = lse(row, DType::kF32, static_cast<size_t>(vocab));
+        std::vector<int32_t> allowed(static_cast<size_t>(vocab) + 1);
+        allowed.resize(treemask_matcher_next_tokens(ref[slot].p, allowed.data(), allowed.size()));
+        for (int32_t t : allowed) {
+          const float sc = scores[slot] + (row[t] - z);
+          if (sc > kNegInf) cands.push_back({sc, static_cast<int32_t>(b), t, 0});
+        }
+      }
+      std::sort(cands.begin(), cands.end(), header_rank);
+      for (size_t i = 0; i < std::min(B, cands.size()); ++i) {
+        want_p[r * B + i] = cands[i].beam;
+        want_t[r * B + i] = cands[i].token;
+        want_s[r * B + i] = cands[i].score;
+      }
+    }
+    treemask_logits lg;
+    treemask_logits_init(&lg);
+    lg.data = logits.data();
+    std::vector<int32_t> parents(n_slots), tokens(n_slots);
+    ASSERT_EQ(treemask_beam_step_batch(beam.p, batch, n_requests, &lg, scores.data(),
+                                       parents.data(), tokens.data()),
+              TREEMASK_OK)
+        << last_error();
+    ASSERT_EQ(parents, want_p) << "step " << step;
+    ASSERT_EQ(tokens, want_t) << "step " << step;
+    ASSERT_EQ(scores, want_s) << "step " << step;
+    // The reference's new matchers: clones of the parents that accepted.
+    std::vector<testutil::MatcherHandle> next(n_slots);
+    for (size_t i = 0; i < n_slots; ++i) {
+      const size_t src = want_p[i] < 0 ? i : i / B * B + static_cast<size_t>(want_p[i]);
+      treemask_matcher *c = nullptr;
+      ASSERT_EQ(treemask_matcher_clone(ref[src].p, &c), TREEMASK_OK);
+      next[i] = testutil::MatcherHandle(c);
+      if (want_t[i] >= 0) {
+        bool ok = false;
+        ASSERT_EQ(treemask_matcher_accept_token(c, want_t[i], &ok), TREEMASK_OK);
+        ASSERT_TRUE(ok);
+      }
+    }
+    ref = std::move(next);
+    for (size_t i = 0; i < n_slots; ++i) {
+      if (!(scores[i] > kNegInf)) continue;  // dead slots keep an old matcher
+      treemask_matcher *m = treemask_batch_get_matcher(batch, i);
+      ASSERT_EQ(treemask_matcher_is_terminated(m), treemask_matcher_is_terminated(ref[i].p));
+      std::vector<int32_t> a(static_cast<size_t>(vocab) + 1), b(a.size());
+      a.resize(treemask_matcher_next_tokens(m, a.data(), a.size()));
+      b.resize(treemask_matcher_next_tokens(ref[i].p, b.data(), b.size()));
+      ASSERT_EQ(a, b) << "step " << step << " slot " << i;
+    }
+    if (extra) {
+      // Untouched: still at the root.
+      EXPECT_EQ(treemask_matcher_rollback_depth(treemask_batch_get_matcher(batch, n_slots)), 0u);
+    }
+  }
+  treemask_batch_free(batch);
+}
+
+TEST(BeamStep, BatchFormMatchesMatcherReference) {
+  const int n = testutil::scaled(150);
+  for (int i = 0; i < n; ++i) {
+    run_batch_search(9000 + static_cast<uint64_t>(i), 1 + static_cast<size_t>(i % 2));
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(BeamStep, BatchFormBadArguments) {
+  testutil::TrieHandle trie;
+  ASSERT_EQ(testutil::make_trie({{3, 4}}, 8, {0}, trie), TREEMASK_OK);
+  treemask_batch_options bo;
+  treemask_batch_options_init(&bo);
+  bo.n_slots = 2;
+  treemask_batch *batch = nullptr;
+  ASSERT_EQ(treemask_batch_create(&bo, &batch), TREEMASK_OK);
+  Beam beam(2, 1);
+  std::vector<float> logits(3 * 8, 0.0f), scores{0, kNegInf, kNegInf};
+  std::vector<int32_t> parents(3), tokens(3);
+  treemask_logits lg;
+  treemask_logits_init(&lg);
+  lg.data = logits.data();
+  EXPECT_EQ(
+      treemask_beam_step_batch(beam.p, batch, 1, &lg, scores.data(), parents.data(), tokens.data()),
+      TREEMASK_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("slot 0 of the batch is empty"), std::string::npos) << last_error();
+  EXPECT_EQ(
+      treemask_beam_step_batch(beam.p, batch, 2, &lg, scores.data(), parents.data(), tokens.data()),
+      TREEMASK_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("the batch has 2"), std::string::npos) << last_error();
+  treemask_batch_free(batch);
+}
+
 TEST(TopK, MatchesBruteForce) {
   std::mt19937_64 rng(99);
   const int n = testutil::scaled(300);

@@ -393,6 +393,9 @@ extern "C" {
     pub fn treemask_beam_step_states(beam: *mut treemask_beam, trie: *const treemask_trie, n_requests: usize, logits: *const treemask_logits, states: *mut u32, scores: *mut f32, parents: *mut i32, tokens: *mut i32) -> treemask_status;
 }
 extern "C" {
+    pub fn treemask_beam_step_batch(beam: *mut treemask_beam, batch: *mut treemask_batch, n_requests: usize, logits: *const treemask_logits, scores: *mut f32, parents: *mut i32, tokens: *mut i32) -> treemask_status;
+}
+extern "C" {
     pub fn treemask_trie_topk_states(trie: *const treemask_trie, states: *const u32, n_rows: usize, logits: *const treemask_logits, k: usize, out_tokens: *mut i32, out_scores: *mut f32, out_counts: *mut usize) -> treemask_status;
 }
 extern "C" {

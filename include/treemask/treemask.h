@@ -1204,9 +1204,8 @@ TREEMASK_API treemask_status treemask_beam_step_states(treemask_beam *beam,
  * than the batch holds (nothing changed). */
 TREEMASK_API treemask_status treemask_beam_step_batch(treemask_beam *beam, treemask_batch *batch,
                                                       size_t n_requests,
-                                                      const treemask_logits *logits,
-                                                      float *scores, int32_t *parents,
-                                                      int32_t *tokens);
+                                                      const treemask_logits *logits, float *scores,
+                                                      int32_t *parents, int32_t *tokens);
 
 /* Per row i < n_rows: the k best tokens allowed at states[i] (the fill
  * rules of section 6: a reserved state allows the stop tokens) by

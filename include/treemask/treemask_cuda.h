@@ -241,8 +241,7 @@ TREEMASK_API treemask_status treemask_cuda_trie_advance_mask_logits(
  * (beam_width x 8 + 4 bytes per slot). Errors: NULL out_bytes, beam_width
  * outside [1, TREEMASK_CUDA_MAX_BEAM_WIDTH], a size that overflows, a
  * library built without CUDA (TREEMASK_ERR_UNSUPPORTED). Needs no device. */
-TREEMASK_API treemask_status treemask_cuda_beam_workspace_size(size_t n_requests,
-                                                               size_t beam_width,
+TREEMASK_API treemask_status treemask_cuda_beam_workspace_size(size_t n_requests, size_t beam_width,
                                                                size_t *out_bytes);
 
 /* One beam step on the device (see above). n_bad_rows: NULL or a device
@@ -265,10 +264,12 @@ TREEMASK_API treemask_status treemask_cuda_beam_step(
  * are device arrays; no workspace is needed. Errors as for
  * treemask_cuda_beam_step, with k <= TREEMASK_CUDA_MAX_BEAM_WIDTH; k = 0
  * writes only out_counts (zeros). */
-TREEMASK_API treemask_status treemask_cuda_trie_topk_states(
-    const treemask_cuda_trie *dev_trie, const uint32_t *states, size_t n_rows,
-    const treemask_logits *logits, size_t k, int32_t *out_tokens, float *out_scores,
-    int32_t *out_counts, uint32_t *n_bad_rows, void *stream);
+TREEMASK_API treemask_status treemask_cuda_trie_topk_states(const treemask_cuda_trie *dev_trie,
+                                                            const uint32_t *states, size_t n_rows,
+                                                            const treemask_logits *logits, size_t k,
+                                                            int32_t *out_tokens, float *out_scores,
+                                                            int32_t *out_counts,
+                                                            uint32_t *n_bad_rows, void *stream);
 
 /* ======================================================================== */
 /* End of the device beam step section                                       */

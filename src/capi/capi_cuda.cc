@@ -260,8 +260,7 @@ treemask_status treemask_cuda_beam_step(const treemask_cuda_trie *dev_trie, size
   return guard(__func__, [&]() -> Status {
     TM_TRY(require_built());
     TM_REQUIRE_ARG(dev_trie);
-    TM_ASSIGN_OR_RETURN(const size_t needed,
-                        bridge::beam_workspace_bytes(n_requests, beam_width));
+    TM_ASSIGN_OR_RETURN(const size_t needed, bridge::beam_workspace_bytes(n_requests, beam_width));
     (void)needed;
     const size_t n_slots = n_requests * beam_width;
     bridge::BeamArg step;

@@ -83,7 +83,10 @@ struct Rows {
   size_t n_rows, stride;
   std::vector<uint8_t> bytes;
   Rows(int32_t d, size_t rows, size_t row_stride)
-      : dtype(d), n_rows(rows), stride(row_stride), bytes(rows * row_stride * cudatest::dtype_bytes(d)) {}
+      : dtype(d),
+        n_rows(rows),
+        stride(row_stride),
+        bytes(rows * row_stride * cudatest::dtype_bytes(d)) {}
   void set(size_t r, size_t c, float v) {
     const size_t at = (r * stride + c) * cudatest::dtype_bytes(dtype);
     if (dtype == cudatest::kF32) {
@@ -116,14 +119,17 @@ struct Cpu {
 
 struct DevTrie {
   treemask_cuda_trie *p = nullptr;
-  explicit DevTrie(const treemask_trie *trie) { CHECK_TM(treemask_cuda_trie_upload(trie, nullptr, &p)); }
+  explicit DevTrie(const treemask_trie *trie) {
+    CHECK_TM(treemask_cuda_trie_upload(trie, nullptr, &p));
+  }
   ~DevTrie() { treemask_cuda_trie_free(p); }
 };
 
 uint32_t advance(const treemask_trie *trie, uint32_t state, int32_t token) {
   if (state == kTerminated) return kTerminated;
   bool ok = false;
-  CHECK_TM(treemask_trie_advance_states(trie, &state, &token, 1, TREEMASK_FAILURE_FAIL_CLOSED, &ok));
+  CHECK_TM(
+      treemask_trie_advance_states(trie, &state, &token, 1, TREEMASK_FAILURE_FAIL_CLOSED, &ok));
   CHECK(ok);
   return state;
 }
@@ -205,8 +211,8 @@ void run_search(uint64_t seed) {
     const std::vector<uint32_t> old_states = states;
     std::vector<int32_t> parents(n_slots), tokens(n_slots);
     lg.data = rows.bytes.data();
-    CHECK_TM(treemask_beam_step_states(cpu.p, trie.p, n_requests, &lg, states.data(),
-                                       scores.data(), parents.data(), tokens.data()));
+    CHECK_TM(treemask_beam_step_states(cpu.p, trie.p, n_requests, &lg, states.data(), scores.data(),
+                                       parents.data(), tokens.data()));
     lg.data = dev_rows.get();
     CHECK_TM(treemask_cuda_beam_step(dev.p, n_requests, B, &lg, d.states.get(), d.scores.get(),
                                      d.parents.get(), d.tokens.get(), d.workspace.get(),
@@ -235,9 +241,9 @@ void run_search(uint64_t seed) {
                     msg + " dead output");
           continue;
         }
-        CHECK_MSG(std::fabs(got_scores[i] - scores[i]) <= tolerance(scores[i]),
-                  msg + " score " + std::to_string(got_scores[i]) + " vs " +
-                      std::to_string(scores[i]));
+        CHECK_MSG(
+            std::fabs(got_scores[i] - scores[i]) <= tolerance(scores[i]),
+            msg + " score " + std::to_string(got_scores[i]) + " vs " + std::to_string(scores[i]));
         if (got_parents[i] != parents[i] || got_tokens[i] != tokens[i]) ++g_near_ties;
         const size_t base = i / B * B;
         const uint32_t parent_state = old_states[base + static_cast<size_t>(got_parents[i])];
@@ -275,13 +281,14 @@ void run_topk(uint64_t seed) {
   std::vector<uint32_t> states(n_rows);
   for (auto &s : states) {
     const uint64_t pick = rng() % 10;
-    s = pick == 0 ? kTerminated
+    s = pick == 0   ? kTerminated
         : pick == 1 ? TREEMASK_STATE_FAILED
                     : static_cast<uint32_t>(rng() % stats.n_nodes);
   }
   Rows rows(dtype, n_rows, static_cast<size_t>(vocab));
   for (size_t i = 0; i < n_rows; ++i) {
-    for (size_t c = 0; c < static_cast<size_t>(vocab); ++c) rows.set(i, c, random_value(rng, log_probs));
+    for (size_t c = 0; c < static_cast<size_t>(vocab); ++c)
+      rows.set(i, c, random_value(rng, log_probs));
   }
   treemask_logits lg;
   treemask_logits_init(&lg);
@@ -299,9 +306,8 @@ void run_topk(uint64_t seed) {
   DeviceArray<int32_t> out_tokens(n_rows * kk), out_counts(n_rows);
   DeviceArray<float> out_scores(n_rows * kk);
   lg.data = dev_rows.get();
-  CHECK_TM(treemask_cuda_trie_topk_states(dev.p, dev_states.get(), n_rows, &lg, k,
-                                          out_tokens.get(), out_scores.get(), out_counts.get(),
-                                          nullptr, nullptr));
+  CHECK_TM(treemask_cuda_trie_topk_states(dev.p, dev_states.get(), n_rows, &lg, k, out_tokens.get(),
+                                          out_scores.get(), out_counts.get(), nullptr, nullptr));
   const auto got_tokens = out_tokens.download();
   const auto got_scores = out_scores.download();
   const auto got_counts = out_counts.download();
@@ -385,7 +391,8 @@ void graph_capture() {
   const size_t B = 5, n_requests = 3, n_slots = B * n_requests;
   Rows rows(cudatest::kBF16, n_slots, vocab);
   for (size_t i = 0; i < n_slots; ++i) {
-    for (size_t c = 0; c < static_cast<size_t>(vocab); ++c) rows.set(i, c, random_value(rng, false));
+    for (size_t c = 0; c < static_cast<size_t>(vocab); ++c)
+      rows.set(i, c, random_value(rng, false));
   }
   std::vector<float> scores(n_slots, kNegInf);
   for (size_t r = 0; r < n_requests; ++r) scores[r * B] = 0.0f;
@@ -404,10 +411,9 @@ void graph_capture() {
   }
   // Two steps in a row, so the second reads what the first wrote.
   for (int i = 0; i < 2; ++i) {
-    CHECK_TM(treemask_cuda_beam_step(dev.p, n_requests, B, &lg, direct.states.get(),
-                                     direct.scores.get(), direct.parents.get(),
-                                     direct.tokens.get(), direct.workspace.get(),
-                                     direct.workspace_bytes, nullptr, stream));
+    CHECK_TM(treemask_cuda_beam_step(
+        dev.p, n_requests, B, &lg, direct.states.get(), direct.scores.get(), direct.parents.get(),
+        direct.tokens.get(), direct.workspace.get(), direct.workspace_bytes, nullptr, stream));
   }
   CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
   CHECK_TM(treemask_cuda_beam_step(dev.p, n_requests, B, &lg, captured.states.get(),
@@ -440,9 +446,8 @@ void argument_errors() {
   lg.data = rows.get();
   auto step = [&](size_t n_requests, size_t B, const treemask_logits *l, size_t ws_bytes,
                   uint32_t *states) {
-    return treemask_cuda_beam_step(dev.p, n_requests, B, l, states, d.scores.get(),
-                                   d.parents.get(), d.tokens.get(), d.workspace.get(), ws_bytes,
-                                   nullptr, nullptr);
+    return treemask_cuda_beam_step(dev.p, n_requests, B, l, states, d.scores.get(), d.parents.get(),
+                                   d.tokens.get(), d.workspace.get(), ws_bytes, nullptr, nullptr);
   };
   size_t bytes = 0;
   CHECK(treemask_cuda_beam_workspace_size(2, 0, &bytes) == TREEMASK_ERR_INVALID_ARGUMENT);
@@ -462,14 +467,12 @@ void argument_errors() {
   CHECK(step(2, 3, &narrow, d.workspace_bytes, d.states.get()) == TREEMASK_ERR_INVALID_ARGUMENT);
   treemask_logits bad_dtype = lg;
   bad_dtype.dtype = static_cast<treemask_dtype>(5);
-  CHECK(step(2, 3, &bad_dtype, d.workspace_bytes, d.states.get()) ==
-        TREEMASK_ERR_INVALID_ARGUMENT);
+  CHECK(step(2, 3, &bad_dtype, d.workspace_bytes, d.states.get()) == TREEMASK_ERR_INVALID_ARGUMENT);
   CHECK(step(0, 3, &lg, 0, d.states.get()) == TREEMASK_OK);
   DeviceArray<int32_t> counts(2);
-  CHECK(treemask_cuda_trie_topk_states(dev.p, d.states.get(), 2, &lg,
-                                       TREEMASK_CUDA_MAX_BEAM_WIDTH + 1, d.tokens.get(),
-                                       d.scores.get(), counts.get(), nullptr,
-                                       nullptr) == TREEMASK_ERR_INVALID_ARGUMENT);
+  CHECK(treemask_cuda_trie_topk_states(
+            dev.p, d.states.get(), 2, &lg, TREEMASK_CUDA_MAX_BEAM_WIDTH + 1, d.tokens.get(),
+            d.scores.get(), counts.get(), nullptr, nullptr) == TREEMASK_ERR_INVALID_ARGUMENT);
 }
 
 }  // namespace
@@ -484,7 +487,8 @@ int main() {
               g_exact_searches, g_tolerant_steps, g_near_ties);
   CHECK(g_exact_searches > 0 && g_tolerant_steps > 0);
   const int topks = cudatest::kEmulated ? testutil::scaled(60) : testutil::scaled(300);
-  for (int i = 0; i < topks && cudatest::g_failures == 0; ++i) run_topk(9000 + static_cast<uint64_t>(i));
+  for (int i = 0; i < topks && cudatest::g_failures == 0; ++i)
+    run_topk(9000 + static_cast<uint64_t>(i));
   bad_row();
   graph_capture();
   argument_errors();

@@ -428,8 +428,7 @@ Result<size_t> beam_workspace_bytes(size_t n_requests, size_t beam_width) {
 
 Status beam_step(const BeamArg &step, void *stream) {
   const RelaxedCaptureMode relaxed;
-  TM_ASSIGN_OR_RETURN(const size_t needed,
-                      beam_workspace_bytes(step.n_requests, step.beam_width));
+  TM_ASSIGN_OR_RETURN(const size_t needed, beam_workspace_bytes(step.n_requests, step.beam_width));
   if (step.workspace_bytes < needed) {
     return error(Code::kBufferTooSmall, "workspace_bytes ", step.workspace_bytes,
                  " is too small: ", step.n_requests, " x ", step.beam_width, " slots need ", needed,
@@ -453,11 +452,11 @@ Status beam_step(const BeamArg &step, void *stream) {
   const size_t n_slots = step.n_requests * step.beam_width;
   auto *keys = static_cast<uint64_t *>(step.workspace);
   auto *counts = reinterpret_cast<uint32_t *>(keys + n_slots * step.beam_width);
-  return launched(launch::beam_step(step.trie->view, beam_logits(step.logits), layout,
-                                    step.n_requests, static_cast<uint32_t>(step.beam_width),
-                                    step.states, step.scores, step.parents, step.tokens, keys,
-                                    counts, step.n_bad_rows, stream),
-                  "launching the beam step kernels");
+  return launched(
+      launch::beam_step(step.trie->view, beam_logits(step.logits), layout, step.n_requests,
+                        static_cast<uint32_t>(step.beam_width), step.states, step.scores,
+                        step.parents, step.tokens, keys, counts, step.n_bad_rows, stream),
+      "launching the beam step kernels");
 }
 
 Status trie_topk(const TopkArg &topk, void *stream) {
@@ -466,8 +465,7 @@ Status trie_topk(const TopkArg &topk, void *stream) {
     return error(Code::kInvalidArgument, "k ", topk.k, " is larger than ", launch::kMaxBeamWidth,
                  " (the device top-k's limit)");
   }
-  TM_ASSIGN_OR_RETURN(const launch::KeyLayout layout,
-                      key_layout(1, topk.trie->view.vocab_size));
+  TM_ASSIGN_OR_RETURN(const launch::KeyLayout layout, key_layout(1, topk.trie->view.vocab_size));
   if (topk.n_rows == 0) return Status::Ok();
   TM_ASSIGN_OR_RETURN(const int device, usable_device());
   TM_TRY(check_device_trie(*topk.trie, device));

@@ -79,7 +79,7 @@ Status advance_mask_logits(const StepArg &step, const LogitsArg &logits, void *s
 struct BeamLogitsArg {
   const void *data = nullptr;
   int32_t dtype = 0;
-  size_t n_columns = 0;  // 0: the trie's vocab_size
+  size_t n_columns = 0;   // 0: the trie's vocab_size
   size_t row_stride = 0;  // 0: n_columns
   bool log_probs = false;
 };

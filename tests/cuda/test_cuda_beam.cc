@@ -168,9 +168,19 @@ int g_exact_searches = 0, g_tolerant_steps = 0, g_near_ties = 0;
 
 void run_search(uint64_t seed) {
   std::mt19937_64 rng(seed);
-  const int32_t vocab = 2 + static_cast<int32_t>(rng() % 70);
+  // Every 8th search: a vocabulary of thousands (fanouts far above the 256
+  // threads of a block, several radix passes over them).
+  const bool big = seed % 8 == 0;
+  const int32_t vocab =
+      big ? 500 + static_cast<int32_t>(rng() % 3000) : 2 + static_cast<int32_t>(rng() % 70);
   const int32_t stop = static_cast<int32_t>(rng() % static_cast<uint64_t>(vocab));
-  const auto paths = random_paths(rng, vocab, stop, 1 + rng() % 8, 1 + rng() % 40);
+  auto paths = random_paths(rng, vocab, stop, 1 + rng() % 8, 1 + rng() % 40);
+  if (big) {  // a root whose children are the whole vocabulary
+    for (int32_t t = 0; t < vocab; ++t) {
+      const int32_t next = rng() % 2 ? t : (t + 1) % vocab;
+      if (t != stop && next != stop) paths.push_back({t, next});
+    }
+  }
   TrieHandle trie;
   CHECK_TM(testutil::make_trie(paths, vocab, {stop}, trie));
   if (!trie.p) return;

@@ -137,12 +137,23 @@ __device__ uint32_t block_select(const Gen &gen, uint32_t n, uint32_t k, uint64_
     __syncthreads();
     const uint64_t prefix = sh.prefix, mask = sh.mask;
     const uint32_t needed = sh.needed;
+    // Runs of equal digits are counted in a register: in the first passes
+    // most keys share their digit (the exponent of similar scores), and one
+    // shared atomic per run instead of per key avoids serialising on a bin.
+    uint32_t run_bin = 0, run = 0;
     for (uint32_t i = tid; i < n; i += blockDim.x) {
       const uint64_t key = gen(i);
       if (key != 0 && (key & mask) == prefix) {
-        atomicAdd(&sh.hist[(key >> shift) & 255u], 1u);
+        const auto bin = static_cast<uint32_t>((key >> shift) & 255u);
+        if (run != 0 && bin != run_bin) {
+          atomicAdd(&sh.hist[run_bin], run);
+          run = 0;
+        }
+        run_bin = bin;
+        ++run;
       }
     }
+    if (run != 0) atomicAdd(&sh.hist[run_bin], run);
     __syncthreads();
     // Suffix sums: scan[b] = keys in bins >= b.
     sh.scan[tid] = sh.hist[tid];

@@ -230,11 +230,10 @@ struct LseShared {
 // log(sum exp(row[c])) over c < n with every thread of the block; NaN when
 // the row holds NaN or +inf, -inf when every element is -inf. Online max /
 // sum per thread, then a tree reduction.
-__device__ float block_logsumexp(const void *row, int32_t dtype, size_t n, LseShared &sh) {
+struct OnlineLse {
   float m = -INFINITY, s = 0.0f;
   int bad = 0;
-  for (size_t c = threadIdx.x; c < n; c += blockDim.x) {
-    const float x = load_logit(row, dtype, c);
+  __device__ __forceinline__ void add(float x) {
     if (!(x < INFINITY)) {  // NaN or +inf
       bad = 1;
     } else if (x > m) {
@@ -244,6 +243,51 @@ __device__ float block_logsumexp(const void *row, int32_t dtype, size_t n, LseSh
       s += expf(x - m);
     }
   }
+};
+
+// The 16-bit lanes of a 16-byte vector as floats.
+__device__ __forceinline__ void add_halves(OnlineLse &acc, uint32_t pair, int32_t dtype) {
+  const auto lo = static_cast<uint16_t>(pair & 0xFFFFu), hi = static_cast<uint16_t>(pair >> 16);
+  if (dtype == launch::kF16) {
+    acc.add(f16_to_f32(lo));
+    acc.add(f16_to_f32(hi));
+  } else {
+    acc.add(float_from_bits(uint32_t{lo} << 16));
+    acc.add(float_from_bits(uint32_t{hi} << 16));
+  }
+}
+
+__device__ float block_logsumexp(const void *row, int32_t dtype, size_t n, LseShared &sh) {
+  OnlineLse acc;
+  // 16-byte loads over the aligned part of the row (one load instruction
+  // per 4 or 8 logits), single elements before and after it.
+  const size_t eb = dtype == launch::kF32 ? 4 : 2;
+  const auto addr = reinterpret_cast<uintptr_t>(row);
+  size_t head = ((16 - addr % 16) % 16) / eb;
+  if ((addr % eb) != 0 || head > n) head = n;
+  const size_t per_vec = 16 / eb;
+  const size_t n_vec = (n - head) / per_vec;
+  for (size_t c = threadIdx.x; c < head; c += blockDim.x) acc.add(load_logit(row, dtype, c));
+  const auto *vec = reinterpret_cast<const uint4 *>(static_cast<const char *>(row) + head * eb);
+  for (size_t v = threadIdx.x; v < n_vec; v += blockDim.x) {
+    const uint4 q = vec[v];
+    if (dtype == launch::kF32) {
+      acc.add(float_from_bits(q.x));
+      acc.add(float_from_bits(q.y));
+      acc.add(float_from_bits(q.z));
+      acc.add(float_from_bits(q.w));
+    } else {
+      add_halves(acc, q.x, dtype);
+      add_halves(acc, q.y, dtype);
+      add_halves(acc, q.z, dtype);
+      add_halves(acc, q.w, dtype);
+    }
+  }
+  for (size_t c = head + n_vec * per_vec + threadIdx.x; c < n; c += blockDim.x) {
+    acc.add(load_logit(row, dtype, c));
+  }
+  const float m = acc.m, s = acc.s;
+  const int bad = acc.bad;
   const unsigned tid = threadIdx.x;
   sh.m[tid] = m;
   sh.s[tid] = s;

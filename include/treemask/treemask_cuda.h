@@ -222,6 +222,9 @@ TREEMASK_API treemask_status treemask_cuda_trie_advance_mask_logits(
  *   the counter when it likes and reads it when it synchronises anyway
  *   (e.g. at the end of a search) to detect the fault. The top-k form does
  *   the same: such a row gets out_counts 0.
+ * - With log_probs no normalizer runs and rows are not checked (as on the
+ *   CPU): a NaN logit's candidate is simply never selected.
+ * - A score of -0 is returned as +0 (the two rank as one score).
  * - A state that is neither a node id nor reserved (which the CPU rejects)
  *   is treated as TREEMASK_STATE_FAILED: it offers the stop tokens.
  * - beam_width (and k) at most TREEMASK_CUDA_MAX_BEAM_WIDTH, and

@@ -134,6 +134,13 @@ uint32_t advance(const treemask_trie *trie, uint32_t state, int32_t token) {
   return state;
 }
 
+// Bit for bit, except that the device returns a zero score as +0 (the two
+// zeros rank as one score; see treemask_cuda.h).
+bool same_score(float got, float want) {
+  if (want == 0.0f) return got == 0.0f && !std::signbit(got);
+  return std::memcmp(&got, &want, 4) == 0;
+}
+
 float tolerance(float score) { return 2e-5f * (1.0f + std::fabs(score)); }
 
 // One device step with everything uploaded and downloaded around it.
@@ -166,6 +173,18 @@ struct DeviceStep {
 
 int g_exact_searches = 0, g_tolerant_steps = 0, g_near_ties = 0;
 
+struct SearchSpec {
+  size_t B = 1, n_requests = 1;
+  int32_t dtype = cudatest::kF32;
+  bool log_probs = false;
+  size_t n_columns = 0, stride = 0;
+  int steps = 12;
+  bool failed_start = false;
+};
+
+void compare_search(const treemask_trie *trie_p, const SearchSpec &spec, std::mt19937_64 &rng,
+                    const std::string &where);
+
 void run_search(uint64_t seed) {
   std::mt19937_64 rng(seed);
   // Every 8th search: a vocabulary of thousands (fanouts far above the 256
@@ -184,28 +203,66 @@ void run_search(uint64_t seed) {
   TrieHandle trie;
   CHECK_TM(testutil::make_trie(paths, vocab, {stop}, trie));
   if (!trie.p) return;
-  DevTrie dev(trie.p);
+  SearchSpec spec;
+  spec.B = 1 + rng() % (rng() % 3 == 0 ? 64 : 6);
+  spec.n_requests = 1 + rng() % 4;
+  spec.dtype = static_cast<int32_t>(rng() % 3);
+  spec.log_probs = rng() % 2 == 0;
+  spec.n_columns = static_cast<size_t>(vocab) + rng() % 5;
+  spec.stride = spec.n_columns + rng() % 3;
+  spec.failed_start = rng() % 6 == 0;
+  compare_search(trie.p, spec, rng, "seed " + std::to_string(seed));
+}
 
-  const size_t B = 1 + rng() % (rng() % 3 == 0 ? 64 : 6);
-  const size_t n_requests = 1 + rng() % 4;
-  const auto dtype = static_cast<int32_t>(rng() % 3);
-  const bool log_probs = rng() % 2 == 0;
-  const size_t n_columns = static_cast<size_t>(vocab) + rng() % 5;
-  const size_t stride = n_columns + rng() % 3;
+// A semantic-ID catalogue on a Qwen-sized vocabulary (long rows: the
+// normalizer's vector loop runs many times per thread) with wide beams (the
+// per-request selection over B x B keys), both comparison modes.
+void large_searches() {
+  const int32_t vocab = cudatest::kEmulated ? 20000 : 151936;
+  const int32_t stop = vocab - 1;
+  std::mt19937_64 rng(99);
+  std::vector<Path> paths;
+  for (int i = 0; i < 20000; ++i) {
+    paths.push_back({static_cast<int32_t>(rng() % 3000), 3000 + static_cast<int32_t>(rng() % 256),
+                     3256 + static_cast<int32_t>(rng() % 256)});
+  }
+  TrieHandle trie;
+  CHECK_TM(testutil::make_trie(paths, vocab, {stop}, trie));
+  if (!trie.p) return;
+  for (const bool log_probs : {false, true}) {
+    SearchSpec spec;
+    spec.B = cudatest::kEmulated ? 24 : 300;
+    spec.n_requests = 2;
+    spec.dtype = log_probs ? cudatest::kF32 : cudatest::kBF16;
+    spec.log_probs = log_probs;
+    spec.n_columns = static_cast<size_t>(vocab) + 64;  // a padded model vocabulary
+    spec.stride = spec.n_columns + 3;
+    spec.steps = 5;
+    compare_search(trie.p, spec, rng, "large");
+  }
+}
+
+void compare_search(const treemask_trie *trie_p, const SearchSpec &spec, std::mt19937_64 &rng,
+                    const std::string &name) {
+  DevTrie dev(trie_p);
+  const size_t B = spec.B, n_requests = spec.n_requests;
+  const int32_t dtype = spec.dtype;
+  const bool log_probs = spec.log_probs;
+  const size_t n_columns = spec.n_columns, stride = spec.stride;
   const size_t n_slots = n_requests * B;
-  const std::string where = "seed " + std::to_string(seed) + " B " + std::to_string(B) +
-                            " requests " + std::to_string(n_requests) + " dtype " +
-                            cudatest::dtype_name(dtype) + (log_probs ? " log_probs" : "");
+  const std::string where = name + " B " + std::to_string(B) + " requests " +
+                            std::to_string(n_requests) + " dtype " + cudatest::dtype_name(dtype) +
+                            (log_probs ? " log_probs" : "");
 
   Cpu cpu(B);
   DeviceStep d(n_requests, B);
   std::vector<float> scores(n_slots, kNegInf);
   for (size_t r = 0; r < n_requests; ++r) scores[r * B] = 0.0f;
   std::vector<uint32_t> states(n_slots, TREEMASK_STATE_ROOT);
-  if (rng() % 6 == 0) states[0] = TREEMASK_STATE_FAILED;
+  if (spec.failed_start) states[0] = TREEMASK_STATE_FAILED;
   d.states.upload(states);
   d.scores.upload(scores);
-  for (int step = 0; step < 12; ++step) {
+  for (int step = 0; step < spec.steps; ++step) {
     Rows rows(dtype, n_slots, stride);
     for (size_t i = 0; i < n_slots; ++i) {
       for (size_t c = 0; c < stride; ++c) rows.set(i, c, random_value(rng, log_probs));
@@ -221,7 +278,7 @@ void run_search(uint64_t seed) {
     const std::vector<uint32_t> old_states = states;
     std::vector<int32_t> parents(n_slots), tokens(n_slots);
     lg.data = rows.bytes.data();
-    CHECK_TM(treemask_beam_step_states(cpu.p, trie.p, n_requests, &lg, states.data(), scores.data(),
+    CHECK_TM(treemask_beam_step_states(cpu.p, trie_p, n_requests, &lg, states.data(), scores.data(),
                                        parents.data(), tokens.data()));
     lg.data = dev_rows.get();
     CHECK_TM(treemask_cuda_beam_step(dev.p, n_requests, B, &lg, d.states.get(), d.scores.get(),
@@ -237,7 +294,7 @@ void run_search(uint64_t seed) {
         const std::string msg = at + " slot " + std::to_string(i);
         CHECK_MSG(got_parents[i] == parents[i], msg + " parent");
         CHECK_MSG(got_tokens[i] == tokens[i], msg + " token");
-        CHECK_MSG(std::memcmp(&got_scores[i], &scores[i], 4) == 0, msg + " score");
+        CHECK_MSG(same_score(got_scores[i], scores[i]), msg + " score");
         CHECK_MSG(got_states[i] == states[i], msg + " state");
       }
     } else {
@@ -257,7 +314,7 @@ void run_search(uint64_t seed) {
         if (got_parents[i] != parents[i] || got_tokens[i] != tokens[i]) ++g_near_ties;
         const size_t base = i / B * B;
         const uint32_t parent_state = old_states[base + static_cast<size_t>(got_parents[i])];
-        CHECK_MSG(got_states[i] == advance(trie.p, parent_state, got_tokens[i]),
+        CHECK_MSG(got_states[i] == advance(trie_p, parent_state, got_tokens[i]),
                   msg + " state is the parent's advanced by the token");
       }
       // Both sides continue from the CPU's search.
@@ -328,7 +385,7 @@ void run_topk(uint64_t seed) {
       const float w = want_scores[i * k + j], g = got_scores[i * k + j];
       if (log_probs) {
         CHECK_MSG(got_tokens[i * k + j] == want_tokens[i * k + j], where + " token");
-        CHECK_MSG(std::memcmp(&g, &w, 4) == 0, where + " score");
+        CHECK_MSG(same_score(g, w), where + " score");
       } else {
         CHECK_MSG(std::fabs(g - w) <= tolerance(w), where + " score");
       }
@@ -499,6 +556,7 @@ int main() {
   const int topks = cudatest::kEmulated ? testutil::scaled(60) : testutil::scaled(300);
   for (int i = 0; i < topks && cudatest::g_failures == 0; ++i)
     run_topk(9000 + static_cast<uint64_t>(i));
+  large_searches();
   bad_row();
   graph_capture();
   argument_errors();

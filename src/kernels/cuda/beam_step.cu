@@ -91,7 +91,8 @@ __device__ __forceinline__ float unordered(uint32_t o) {
 __device__ __forceinline__ uint64_t make_key(float score, uint32_t beam, int32_t token,
                                              const launch::KeyLayout &k) {
   if (!(score > -INFINITY)) return 0;
-  return (uint64_t{ordered(score)} << 32) | (uint64_t{k.beam_max - beam} << k.token_bits) |
+  // -0 + 0 = +0: the two zeros rank as one score, as they compare on the CPU.
+  return (uint64_t{ordered(score + 0.0f)} << 32) | (uint64_t{k.beam_max - beam} << k.token_bits) |
          (k.token_max - static_cast<uint32_t>(token));
 }
 

@@ -240,6 +240,15 @@ void large_searches() {
     spec.steps = 5;
     compare_search(trie.p, spec, rng, "large");
   }
+  // The widest beam the device accepts (a 1,024-entry sort per request,
+  // 1M keys in the request's selection).
+  SearchSpec widest;
+  widest.B = TREEMASK_CUDA_MAX_BEAM_WIDTH;
+  widest.n_requests = 1;
+  widest.log_probs = true;
+  widest.n_columns = widest.stride = static_cast<size_t>(vocab);
+  widest.steps = 3;
+  compare_search(trie.p, widest, rng, "widest");
 }
 
 void compare_search(const treemask_trie *trie_p, const SearchSpec &spec, std::mt19937_64 &rng,

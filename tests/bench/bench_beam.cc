@@ -17,13 +17,13 @@
 // first step of a search reads one row per request.
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#include <sys/resource.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <string>
-#include <sys/resource.h>
 #include <thread>
 #include <unordered_set>
 #include <vector>
@@ -272,11 +272,12 @@ void catalogue_scale(const Shape &s, std::mt19937_64 &rng) {
   if (treemask_trie_get_stats(trie.get(), &st) != TREEMASK_OK) bench::die("stats");
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
-  std::printf("%-28s items %9zu x %d codes of %d: %llu nodes, %.1f bytes/item (%.1f MB), "
-              "generated + built in %.1f s, peak RSS %.2f GB\n",
-              s.name, s.items, s.levels, s.codebook, static_cast<unsigned long long>(st.n_nodes),
-              static_cast<double>(st.bytes) / static_cast<double>(s.items),
-              static_cast<double>(st.bytes) / 1e6, took, static_cast<double>(ru.ru_maxrss) / 1e6);
+  std::printf(
+      "%-28s items %9zu x %d codes of %d: %llu nodes, %.1f bytes/item (%.1f MB), "
+      "generated + built in %.1f s, peak RSS %.2f GB\n",
+      s.name, s.items, s.levels, s.codebook, static_cast<unsigned long long>(st.n_nodes),
+      static_cast<double>(st.bytes) / static_cast<double>(s.items),
+      static_cast<double>(st.bytes) / 1e6, took, static_cast<double>(ru.ru_maxrss) / 1e6);
 }
 
 int main(int argc, char **argv) {

@@ -245,11 +245,14 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
                 pad_token_id: Optional[int] = None, n_threads: int = 1) -> BeamSearchOutput:
     """Constrained beam search for a transformers causal LM, with the exact
     beam step of :class:`treemask.Beam` instead of full-vocabulary masks:
-    per step one forward pass of the ``n_requests * num_beams`` beams, one C
-    call (log-softmax normalizer, gather of the allowed tokens, top-B over
-    beams x candidates, trie states advanced) and the KV cache reordered by
-    the parents (``Cache.reorder_cache``, an ``index_select`` on the batch
-    dimension, as transformers' own beam search does).
+    the prompt runs once per request (all beams start identical, so the
+    first step is :func:`treemask.topk_states` at the root and the KV cache
+    is then expanded to the beams); then per step one forward pass of the
+    ``n_requests * num_beams`` beams, one C call (log-softmax normalizer,
+    gather of the allowed tokens, top-B over beams x candidates, trie states
+    advanced) and the KV cache reordered by the parents
+    (``Cache.reorder_cache``, an ``index_select`` on the batch dimension, as
+    transformers' own beam search does).
 
     Finished hypotheses (their stop token chosen) carry over with their
     score and compete by cumulative log-probability with the running ones;
@@ -290,7 +293,7 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
     """
     import torch
 
-    from .beam import Beam, DeviceTensorError, initial_scores
+    from .beam import Beam, DeviceTensorError, topk_states
 
     if not isinstance(trie, Trie):
         raise InvalidArgumentError("trie must be a treemask.Trie, got %s" % type(trie).__name__)
@@ -328,31 +331,35 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
     if n_slots == 0:
         return BeamSearchOutput(input_ids.new_zeros((0, prompt_length)), torch.zeros(0, dtype=torch.float32))
 
-    # Every beam of a request starts as its prompt ([0, -inf, ...] scores).
-    ids = input_ids.repeat_interleave(B, dim=0)
-    mask = attention_mask.to(torch.long).repeat_interleave(B, dim=0)
+    # The prompt runs once per request, not once per beam: every beam of a
+    # request starts identical (transformers' scores [0, -inf, ...]), so the
+    # first step is the top-B allowed tokens of the root by log-probability
+    # (treemask.topk_states: the beam step's tie rule with one live beam),
+    # and the KV cache is then expanded to B rows per request.
+    mask = attention_mask.to(torch.long)
     positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 0)
-    states = np.full(n_slots, STATE_ROOT, dtype=np.uint32)
-    scores = initial_scores(n_requests, B)
     request_base = np.repeat(np.arange(n_requests, dtype=np.int64) * B, B)
     generated = np.empty((n_slots, max_new_tokens), dtype=np.int64)
 
-    steps = 0
     with torch.no_grad():
-        out = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1)
-        for step in range(max_new_tokens):
-            logits = out.logits[:, -1, :]
-            cache = out.past_key_values
-            del out
-            was_finished = states == STATE_TERMINATED
-            parents, tokens = beam.step_states(trie, states, logits, scores)
-            src = request_base + np.maximum(parents, 0)
-            # A carried-over finished hypothesis (or a dead slot) gets padding.
-            tok = np.where((parents < 0) | was_finished[src], pad_token_id, tokens).astype(np.int64)
-            generated[:, :step] = generated[src, :step]
-            generated[:, step] = tok
-            steps = step + 1
-            if steps == max_new_tokens or bool((states == STATE_TERMINATED).all()):
+        out = model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True,
+                    logits_to_keep=1)
+        first = topk_states(trie, np.full(n_requests, STATE_ROOT, dtype=np.uint32), out.logits[:, -1, :], B)
+        cache = out.past_key_values
+        del out
+        tokens = first.tokens.reshape(-1)
+        scores = np.ascontiguousarray(first.scores.reshape(-1))
+        states = np.full(n_slots, STATE_ROOT, dtype=np.uint32)
+        trie.advance_states(states, tokens)  # -1 (dead slot): no token
+        states[tokens < 0] = STATE_TERMINATED
+        tok = np.where(tokens < 0, pad_token_id, tokens).astype(np.int64)
+        generated[:, 0] = tok
+        src = np.repeat(np.arange(n_requests, dtype=np.int64), B)
+        mask = mask.repeat_interleave(B, dim=0)
+        positions = positions[:, -1:].repeat_interleave(B, dim=0)
+        steps = 1
+        for step in range(1, max_new_tokens):
+            if bool((states == STATE_TERMINATED).all()):
                 break
             src_t = torch.from_numpy(src)
             if hasattr(model, "_reorder_cache"):
@@ -360,10 +367,23 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
             else:
                 cache.reorder_cache(src_t)
             mask = torch.cat([mask, mask.new_ones((n_slots, 1))], dim=1)
-            positions = positions[:, -1:] + 1
+            positions = positions + 1
             out = model(input_ids=torch.from_numpy(tok).view(n_slots, 1), attention_mask=mask,
                         position_ids=positions, past_key_values=cache, use_cache=True, logits_to_keep=1)
+            logits = out.logits[:, -1, :]
+            cache = out.past_key_values
+            del out
+            was_finished = states == STATE_TERMINATED
+            parents, tokens = beam.step_states(trie, states, logits, scores)
+            del logits
+            src = request_base + np.maximum(parents, 0)
+            # A carried-over finished hypothesis (or a dead slot) gets padding.
+            tok = np.where((parents < 0) | was_finished[src], pad_token_id, tokens).astype(np.int64)
+            generated[:, :step] = generated[src, :step]
+            generated[:, step] = tok
+            steps = step + 1
 
+    ids = input_ids.repeat_interleave(R, dim=0)
     keep = (np.arange(n_requests)[:, None] * B + np.arange(R)[None, :]).reshape(-1)
-    sequences = torch.cat([ids[torch.from_numpy(keep)], torch.from_numpy(generated[keep, :steps])], dim=1)
+    sequences = torch.cat([ids, torch.from_numpy(generated[keep, :steps])], dim=1)
     return BeamSearchOutput(sequences, torch.from_numpy(scores[keep].copy()))

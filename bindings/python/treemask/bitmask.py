@@ -67,7 +67,7 @@ class _Logits:
     __slots__ = ("pointer", "dtype", "n_rows", "row_stride", "width", "device", "torch", "one_dim")
 
 
-def _logits_view(logits: Any) -> _Logits:
+def _logits_view(logits: Any, writable: bool = True) -> _Logits:
     view = _Logits()
     torch = _buffers.torch_tensor_module(logits)
     view.torch = torch
@@ -82,7 +82,7 @@ def _logits_view(logits: Any) -> _Logits:
         itemsize = logits.dtype.itemsize
         strides = tuple(s // itemsize if s % itemsize == 0 else -1 for s in logits.strides)
         view.device = None
-        if not logits.flags.writeable:
+        if writable and not logits.flags.writeable:
             raise InvalidArgumentError("logits: the array is read-only")
     else:
         raise InvalidArgumentError("logits: want a numpy.ndarray or torch.Tensor, got %s"

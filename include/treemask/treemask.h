@@ -1167,6 +1167,130 @@ TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_apply_token_candidates_
  * "avx2" or "scalar". Static storage; never NULL. Thread-safe. */
 TREEMASK_API const char *treemask_cpu_kernel_isa(void);
 
+/* ======================================================================== */
+/* Section 8: constrained beam step and top-k (experimental)                 */
+/* ======================================================================== */
+
+#ifdef TREEMASK_EXPERIMENTAL
+
+/* The exact beam step of generative retrieval / recommendation without
+ * full-vocabulary masks: per slot one read of its logits row (the
+ * log-softmax normalizer, vectorized; the row is never written) and a gather
+ * of its allowed tokens; per request an exact top-B over beams x candidates;
+ * the slots' states reordered and advanced in the same call. Cost per slot
+ * O(fanout) plus that read; independent of the catalogue size.
+ *
+ * A step holds n_requests x beam_width slots, request-major (slot r*B + b).
+ * For request r, the candidates are:
+ * - (b, t) for every token t allowed at slot r*B+b's state (its children,
+ *   plus the stop tokens if it is terminal; a TREEMASK_STATE_FAILED slot
+ *   allows the stop tokens), scored scores[r*B+b] + (x[t] - lse), where x is
+ *   the slot's logits row and lse = log(sum of exp(x[c]) over the row's first
+ *   n_columns columns): the unmasked log-softmax, as transformers' beam search
+ *   normalizes before masking. With log_probs, lse = 0 (rows already hold
+ *   log-probabilities). Computed in float exactly as written.
+ * - for a slot in TREEMASK_STATE_TERMINATED: only (b, the trie's first stop
+ *   token), with its score unchanged (finished hypotheses carry over and
+ *   compete by cumulative score).
+ * Candidates scored -inf or NaN are never selected, so a slot with score
+ * -inf offers nothing. The B best win: higher score, then lower b, then lower
+ * t. Outputs for slot r*B+i (i < B, best first): parents[] = b, tokens[] = t,
+ * scores[] = the new score, and the slot's state becomes the parent's state
+ * advanced by t. If fewer than B candidates exist, the remaining outputs are
+ * (-1, -1, -inf) and those slots become dead (TERMINATED with score -inf,
+ * never selected again). The caller only reorders its KV cache by parents.
+ *
+ * First step: all beams of a request start identical, so pass scores
+ * {0, -inf, ..., -inf} per request (transformers' convention); otherwise the
+ * same hypothesis would fill every beam. */
+
+/* Where a step's logits are: row i (slot i) starts at element
+ * i * row_stride of data. Initialise with treemask_logits_init. */
+typedef struct treemask_logits {
+  size_t struct_size;
+  const void *data;
+  treemask_dtype dtype;
+  /* Columns in the normalizer; >= the trie's vocab_size (a padded model
+   * vocabulary). 0: the trie's vocab_size. */
+  size_t n_columns;
+  /* Elements from one row to the next; >= n_columns. 0: n_columns. */
+  size_t row_stride;
+  /* The rows hold log-probabilities already (no normalizer pass). */
+  bool log_probs;
+} treemask_logits;
+
+TREEMASK_API void treemask_logits_init(treemask_logits *logits);
+
+/* What a beam step needs besides the caller's arrays (per-thread candidate
+ * heaps, a worker pool), so that steps never allocate (after the first step
+ * of the largest size, which sizes an array of per-slot normalizers). One
+ * thread at a time; may be reused across tries and searches. */
+typedef struct treemask_beam treemask_beam;
+
+typedef struct treemask_beam_options {
+  size_t struct_size;
+  /* B >= 1. */
+  size_t beam_width;
+  /* Threads working on one step, the caller's included; requests are split
+   * between them. 0 or 1: the calling thread alone. */
+  size_t n_threads;
+} treemask_beam_options;
+
+TREEMASK_API void treemask_beam_options_init(treemask_beam_options *opts);
+
+/* Errors: NULL opts or out, beam_width 0, a thread that cannot start. */
+TREEMASK_NODISCARD TREEMASK_API treemask_status
+treemask_beam_create(const treemask_beam_options *opts, treemask_beam **out);
+
+/* NULL is a no-op. */
+TREEMASK_API void treemask_beam_free(treemask_beam *beam);
+
+/* One beam step over state arrays (section 6's states): states and scores
+ * (in: cumulative scores, out: new scores) have n_requests * beam_width
+ * entries and are updated in place; parents and tokens receive the outputs.
+ * Errors (nothing is written): NULL arguments, n_columns or row_stride too
+ * small, an unknown dtype, a state out of range (its index named), a logits
+ * row that a live slot would read holding NaN or +inf
+ * (TREEMASK_ERR_INVALID_ARGUMENT naming the row). */
+TREEMASK_NODISCARD TREEMASK_API treemask_status
+treemask_beam_step_states(treemask_beam *beam, const treemask_trie *trie, size_t n_requests,
+                          const treemask_logits *logits, uint32_t *states, float *scores,
+                          int32_t *parents, int32_t *tokens);
+
+/* The same step over the first n_requests * beam_width slots of a batch
+ * (section 6), each holding a matcher: a slot's candidates are its
+ * matcher's allowed tokens, so decoding modes (labels, exclusions, length
+ * budget, think) apply as they do to fill; "terminated" is
+ * treemask_matcher_is_terminated and its first stop token is the matcher's.
+ * Slot r*B+i becomes a copy of slot r*B+parent that has accepted the token
+ * (matchers are cloned sharing their history copy-on-write, so this form
+ * allocates; the state-array form does not). A dead slot keeps its old
+ * matcher; its score -inf keeps it out of every later step. Slots past
+ * n_requests * beam_width are untouched. n_columns 0 means the largest
+ * vocab_size among the slots' tries.
+ * Errors: as treemask_beam_step_states, plus an empty slot or more slots
+ * than the batch holds (nothing changed). */
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_beam_step_batch(
+    treemask_beam *beam, treemask_batch *batch, size_t n_requests, const treemask_logits *logits,
+    float *scores, int32_t *parents, int32_t *tokens);
+
+/* Per row i < n_rows: the k best tokens allowed at states[i] (the fill
+ * rules of section 6: a reserved state allows the stop tokens) by
+ * log-probability x[t] - lse (or x[t] with log_probs), best first, ties to
+ * the lower token: tokens and scores at out_tokens / out_scores[i * k ..],
+ * out_counts[i] how many (fewer when fewer are allowed; -inf and NaN scores
+ * are left out). For sampling engines that need only candidates (top-k /
+ * top-p over the allowed set). Errors: as treemask_beam_step_states. */
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_trie_topk_states(
+    const treemask_trie *trie, const uint32_t *states, size_t n_rows, const treemask_logits *logits,
+    size_t k, int32_t *out_tokens, float *out_scores, size_t *out_counts);
+
+/* The instruction set of the normalizer the beam step and top-k use in this
+ * process: "avx512", "avx2" or "scalar". Static storage. Thread-safe. */
+TREEMASK_API const char *treemask_beam_kernel_isa(void);
+
+#endif /* TREEMASK_EXPERIMENTAL */
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

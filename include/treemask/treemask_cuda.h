@@ -202,6 +202,93 @@ TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_trie_advance_mask_
     size_t logits_row_stride, size_t logits_width, void *stream);
 #endif /* TREEMASK_EXPERIMENTAL */
 
+/* ======================================================================== */
+/* Beam step and top-k on the device (experimental)                          */
+/* ======================================================================== */
+
+#ifdef TREEMASK_EXPERIMENTAL
+
+/* The CUDA twins of treemask.h section 8 over a device trie and device
+ * state arrays: same candidates, scores, tie rule, outputs and state
+ * advance as treemask_beam_step_states and treemask_trie_topk_states (read
+ * the rules there), fused into two kernels on `stream`: per slot the
+ * log-softmax normalizer of its row (one read) and the exact top-B of its
+ * own candidates; per request the exact top-B across its beams, the
+ * outputs and the state advance. No host synchronisation, no allocation
+ * (the caller passes a workspace), so a step may be captured in a CUDA
+ * graph and replayed. Cost per slot: one read of its row plus O(fanout).
+ *
+ * Differences from the CPU form, all forced by not synchronising:
+ * - lse is computed on the device in float (expf / logf, a different
+ *   summation order): it agrees with the CPU's normalizer to about 1e-6
+ *   relative, not bit for bit, so scores may differ in the last bits and
+ *   two candidates within that distance may rank differently. With
+ *   log_probs (lse = 0) the results equal the CPU's bit for bit.
+ * - A logits row that a live slot reads holding NaN or +inf cannot fail the
+ *   call. The device behaviour instead: that slot offers no candidate in
+ *   this step (as if its score were -inf; the other slots of its request
+ *   compete as usual, and if fewer than B candidates remain the rest are
+ *   dead as the rules say), and, when n_bad_rows is not NULL, *n_bad_rows
+ *   (a device uint32) is incremented once per such slot. The caller zeroes
+ *   the counter when it likes and reads it when it synchronises anyway
+ *   (e.g. at the end of a search) to detect the fault. The top-k form does
+ *   the same: such a row gets out_counts 0.
+ * - With log_probs no normalizer runs and rows are not checked (as on the
+ *   CPU): a NaN logit's candidate is simply never selected.
+ * - A score of -0 is returned as +0 (the two rank as one score).
+ * - A state that is neither a node id nor reserved (which the CPU rejects)
+ *   is treated as TREEMASK_STATE_FAILED: it offers the stop tokens.
+ * - beam_width (and k) at most TREEMASK_CUDA_MAX_BEAM_WIDTH, and
+ *   (beam_width - 1) and (the trie's vocab_size - 1) must fit in 32 bits
+ *   together (e.g. beam 1,024 with a vocabulary up to 4,194,304).
+ *
+ * Arguments: logits is a treemask_logits (treemask.h) whose data is device
+ * memory; n_columns 0 means the trie's vocab_size, row_stride 0 means
+ * n_columns. states, scores, parents, tokens: device arrays of n_requests *
+ * beam_width entries (states and scores updated in place). workspace:
+ * device memory of at least treemask_cuda_beam_workspace_size bytes,
+ * 8-byte aligned, not used by concurrent steps; its contents between steps
+ * are irrelevant. */
+#define TREEMASK_CUDA_MAX_BEAM_WIDTH 1024
+
+/* *out_bytes = the workspace of a step of n_requests x beam_width slots
+ * (beam_width x 8 + 4 bytes per slot). Errors: NULL out_bytes, beam_width
+ * outside [1, TREEMASK_CUDA_MAX_BEAM_WIDTH], a size that overflows, a
+ * library built without CUDA (TREEMASK_ERR_UNSUPPORTED). Needs no device. */
+TREEMASK_NODISCARD TREEMASK_API treemask_status
+treemask_cuda_beam_workspace_size(size_t n_requests, size_t beam_width, size_t *out_bytes);
+
+/* One beam step on the device (see above). n_bad_rows: NULL or a device
+ * uint32 counter. Errors (nothing enqueued): NULL dev_trie or logits, NULL
+ * arrays when n_requests > 0, an unknown dtype, n_columns or row_stride too
+ * small, beam_width out of range or too wide with the vocabulary,
+ * workspace_bytes too small (TREEMASK_ERR_BUFFER_TOO_SMALL), a misaligned
+ * workspace, host pointers, a trie of another device, no usable device
+ * (TREEMASK_ERR_UNSUPPORTED). n_requests = 0 succeeds and enqueues
+ * nothing. */
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_beam_step(
+    const treemask_cuda_trie *dev_trie, size_t n_requests, size_t beam_width,
+    const treemask_logits *logits, uint32_t *states, float *scores, int32_t *parents,
+    int32_t *tokens, void *workspace, size_t workspace_bytes, uint32_t *n_bad_rows, void *stream);
+
+/* Per row i < n_rows: the k best tokens allowed at states[i] (TERMINATED,
+ * FAILED and invalid states allow the stop tokens) by x[t] - lse (x[t]
+ * with log_probs), best first, ties to the lower token, into out_tokens /
+ * out_scores[i * k ..]; out_counts[i] (device int32) how many. All arrays
+ * are device arrays; no workspace is needed. Errors as for
+ * treemask_cuda_beam_step, with k <= TREEMASK_CUDA_MAX_BEAM_WIDTH; k = 0
+ * writes only out_counts (zeros). */
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_trie_topk_states(
+    const treemask_cuda_trie *dev_trie, const uint32_t *states, size_t n_rows,
+    const treemask_logits *logits, size_t k, int32_t *out_tokens, float *out_scores,
+    int32_t *out_counts, uint32_t *n_bad_rows, void *stream);
+
+#endif /* TREEMASK_EXPERIMENTAL */
+
+/* ======================================================================== */
+/* End of the device beam step section                                       */
+/* ======================================================================== */
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

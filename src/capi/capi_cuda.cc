@@ -106,6 +106,35 @@ Result<bridge::StepArg> step_arg(const treemask_cuda_trie *dev_trie, uint32_t *s
                          failure_policy,           accepted};
 }
 
+// A device step's logits: read, dtype checked, n_columns and row_stride
+// resolved against the trie's vocab_size, the rows' extent addressable.
+Result<bridge::BeamLogitsArg> beam_logits_arg(const treemask_logits *in, int32_t vocab_size,
+                                              size_t n_rows) {
+  if (!in) return error(Code::kInvalidArgument, "logits is NULL");
+  treemask_logits o;
+  treemask_logits_init(&o);
+  TM_TRY(treemask::capi::read_options(in, o, "treemask_logits"));
+  const auto dtype = static_cast<int32_t>(o.dtype);
+  TM_TRY(check_dtype(dtype));
+  bridge::BeamLogitsArg a;
+  a.data = o.data;
+  a.dtype = dtype;
+  a.n_columns = o.n_columns != 0 ? o.n_columns : static_cast<size_t>(vocab_size);
+  a.row_stride = o.row_stride != 0 ? o.row_stride : a.n_columns;
+  a.log_probs = o.log_probs;
+  if (a.n_columns < static_cast<size_t>(vocab_size)) {
+    return error(Code::kInvalidArgument, "logits n_columns ", a.n_columns,
+                 " is smaller than the trie's vocab_size ", vocab_size);
+  }
+  if (a.row_stride < a.n_columns) {
+    return error(Code::kInvalidArgument, "logits row_stride ", a.row_stride,
+                 " is smaller than n_columns ", a.n_columns);
+  }
+  if (n_rows > 0 && !a.data) return error(Code::kInvalidArgument, "logits data is NULL");
+  TM_TRY(check_extent("logits", n_rows, a.row_stride, a.n_columns, element_bytes(dtype)));
+  return a;
+}
+
 }  // namespace
 
 extern "C" {
@@ -220,6 +249,87 @@ treemask_status treemask_cuda_trie_advance_mask_logits(const treemask_cuda_trie 
         logits_arg(logits, dtype, n_rows, logits_row_stride, logits_width, vocab_size));
     if (n_rows == 0) return Status::Ok();
     return bridge::advance_mask_logits(step, l, stream);
+  });
+}
+
+treemask_status treemask_cuda_beam_workspace_size(size_t n_requests, size_t beam_width,
+                                                  size_t *out_bytes) {
+  return guard(__func__, [&]() -> Status {
+    TM_TRY(require_built());
+    TM_REQUIRE_ARG(out_bytes);
+    TM_ASSIGN_OR_RETURN(*out_bytes, bridge::beam_workspace_bytes(n_requests, beam_width));
+    return Status::Ok();
+  });
+}
+
+treemask_status treemask_cuda_beam_step(const treemask_cuda_trie *dev_trie, size_t n_requests,
+                                        size_t beam_width, const treemask_logits *logits,
+                                        uint32_t *states, float *scores, int32_t *parents,
+                                        int32_t *tokens, void *workspace, size_t workspace_bytes,
+                                        uint32_t *n_bad_rows, void *stream) {
+  return guard(__func__, [&]() -> Status {
+    TM_TRY(require_built());
+    TM_REQUIRE_ARG(dev_trie);
+    TM_ASSIGN_OR_RETURN(const size_t needed, bridge::beam_workspace_bytes(n_requests, beam_width));
+    (void)needed;
+    const size_t n_slots = n_requests * beam_width;
+    bridge::BeamArg step;
+    step.trie = to_device_trie(dev_trie);
+    step.n_requests = n_requests;
+    step.beam_width = beam_width;
+    TM_ASSIGN_OR_RETURN(step.logits,
+                        beam_logits_arg(logits, bridge::trie_vocab_size(*step.trie), n_slots));
+    if (n_slots > 0) {
+      TM_REQUIRE_ARG(states);
+      TM_REQUIRE_ARG(scores);
+      TM_REQUIRE_ARG(parents);
+      TM_REQUIRE_ARG(tokens);
+      TM_REQUIRE_ARG(workspace);
+    }
+    step.states = states;
+    step.scores = scores;
+    step.parents = parents;
+    step.tokens = tokens;
+    step.workspace = workspace;
+    step.workspace_bytes = workspace_bytes;
+    step.n_bad_rows = n_bad_rows;
+    return bridge::beam_step(step, stream);
+  });
+}
+
+treemask_status treemask_cuda_trie_topk_states(const treemask_cuda_trie *dev_trie,
+                                               const uint32_t *states, size_t n_rows,
+                                               const treemask_logits *logits, size_t k,
+                                               int32_t *out_tokens, float *out_scores,
+                                               int32_t *out_counts, uint32_t *n_bad_rows,
+                                               void *stream) {
+  return guard(__func__, [&]() -> Status {
+    TM_TRY(require_built());
+    TM_REQUIRE_ARG(dev_trie);
+    bridge::TopkArg topk;
+    topk.trie = to_device_trie(dev_trie);
+    TM_ASSIGN_OR_RETURN(topk.logits, beam_logits_arg(logits, bridge::trie_vocab_size(*topk.trie),
+                                                     k > 0 ? n_rows : 0));
+    if (n_rows > 0) {
+      TM_REQUIRE_ARG(states);
+      TM_REQUIRE_ARG(out_counts);
+      if (k > 0 && (!out_tokens || !out_scores)) {
+        return error(Code::kInvalidArgument,
+                     "out_tokens and out_scores must not be NULL when k > 0");
+      }
+      if (k > 0 && n_rows > size_t{INT64_MAX} / sizeof(float) / k) {
+        return error(Code::kInvalidArgument, "n_rows ", n_rows, " x k ", k,
+                     " is too large to address");
+      }
+    }
+    topk.states = states;
+    topk.n_rows = n_rows;
+    topk.k = k;
+    topk.out_tokens = out_tokens;
+    topk.out_scores = out_scores;
+    topk.out_counts = out_counts;
+    topk.n_bad_rows = n_bad_rows;
+    return bridge::trie_topk(topk, stream);
   });
 }
 

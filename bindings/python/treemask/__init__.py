@@ -18,6 +18,8 @@ import os as _os
 
 from ._ffi import ffi as _ffi, lib as _lib
 from .batch import BatchMatcher
+from .beam import (Beam, BeamStep, DeviceTensorError, TopK, beam_kernel_isa, beam_step_states, initial_scores,
+                   topk_states)
 from .bitmask import (allocate_token_bitmask, apply_token_bitmask, apply_token_bitmask_inplace, cpu_kernel_isa,
                       cuda_available, get_bitmask_shape, reset_token_bitmask)
 from .errors import (BufferTooSmallError, CorruptFileError, Error, FileError, InternalError, InvalidArgumentError,
@@ -39,6 +41,8 @@ __all__ = [
     "Error", "InvalidArgumentError", "OutOfRangeError", "BufferTooSmallError", "InvalidStateError",
     "OutOfMemoryError", "ParseError", "FileError", "CorruptFileError", "VersionMismatchError",
     "UnsupportedError", "InternalError",
+    "Beam", "BeamStep", "TopK", "DeviceTensorError", "beam_step_states", "topk_states", "initial_scores",
+    "beam_kernel_isa",
 ]
 
 

@@ -5,12 +5,13 @@ Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 from __future__ import annotations
 
 import threading
-from typing import Any, Iterable, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
 import numpy as np
 
 from . import _buffers
 from ._ffi import ffi, lib
+from .beam import Beam, BeamStep, _float32_scores, logits_struct
 from .errors import InvalidArgumentError, InvalidStateError, OutOfRangeError, raise_status
 from .matcher import Matcher, _MatcherMethods
 from .trie import Trie
@@ -72,7 +73,7 @@ class BatchMatcher:
         n_threads: worker threads besides the caller's (0 = none; at most 256).
     """
 
-    __slots__ = ("_ptr", "_n", "_tries", "_bound", "_busy", "__weakref__")
+    __slots__ = ("_ptr", "_n", "_n_threads", "_tries", "_bound", "_beams", "_busy", "__weakref__")
 
     def __init__(self, matchers: Union[int, Iterable[Optional[Matcher]]], *, n_threads: int = 0) -> None:
         self._busy = threading.RLock()  # concurrent use raises (_buffers.exclusive)
@@ -99,6 +100,8 @@ class BatchMatcher:
             raise_status(status)
         self._ptr = ffi.gc(out[0], lib.treemask_batch_free)
         self._n = n_slots
+        self._n_threads = n_threads
+        self._beams: Dict[int, Beam] = {}  # beam_width -> treemask.Beam, so that steps never allocate
         self._tries: List[Optional[Trie]] = [None] * n_slots
         self._bound = None  # keeps the bound buffer alive
         if initial is not None:
@@ -223,6 +226,61 @@ class BatchMatcher:
         if status:
             raise_status(status)
         self._tries = [None if s < 0 else self._tries[s] for s in arr.tolist()]
+
+    def beam_step(self, logits: Any, beam_scores: Any, beam_width: int, *, log_probs: bool = False) -> BeamStep:
+        """One constrained beam step over the first ``n_requests * beam_width``
+        slots (request-major: slot ``r * beam_width + b``), without
+        full-vocabulary masks (section 8 of treemask.h; experimental).
+
+        For each request, the candidates are ``(b, t)`` for every token t
+        allowed at slot ``r*B+b`` (its matcher's allowed set, so decoding
+        modes apply), scored ``beam_scores[r*B+b] + log_softmax(row)[t]``
+        (over the row's whole width, unmasked, as transformers normalizes;
+        ``log_probs=True``: the rows hold log-probabilities); a finished
+        slot offers only its first stop token with its score unchanged. The
+        B best win (higher score, then lower b, then lower t). Slot
+        ``r*B+i`` then holds a copy of slot ``r*B+parents[r*B+i]`` that
+        accepted ``tokens[r*B+i]``: the caller only reorders its KV cache.
+        Where fewer than B candidates exist the rest are ``(-1, -1, -inf)``:
+        dead slots, which keep their old matcher and are never selected
+        again. Start a search with :func:`treemask.initial_scores`
+        (``[0, -inf, ...]`` per request) so the identical initial beams are
+        not all filled with the same hypothesis.
+
+        Args:
+            logits: (n_requests * beam_width, width) float32 / float16 /
+                bfloat16, a numpy array or CPU torch tensor (rows may be
+                strided; the vocab dimension contiguous); width >= every
+                slot's trie vocab_size. Read, never written. CUDA tensors
+                raise :class:`treemask.DeviceTensorError` (a TypeError).
+            beam_scores: the slots' cumulative scores (float32-convertible,
+                n_requests * beam_width); not modified.
+            beam_width: B.
+
+        Returns :class:`treemask.BeamStep` (parents int32, tokens int32,
+        scores float32): numpy arrays, or CPU torch tensors sharing their
+        memory when ``logits`` is a tensor. Uses the batch's threads (one
+        ``treemask.Beam`` per beam width is kept, so steps do not allocate
+        in C).
+        """
+        lg, n_rows, _view, torch = logits_struct(logits)  # _view keeps the buffer alive
+        lg.log_probs = bool(log_probs)
+        if n_rows > self._n:
+            raise InvalidArgumentError("logits have %d rows, the batch %d slots" % (n_rows, self._n))
+        if not isinstance(beam_width, (int, np.integer)) or isinstance(beam_width, bool) or beam_width < 1:
+            raise InvalidArgumentError("beam_width must be an int >= 1, got %r" % (beam_width,))
+        beam_width = int(beam_width)
+        scores = _float32_scores(beam_scores, n_rows)
+        beam = self._beams.get(beam_width)
+        if beam is None:
+            beam = self._beams[beam_width] = Beam(beam_width, n_threads=self._n_threads + 1)
+        parents, tokens = beam.step_batch(self._ptr, n_rows, lg, scores)
+        tries = self._tries
+        moved = [tries[r - r % beam_width + p] if p >= 0 else tries[r] for r, p in enumerate(parents.tolist())]
+        tries[:n_rows] = moved
+        if torch is not None:
+            return BeamStep(torch.from_numpy(parents), torch.from_numpy(tokens), torch.from_numpy(scores))
+        return BeamStep(parents, tokens, scores)
 
     def __repr__(self) -> str:
         used = sum(t is not None for t in self._tries)

@@ -14,7 +14,7 @@ Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 from __future__ import annotations
 
 import sys
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, NamedTuple, Optional, Union
 
 import numpy as np
 
@@ -29,7 +29,7 @@ try:  # Subclassing lets transformers' LogitsProcessorList treat it as its own.
 except ImportError:  # pragma: no cover - transformers is what this module is for
     _LogitsProcessorBase = object  # type: ignore[misc,assignment]
 
-__all__ = ["TrieLogitsProcessor"]
+__all__ = ["TrieLogitsProcessor", "beam_search", "BeamSearchOutput"]
 
 # Stands in for ids no int32 can hold (and negative ones): an id past any
 # vocab_size, so the trie rejects it. (A negative state-array token would mean
@@ -241,3 +241,175 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
         if allowed.shape[1] < width:
             allowed = torch.nn.functional.pad(allowed, (0, width - allowed.shape[1]))
         return scores.masked_fill(allowed[:, :width] == 0, float("-inf"))
+
+
+class BeamSearchOutput(NamedTuple):
+    """What :func:`beam_search` returns.
+
+    sequences: (n_requests * num_return_sequences, prompt + generated)
+        int64, request-major, best first within each request; the prompt
+        columns are ``input_ids``'; a hypothesis that finished before the
+        last step is padded with ``pad_token_id`` after its stop token.
+    scores: (n_requests * num_return_sequences,) float32, each the
+        hypothesis's cumulative log-probability: the sum over its generated
+        tokens (its stop token included) of the model's log-softmax over
+        the whole vocabulary, unmasked. No length normalization: with
+        ``length_penalty=lp``, ``generate``'s ``sequences_scores`` are these
+        divided by ``L ** lp`` (L = generated tokens including the stop
+        token); on a fixed-length catalogue (every item L - 1 codes) that is
+        one constant factor, so the ranking is the same, and
+        ``length_penalty=0.0`` makes the scores equal. -inf marks a dead
+        hypothesis (the trie offered fewer than ``num_beams``).
+    """
+
+    sequences: Any
+    scores: Any
+
+
+def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_new_tokens: Optional[int] = None,
+                attention_mask: Any = None, num_return_sequences: Optional[int] = None,
+                pad_token_id: Optional[int] = None, n_threads: int = 1) -> BeamSearchOutput:
+    """Constrained beam search for a transformers causal LM, with the exact
+    beam step of :class:`treemask.Beam` instead of full-vocabulary masks:
+    the prompt runs once per request (all beams start identical, so the
+    first step is :func:`treemask.topk_states` at the root and the KV cache
+    is then expanded to the beams); then per step one forward pass of the
+    ``n_requests * num_beams`` beams, one C call (log-softmax normalizer,
+    gather of the allowed tokens, top-B over beams x candidates, trie states
+    advanced) and the KV cache reordered by the parents
+    (``Cache.reorder_cache``, an ``index_select`` on the batch dimension, as
+    transformers' own beam search does).
+
+    Finished hypotheses (their stop token chosen) carry over with their
+    score and compete by cumulative log-probability with the running ones;
+    the search stops when every beam of every request is finished (or dead),
+    or after ``max_new_tokens`` steps. On a fixed-length catalogue (every
+    item the same number of codes, no item a prefix of another, as
+    MiniOneRec's semantic IDs) the result equals ``model.generate(
+    input_ids, num_beams=B, num_return_sequences=R, do_sample=False,
+    logits_processor=[TrieLogitsProcessor(trie)], length_penalty=0.0)``'s
+    sequences and ``sequences_scores`` (to float rounding); with another
+    length_penalty only the scores differ, by the factor ``L ** lp``
+    (see :class:`BeamSearchOutput`). With items of different lengths the two
+    can differ: generate keeps finished hypotheses apart from the running
+    beams (and normalizes their scores by length); here they share the B
+    slots.
+
+    Args:
+        model: a transformers causal LM (``model(input_ids=...,
+            attention_mask=..., position_ids=..., past_key_values=...,
+            use_cache=True)`` returning ``logits`` and ``past_key_values``).
+        input_ids: (n_requests, prompt) int64 CPU tensor (left-padded when
+            prompts differ in length, with ``attention_mask``).
+        trie: the allowed sequences; its stop tokens are the model's EOS ids.
+            Its vocab_size must not exceed the model's logits width; every
+            column of the logits is in the log-softmax.
+        num_beams: B >= 1.
+        max_new_tokens: default ``trie.stats().max_depth + 1`` (the longest
+            item plus its stop token).
+        attention_mask: (n_requests, prompt), 1 for real tokens.
+        num_return_sequences: R <= B best per request (default B).
+        pad_token_id: fills finished hypotheses (default the model's
+            generation_config.pad_token_id, else the trie's first stop token).
+        n_threads: threads of the beam step (requests are split between them).
+
+    CPU only in this version: a model or inputs on a CUDA device raise
+    :class:`treemask.DeviceTensorError` (the CUDA beam step is not in the C
+    API yet).
+    """
+    import torch
+
+    from .beam import Beam, DeviceTensorError, topk_states
+
+    if not isinstance(trie, Trie):
+        raise InvalidArgumentError("trie must be a treemask.Trie, got %s" % type(trie).__name__)
+    if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
+        raise InvalidArgumentError("input_ids: want a 2-D torch tensor (n_requests, prompt), got %s"
+                                   % _buffers.describe(input_ids))
+    if input_ids.device.type != "cpu":
+        raise DeviceTensorError("input_ids: %s is on a device; treemask.hf.beam_search runs on the CPU only in this"
+                                " version (the CUDA beam step is not in the C API yet)" % _buffers.describe(input_ids))
+    if not isinstance(num_beams, int) or isinstance(num_beams, bool) or num_beams < 1:
+        raise InvalidArgumentError("num_beams must be an int >= 1, got %r" % (num_beams,))
+    n_requests, prompt_length = input_ids.shape
+    B = num_beams
+    R = B if num_return_sequences is None else num_return_sequences
+    if not isinstance(R, int) or isinstance(R, bool) or not 1 <= R <= B:
+        raise InvalidArgumentError("num_return_sequences %r: want 1 .. num_beams (%d)" % (R, B))
+    if max_new_tokens is None:
+        max_new_tokens = trie.stats().max_depth + 1
+    if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
+        raise InvalidArgumentError("max_new_tokens must be an int >= 1, got %r" % (max_new_tokens,))
+    if pad_token_id is None:
+        config = getattr(model, "generation_config", None)
+        pad_token_id = getattr(config, "pad_token_id", None)
+        if isinstance(pad_token_id, (list, tuple)):
+            pad_token_id = pad_token_id[0] if pad_token_id else None
+        if pad_token_id is None:
+            pad_token_id = trie.stop_tokens[0]
+    if attention_mask is None:
+        attention_mask = torch.ones_like(input_ids)
+    elif tuple(attention_mask.shape) != tuple(input_ids.shape):
+        raise InvalidArgumentError("attention_mask has shape %s, input_ids %s"
+                                   % (tuple(attention_mask.shape), tuple(input_ids.shape)))
+    beam = Beam(B, n_threads=n_threads)
+    n_slots = n_requests * B
+    if n_slots == 0:
+        return BeamSearchOutput(input_ids.new_zeros((0, prompt_length)), torch.zeros(0, dtype=torch.float32))
+
+    # The prompt runs once per request, not once per beam: every beam of a
+    # request starts identical (transformers' scores [0, -inf, ...]), so the
+    # first step is the top-B allowed tokens of the root by log-probability
+    # (treemask.topk_states: the beam step's tie rule with one live beam),
+    # and the KV cache is then expanded to B rows per request.
+    mask = attention_mask.to(torch.long)
+    positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 0)
+    request_base = np.repeat(np.arange(n_requests, dtype=np.int64) * B, B)
+    generated = np.empty((n_slots, max_new_tokens), dtype=np.int64)
+
+    with torch.no_grad():
+        out = model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True,
+                    logits_to_keep=1)
+        first = topk_states(trie, np.full(n_requests, STATE_ROOT, dtype=np.uint32), out.logits[:, -1, :], B)
+        cache = out.past_key_values
+        del out
+        tokens = first.tokens.reshape(-1)
+        scores = np.ascontiguousarray(first.scores.reshape(-1))
+        states = np.full(n_slots, STATE_ROOT, dtype=np.uint32)
+        trie.advance_states(states, tokens)  # -1 (dead slot): no token
+        states[tokens < 0] = STATE_TERMINATED
+        tok = np.where(tokens < 0, pad_token_id, tokens).astype(np.int64)
+        generated[:, 0] = tok
+        src = np.repeat(np.arange(n_requests, dtype=np.int64), B)
+        mask = mask.repeat_interleave(B, dim=0)
+        positions = positions[:, -1:].repeat_interleave(B, dim=0)
+        steps = 1
+        for step in range(1, max_new_tokens):
+            if bool((states == STATE_TERMINATED).all()):
+                break
+            src_t = torch.from_numpy(src)
+            if hasattr(model, "_reorder_cache"):
+                cache = model._reorder_cache(cache, src_t)
+            else:
+                cache.reorder_cache(src_t)
+            mask = torch.cat([mask, mask.new_ones((n_slots, 1))], dim=1)
+            positions = positions + 1
+            out = model(input_ids=torch.from_numpy(tok).view(n_slots, 1), attention_mask=mask,
+                        position_ids=positions, past_key_values=cache, use_cache=True, logits_to_keep=1)
+            logits = out.logits[:, -1, :]
+            cache = out.past_key_values
+            del out
+            was_finished = states == STATE_TERMINATED
+            parents, tokens = beam.step_states(trie, states, logits, scores)
+            del logits
+            src = request_base + np.maximum(parents, 0)
+            # A carried-over finished hypothesis (or a dead slot) gets padding.
+            tok = np.where((parents < 0) | was_finished[src], pad_token_id, tokens).astype(np.int64)
+            generated[:, :step] = generated[src, :step]
+            generated[:, step] = tok
+            steps = step + 1
+
+    ids = input_ids.repeat_interleave(R, dim=0)
+    keep = (np.arange(n_requests)[:, None] * B + np.arange(R)[None, :]).reshape(-1)
+    sequences = torch.cat([ids, torch.from_numpy(generated[keep, :steps])], dim=1)
+    return BeamSearchOutput(sequences, torch.from_numpy(scores[keep].copy()))

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <memory>
 
 #include "kernels/cuda/launch.h"
@@ -368,6 +369,118 @@ Status advance_mask_logits(const StepArg &step, const LogitsArg &logits, void *s
       launch::mask_logits_from_states(step.trie->view, step.states, step.n_rows,
                                       logits_view(masked), device_shape(device), stream),
       "launching the logits mask kernel");
+}
+
+namespace {
+
+uint32_t bits_for(uint64_t max_value) {
+  uint32_t bits = 0;
+  while (bits < 64 && (max_value >> bits) != 0) ++bits;
+  return bits;
+}
+
+// The candidate key layout of a step, or an error when beam and token do
+// not fit together in 32 bits.
+Result<launch::KeyLayout> key_layout(size_t beam_width, int32_t vocab_size) {
+  const uint32_t beam_bits = bits_for(beam_width - 1);
+  const uint32_t token_bits = bits_for(static_cast<uint64_t>(vocab_size - 1));
+  if (beam_bits + token_bits > 32) {
+    return error(Code::kInvalidArgument, "beam_width ", beam_width, " with the trie's vocab_size ",
+                 vocab_size, " is too large for the device beam step: (beam_width - 1) and ",
+                 "(vocab_size - 1) must fit in 32 bits together");
+  }
+  launch::KeyLayout k;
+  k.token_bits = token_bits;
+  k.beam_max = static_cast<uint32_t>((uint64_t{1} << beam_bits) - 1);
+  k.token_max = static_cast<uint32_t>((uint64_t{1} << token_bits) - 1);
+  return k;
+}
+
+launch::BeamLogits beam_logits(const BeamLogitsArg &a) {
+  return launch::BeamLogits{a.data, a.dtype, a.n_columns, a.row_stride, a.log_probs};
+}
+
+Status check_device_trie(const DeviceTrie &trie, int device) {
+  if (trie.device != device) {
+    return error(Code::kInvalidArgument, "dev_trie was uploaded to CUDA device ", trie.device,
+                 " but the current device is ", device,
+                 "; make that device current (cudaSetDevice) or upload the trie there");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<size_t> beam_workspace_bytes(size_t n_requests, size_t beam_width) {
+  if (beam_width < 1 || beam_width > launch::kMaxBeamWidth) {
+    return error(Code::kInvalidArgument, "beam_width ", beam_width, " is outside [1, ",
+                 launch::kMaxBeamWidth, "] (the device beam step's limit)");
+  }
+  size_t slots = 0, bytes = 0;
+  // Per slot: beam_width keys of 8 bytes and a count of 4.
+  if (__builtin_mul_overflow(n_requests, beam_width, &slots) ||
+      __builtin_mul_overflow(slots, beam_width * 8 + 4, &bytes) || bytes > size_t{INT64_MAX}) {
+    return error(Code::kInvalidArgument, "n_requests ", n_requests, " x beam_width ", beam_width,
+                 " needs a workspace too large to address");
+  }
+  return bytes;
+}
+
+Status beam_step(const BeamArg &step, void *stream) {
+  const RelaxedCaptureMode relaxed;
+  TM_ASSIGN_OR_RETURN(const size_t needed, beam_workspace_bytes(step.n_requests, step.beam_width));
+  if (step.workspace_bytes < needed) {
+    return error(Code::kBufferTooSmall, "workspace_bytes ", step.workspace_bytes,
+                 " is too small: ", step.n_requests, " x ", step.beam_width, " slots need ", needed,
+                 " (treemask_cuda_beam_workspace_size)");
+  }
+  if (reinterpret_cast<uintptr_t>(step.workspace) % 8 != 0) {
+    return error(Code::kInvalidArgument, "workspace must be 8-byte aligned");
+  }
+  TM_ASSIGN_OR_RETURN(const launch::KeyLayout layout,
+                      key_layout(step.beam_width, step.trie->view.vocab_size));
+  if (step.n_requests == 0) return Status::Ok();
+  TM_ASSIGN_OR_RETURN(const int device, usable_device());
+  TM_TRY(check_device_trie(*step.trie, device));
+  TM_TRY(check_pointer(step.logits.data, "logits data", device));
+  TM_TRY(check_pointer(step.states, "states", device));
+  TM_TRY(check_pointer(step.scores, "scores", device));
+  TM_TRY(check_pointer(step.parents, "parents", device));
+  TM_TRY(check_pointer(step.tokens, "tokens", device));
+  TM_TRY(check_pointer(step.workspace, "workspace", device));
+  if (step.n_bad_rows) TM_TRY(check_pointer(step.n_bad_rows, "n_bad_rows", device));
+  const size_t n_slots = step.n_requests * step.beam_width;
+  auto *keys = static_cast<uint64_t *>(step.workspace);
+  auto *counts = reinterpret_cast<uint32_t *>(keys + n_slots * step.beam_width);
+  return launched(
+      launch::beam_step(step.trie->view, beam_logits(step.logits), layout, step.n_requests,
+                        static_cast<uint32_t>(step.beam_width), step.states, step.scores,
+                        step.parents, step.tokens, keys, counts, step.n_bad_rows, stream),
+      "launching the beam step kernels");
+}
+
+Status trie_topk(const TopkArg &topk, void *stream) {
+  const RelaxedCaptureMode relaxed;
+  if (topk.k > launch::kMaxBeamWidth) {
+    return error(Code::kInvalidArgument, "k ", topk.k, " is larger than ", launch::kMaxBeamWidth,
+                 " (the device top-k's limit)");
+  }
+  TM_ASSIGN_OR_RETURN(const launch::KeyLayout layout, key_layout(1, topk.trie->view.vocab_size));
+  if (topk.n_rows == 0) return Status::Ok();
+  TM_ASSIGN_OR_RETURN(const int device, usable_device());
+  TM_TRY(check_device_trie(*topk.trie, device));
+  TM_TRY(check_pointer(topk.states, "states", device));
+  TM_TRY(check_pointer(topk.out_counts, "out_counts", device));
+  if (topk.k > 0) {
+    TM_TRY(check_pointer(topk.logits.data, "logits data", device));
+    TM_TRY(check_pointer(topk.out_tokens, "out_tokens", device));
+    TM_TRY(check_pointer(topk.out_scores, "out_scores", device));
+  }
+  if (topk.n_bad_rows) TM_TRY(check_pointer(topk.n_bad_rows, "n_bad_rows", device));
+  return launched(launch::trie_topk(topk.trie->view, beam_logits(topk.logits), layout, topk.states,
+                                    topk.n_rows, static_cast<uint32_t>(topk.k), topk.out_tokens,
+                                    topk.out_scores, topk.out_counts, topk.n_bad_rows, stream),
+                  "launching the top-k kernel");
 }
 
 }  // namespace treemask::cuda

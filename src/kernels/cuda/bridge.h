@@ -73,4 +73,51 @@ Status advance_fill_bitmask(const StepArg &step, int32_t *bitmask, size_t bitmas
 // vocab_size; logits.vocab_size is taken from the trie.
 Status advance_mask_logits(const StepArg &step, const LogitsArg &logits, void *stream);
 
+// ---- the beam step and top-k on the device ----------------------------------
+
+// A step's logits as the shim validated them (dtype known, n_columns >= the
+// trie's vocab_size after resolving 0, row_stride >= n_columns, extents
+// addressable).
+struct BeamLogitsArg {
+  const void *data = nullptr;
+  int32_t dtype = 0;
+  size_t n_columns = 0;   // 0: the trie's vocab_size
+  size_t row_stride = 0;  // 0: n_columns
+  bool log_probs = false;
+};
+
+// Bytes of the workspace of a beam step of n_requests x beam_width slots;
+// an error when it overflows or beam_width is outside [1, kMaxBeamWidth].
+Result<size_t> beam_workspace_bytes(size_t n_requests, size_t beam_width);
+
+struct BeamArg {
+  const DeviceTrie *trie = nullptr;
+  size_t n_requests = 0;
+  size_t beam_width = 0;
+  BeamLogitsArg logits;
+  uint32_t *states = nullptr;
+  float *scores = nullptr;
+  int32_t *parents = nullptr;
+  int32_t *tokens = nullptr;
+  void *workspace = nullptr;
+  size_t workspace_bytes = 0;
+  uint32_t *n_bad_rows = nullptr;
+};
+
+Status beam_step(const BeamArg &step, void *stream);
+
+struct TopkArg {
+  const DeviceTrie *trie = nullptr;
+  const uint32_t *states = nullptr;
+  size_t n_rows = 0;
+  BeamLogitsArg logits;
+  size_t k = 0;
+  int32_t *out_tokens = nullptr;
+  float *out_scores = nullptr;
+  int32_t *out_counts = nullptr;
+  uint32_t *n_bad_rows = nullptr;
+};
+
+Status trie_topk(const TopkArg &topk, void *stream);
+
 }  // namespace treemask::cuda

@@ -41,4 +41,10 @@ Status advance_fill_bitmask(const StepArg &, int32_t *, size_t, void *) { return
 
 Status advance_mask_logits(const StepArg &, const LogitsArg &, void *) { return not_built(); }
 
+Result<size_t> beam_workspace_bytes(size_t, size_t) { return not_built(); }
+
+Status beam_step(const BeamArg &, void *) { return not_built(); }
+
+Status trie_topk(const TopkArg &, void *) { return not_built(); }
+
 }  // namespace treemask::cuda

@@ -77,6 +77,43 @@ int advance(const TrieView &trie, uint32_t *states, const int32_t *tokens, size_
 int mask_logits_from_states(const TrieView &trie, const uint32_t *states, size_t n_rows,
                             const Logits &logits, const DeviceShape &shape, void *stream);
 
+// ---- the beam step and top-k (beam_step.cu) ----------------------------------
+
+// The largest beam width (and top-k k) of the device kernels: a request's
+// winners are sorted in shared memory.
+constexpr uint32_t kMaxBeamWidth = 1024;
+
+// A step's logits rows on the device: row i at data + i * row_stride
+// elements; the normalizer runs over columns [0, n_columns).
+struct BeamLogits {
+  const void *data = nullptr;
+  int32_t dtype = kF32;
+  size_t n_columns = 0;
+  size_t row_stride = 0;
+  bool log_probs = false;
+};
+
+// How a candidate's beam and token are packed below its score in a 64-bit
+// key (beam_bits + token_bits <= 32): beam_max = 2^beam_bits - 1, token_max
+// = 2^token_bits - 1.
+struct KeyLayout {
+  uint32_t token_bits = 0;
+  uint32_t beam_max = 0;
+  uint32_t token_max = 0;
+};
+
+// One beam step of n_requests x beam_width slots (treemask_cuda_beam_step).
+// ws_keys: n_slots * beam_width entries, ws_counts: n_slots.
+int beam_step(const TrieView &trie, const BeamLogits &logits, const KeyLayout &layout,
+              size_t n_requests, uint32_t beam_width, uint32_t *states, float *scores,
+              int32_t *parents, int32_t *tokens, uint64_t *ws_keys, uint32_t *ws_counts,
+              uint32_t *n_bad_rows, void *stream);
+
+// Per row: the k best allowed tokens (treemask_cuda_trie_topk_states).
+int trie_topk(const TrieView &trie, const BeamLogits &logits, const KeyLayout &layout,
+              const uint32_t *states, size_t n_rows, uint32_t k, int32_t *out_tokens,
+              float *out_scores, int32_t *out_counts, uint32_t *n_bad_rows, void *stream);
+
 // 0 when the current device can run treemask's kernels (an image for its
 // architecture is embedded), the cudaError_t otherwise.
 int probe_kernel_image();

@@ -53,6 +53,12 @@ inline unsigned atomicOr(unsigned *address, unsigned value) {
   return old;
 }
 
+inline unsigned atomicAdd(unsigned *address, unsigned value) {
+  const unsigned old = *address;
+  *address = old + value;
+  return old;
+}
+
 template <class T>
 inline T min(T a, T b) {
   return std::min(a, b);

@@ -376,3 +376,49 @@ extern "C" {
 extern "C" {
     pub fn treemask_cpu_kernel_isa() -> *const core::ffi::c_char;
 }
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct treemask_logits {
+    pub struct_size: usize,
+    pub data: *const core::ffi::c_void,
+    pub dtype: treemask_dtype,
+    pub n_columns: usize,
+    pub row_stride: usize,
+    pub log_probs: bool,
+}
+extern "C" {
+    pub fn treemask_logits_init(logits: *mut treemask_logits);
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct treemask_beam {
+    _unused: [u8; 0],
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct treemask_beam_options {
+    pub struct_size: usize,
+    pub beam_width: usize,
+    pub n_threads: usize,
+}
+extern "C" {
+    pub fn treemask_beam_options_init(opts: *mut treemask_beam_options);
+}
+extern "C" {
+    pub fn treemask_beam_create(opts: *const treemask_beam_options, out: *mut *mut treemask_beam) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_beam_free(beam: *mut treemask_beam);
+}
+extern "C" {
+    pub fn treemask_beam_step_states(beam: *mut treemask_beam, trie: *const treemask_trie, n_requests: usize, logits: *const treemask_logits, states: *mut u32, scores: *mut f32, parents: *mut i32, tokens: *mut i32) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_beam_step_batch(beam: *mut treemask_beam, batch: *mut treemask_batch, n_requests: usize, logits: *const treemask_logits, scores: *mut f32, parents: *mut i32, tokens: *mut i32) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_trie_topk_states(trie: *const treemask_trie, states: *const u32, n_rows: usize, logits: *const treemask_logits, k: usize, out_tokens: *mut i32, out_scores: *mut f32, out_counts: *mut usize) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_beam_kernel_isa() -> *const core::ffi::c_char;
+}

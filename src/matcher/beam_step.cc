@@ -1,0 +1,415 @@
+// Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#include "matcher/beam_step.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <new>
+#include <span>
+#include <string>
+#include <utility>
+
+#include "matcher/batch.h"
+#include "matcher/rules.h"
+#include "matcher/worker_pool.h"
+
+namespace treemask {
+
+namespace {
+
+using kernels::BeamCandidate;
+using kernels::DType;
+using kernels::TopK;
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+bool is_reserved(uint32_t state) { return state == kStateTerminated || state == kStateFailed; }
+
+Status check_states(const Trie &trie, const uint32_t *states, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (states[i] >= trie.n_nodes() && !is_reserved(states[i])) {
+      return error(Code::kOutOfRange, "states[", i, "] = ", states[i],
+                   " is neither a node id (< n_nodes = ", trie.n_nodes(),
+                   ") nor TREEMASK_STATE_TERMINATED / TREEMASK_STATE_FAILED");
+    }
+  }
+  return Status::Ok();
+}
+
+// The normalizer of row i, or an error naming the row when it holds NaN or
+// +inf (every candidate score would be NaN: a silent empty step otherwise).
+Result<float> normalizer(const LogitsView &v, size_t i, kernels::LogSumExpFn lse) {
+  if (v.log_probs) return 0.0f;
+  const float z = lse(v.row(i), v.dtype, v.n_columns);
+  if (std::isnan(z)) {
+    return error(Code::kInvalidArgument, "logits row ", i,
+                 " holds NaN or +inf: its log-softmax is undefined");
+  }
+  return z;
+}
+
+}  // namespace
+
+LogitsView LogitsView::resolved(int32_t vocab_size) const {
+  LogitsView v = *this;
+  if (v.n_columns == 0) v.n_columns = static_cast<size_t>(vocab_size > 0 ? vocab_size : 0);
+  if (v.row_stride == 0) v.row_stride = v.n_columns;
+  return v;
+}
+
+Status check_logits(int32_t vocab_size, const LogitsView &v, size_t n_rows) {
+  const auto d = static_cast<int32_t>(v.dtype);
+  if (d < 0 || d > 2) {
+    return error(Code::kInvalidArgument, "unknown dtype ", d,
+                 " (expected 0 = TREEMASK_F32, 1 = TREEMASK_F16, 2 = TREEMASK_BF16)");
+  }
+  if (v.n_columns < static_cast<size_t>(vocab_size)) {
+    return error(Code::kInvalidArgument, "logits n_columns ", v.n_columns,
+                 " is smaller than the trie's vocab_size ", vocab_size);
+  }
+  if (v.row_stride < v.n_columns) {
+    return error(Code::kInvalidArgument, "logits row_stride ", v.row_stride,
+                 " is smaller than n_columns ", v.n_columns);
+  }
+  if (n_rows > 0 && !v.data) return error(Code::kInvalidArgument, "logits data is NULL");
+  const size_t max_elems = std::numeric_limits<size_t>::max() / kernels::dtype_bytes(v.dtype);
+  if (n_rows > 1 && (n_rows - 1) > (max_elems - v.n_columns) / v.row_stride) {
+    return error(Code::kOutOfRange, "n_rows ", n_rows, " x row_stride ", v.row_stride,
+                 " overflows the address space");
+  }
+  return Status::Ok();
+}
+
+BeamStepper::BeamStepper(size_t beam_width, size_t n_threads)
+    : beam_width_(beam_width), scratch_(n_threads == 0 ? 1 : n_threads) {
+  for (auto &s : scratch_) {
+    s.heap.resize(beam_width);
+    s.old_states.resize(beam_width);
+    s.old_scores.resize(beam_width);
+  }
+  if (scratch_.size() > 1) pool_ = std::make_unique<WorkerPool>(scratch_.size() - 1);
+}
+
+BeamStepper::~BeamStepper() = default;
+
+template <class Slots>
+Status BeamStepper::step_core(size_t n_requests, const LogitsView &logits, const float *scores,
+                              Slots &slots) {
+  const size_t B = beam_width_;
+  const size_t n_slots = n_requests * B;
+  const kernels::LogSumExpFn lse = kernels::logsumexp_best();
+  // Phase 1: the normalizer of every slot that can offer a candidate, so
+  // that a row with NaN / +inf fails the call before anything is written.
+  // Phase 2: per request, gather and select into the scratch of the thread
+  // that runs it, then hand the winners to slots.keep(). Requests are
+  // independent and run on the pool.
+  if (z_.size() < n_slots) z_.resize(n_slots);
+  auto normalize = [&](size_t r, Scratch &sc) {
+    for (size_t i = r * B; i < (r + 1) * B; ++i) {
+      if (!(scores[i] > kNegInf) || slots.terminated(i)) continue;
+      auto z = normalizer(logits, i, lse);
+      if (!z.ok()) {
+        sc.status = z.take_status();
+        return false;
+      }
+      z_[i] = z.value();
+    }
+    return true;
+  };
+  auto request = [&](size_t r, Scratch &sc) {
+    const size_t base = r * B;
+    TopK top(sc.heap.data(), B);
+    for (size_t b = 0; b < B; ++b) {
+      const size_t slot = base + b;
+      const float s = scores[slot];
+      if (!(s > kNegInf)) continue;  // dead, an initial duplicate, or NaN
+      if (slots.terminated(slot)) {
+        top.offer({s, static_cast<int32_t>(b), slots.first_stop(slot), kStateTerminated});
+        continue;
+      }
+      const void *row = logits.row(slot);
+      const float z = z_[slot];
+      slots.gather(slot, sc, [&](int32_t t, uint32_t next) {
+        const float score =
+            s + (kernels::load_value(row, logits.dtype, static_cast<size_t>(t)) - z);
+        if (score > kNegInf && top.may_take(score)) {
+          top.offer({score, static_cast<int32_t>(b), t, next});
+        }
+      });
+    }
+    slots.keep(r, sc.heap.data(), top.finish());
+    return true;
+  };
+  TM_TRY(for_each_request(n_requests, normalize));
+  return for_each_request(n_requests, request);
+}
+
+namespace {
+
+// Checks the shared arguments of both step forms and n_requests x B.
+Status check_step(size_t n_requests, size_t B, const float *scores, const int32_t *parents,
+                  const int32_t *tokens, size_t &n_slots) {
+  if (n_requests > std::numeric_limits<size_t>::max() / B) {
+    return error(Code::kOutOfRange, "n_requests ", n_requests, " x beam_width ", B,
+                 " overflows size_t");
+  }
+  n_slots = n_requests * B;
+  if (n_slots == 0) return Status::Ok();
+  if (!scores) return error(Code::kInvalidArgument, "scores is NULL");
+  if (!parents) return error(Code::kInvalidArgument, "parents is NULL");
+  if (!tokens) return error(Code::kInvalidArgument, "tokens is NULL");
+  return Status::Ok();
+}
+
+// The state-array form's slots: candidates from the trie, winners written
+// straight to the outputs (request r's old states are read before).
+struct StateSlots {
+  const Trie &trie;
+  PlainRules rules;
+  size_t B;
+  uint32_t *states;
+  float *scores;
+  int32_t *parents, *tokens;
+
+  bool terminated(size_t slot) const { return states[slot] == kStateTerminated; }
+  int32_t first_stop(size_t) const { return trie.stop_tokens()[0]; }
+  template <class Offer>
+  void gather(size_t slot, BeamStepper::Scratch &, Offer &&offer) const {
+    // The plain rule (matcher/plain_rules.h): a node allows its children,
+    // plus the stop tokens if terminal; FAILED only the stop tokens.
+    const Allowed a = rules.allowed(states[slot]);
+    for (uint32_t j = 0; j < a.n_children; ++j) offer(a.children[j], a.first_child + j);
+    if (a.stops) {
+      for (const int32_t t : trie.stop_tokens()) offer(t, kStateTerminated);
+    }
+  }
+  void keep(size_t r, const BeamCandidate *best, size_t kept) {
+    const size_t base = r * B;
+    for (size_t i = 0; i < B; ++i) {
+      if (i < kept) {
+        parents[base + i] = best[i].beam;
+        tokens[base + i] = best[i].token;
+        scores[base + i] = best[i].score;
+        states[base + i] = best[i].next;
+      } else {
+        parents[base + i] = -1;
+        tokens[base + i] = -1;
+        scores[base + i] = kNegInf;
+        states[base + i] = kStateTerminated;
+      }
+    }
+  }
+};
+
+}  // namespace
+
+Status BeamStepper::step_states(const Trie &trie, size_t n_requests, const LogitsView &logits,
+                                uint32_t *states, float *scores, int32_t *parents,
+                                int32_t *tokens) {
+  size_t n_slots = 0;
+  TM_TRY(check_step(n_requests, beam_width_, scores, parents, tokens, n_slots));
+  if (n_slots == 0) return Status::Ok();
+  if (!states) return error(Code::kInvalidArgument, "states is NULL");
+  const LogitsView lv = logits.resolved(trie.vocab_size());
+  TM_TRY(check_logits(trie.vocab_size(), lv, n_slots));
+  TM_TRY(check_states(trie, states, n_slots));
+  // keep() overwrites a request's slots while its candidates were gathered
+  // from them: the gather of a request finishes before its keep(), and
+  // requests touch disjoint slots.
+  StateSlots slots{
+      trie, plain_rules(trie, trie.stop_tokens()), beam_width_, states, scores, parents, tokens};
+  return step_core(n_requests, lv, scores, slots);
+}
+
+namespace {
+
+// The batch form's slots: candidates from each slot's matcher (its allowed
+// lists, or next_tokens for a matcher in a decoding mode), winners recorded
+// for the reorder that follows the selection.
+struct MatcherSlots {
+  Batch &batch;
+  size_t B;
+  int32_t *parents, *tokens;
+  float *scores;
+
+  bool terminated(size_t slot) const { return batch.matcher(slot)->is_terminated(); }
+  int32_t first_stop(size_t slot) const { return batch.matcher(slot)->stop_tokens()[0]; }
+  template <class Offer>
+  void gather(size_t slot, BeamStepper::Scratch &sc, Offer &&offer) const {
+    const Matcher &m = *batch.matcher(slot);
+    std::span<const int32_t> first, second;
+    if (m.allowed_lists(first, second)) {
+      for (const int32_t t : first) offer(t, 0);
+      for (const int32_t t : second) offer(t, 0);
+      return;
+    }
+    size_t n = m.next_tokens(sc.allowed.data(), sc.allowed.size());
+    if (n > sc.allowed.size()) {
+      sc.allowed.resize(n);  // grows once to the largest allowed set
+      n = m.next_tokens(sc.allowed.data(), sc.allowed.size());
+    }
+    for (size_t j = 0; j < n; ++j) offer(sc.allowed[j], 0);
+  }
+  void keep(size_t r, const BeamCandidate *best, size_t kept) {
+    for (size_t i = 0; i < B; ++i) {
+      const size_t slot = r * B + i;
+      parents[slot] = i < kept ? best[i].beam : -1;
+      tokens[slot] = i < kept ? best[i].token : -1;
+      scores[slot] = i < kept ? best[i].score : kNegInf;
+    }
+  }
+};
+
+}  // namespace
+
+Status BeamStepper::step_batch(Batch &batch, size_t n_requests, const LogitsView &logits,
+                               float *scores, int32_t *parents, int32_t *tokens) {
+  size_t n_slots = 0;
+  TM_TRY(check_step(n_requests, beam_width_, scores, parents, tokens, n_slots));
+  if (n_slots == 0) return Status::Ok();
+  if (n_slots > batch.size()) {
+    return error(Code::kInvalidArgument, "n_requests ", n_requests, " x beam_width ", beam_width_,
+                 " = ", n_slots, " slots, but the batch has ", batch.size());
+  }
+  int32_t vocab = 0;
+  for (size_t i = 0; i < n_slots; ++i) {
+    const Matcher *m = batch.matcher(i);
+    if (!m) return error(Code::kInvalidArgument, "slot ", i, " of the batch is empty");
+    if (m->stop_tokens().empty()) {
+      return error(Code::kInvalidState, "slot ", i, ": the matcher has no stop token");
+    }
+    vocab = std::max(vocab, m->trie().vocab_size());
+  }
+  const LogitsView lv = logits.resolved(vocab);
+  TM_TRY(check_logits(vocab, lv, n_slots));
+  const size_t n = batch.size();
+  if (sel_scores_.size() < n_slots) {
+    sel_parents_.resize(n_slots);
+    sel_tokens_.resize(n_slots);
+    sel_scores_.resize(n_slots);
+  }
+  if (src_.size() < n) {
+    src_.resize(n);
+    accept_.resize(n);
+  }
+  MatcherSlots slots{batch, beam_width_, sel_parents_.data(), sel_tokens_.data(),
+                     sel_scores_.data()};
+  TM_TRY(step_core(n_requests, lv, scores, slots));
+  // Reorder (clones first; a failure leaves the batch unchanged), then each
+  // winner's slot accepts its token (a stop token on a terminated matcher
+  // changes nothing). Only then are the outputs written.
+  for (size_t i = 0; i < n; ++i) {
+    src_[i] = static_cast<int32_t>(i);
+    accept_[i] = -1;
+  }
+  for (size_t i = 0; i < n_slots; ++i) {
+    if (sel_parents_[i] < 0) continue;
+    src_[i] = static_cast<int32_t>(i / beam_width_ * beam_width_) + sel_parents_[i];
+    accept_[i] = sel_tokens_[i];
+  }
+  TM_TRY(batch.reorder(src_.data(), n));
+  std::string rejection;
+  TM_TRY(batch.accept(accept_.data(), n, nullptr, &rejection));
+  if (!rejection.empty()) {
+    return error(Code::kInternal, "beam step: a selected token was rejected (", rejection, ")");
+  }
+  std::copy(sel_parents_.begin(), sel_parents_.begin() + n_slots, parents);
+  std::copy(sel_tokens_.begin(), sel_tokens_.begin() + n_slots, tokens);
+  std::copy(sel_scores_.begin(), sel_scores_.begin() + n_slots, scores);
+  return Status::Ok();
+}
+
+template <class Fn>
+Status BeamStepper::for_each_request(size_t n_requests, Fn &fn) {
+  if (!pool_ || n_requests == 1) {
+    Scratch &sc = scratch_[0];
+    for (size_t r = 0; r < n_requests; ++r) {
+      if (!fn(r, sc)) return std::exchange(sc.status, Status::Ok());
+    }
+    return Status::Ok();
+  }
+  std::atomic<size_t> next_request{0};
+  std::atomic<bool> failed{false};
+  auto worker = [&](size_t w) {
+    Scratch &sc = scratch_[w];
+    // A task on the pool must not throw: a matcher's next_tokens may (out
+    // of memory in a decoding mode's look-ahead).
+    try {
+      for (size_t r; !failed.load(std::memory_order_relaxed) &&
+                     (r = next_request.fetch_add(1, std::memory_order_relaxed)) < n_requests;) {
+        if (!fn(r, sc)) failed.store(true, std::memory_order_relaxed);
+      }
+    } catch (const std::bad_alloc &) {
+      sc.status = error(Code::kOutOfMemory, "out of memory in a beam step");
+      failed.store(true, std::memory_order_relaxed);
+    } catch (const std::exception &e) {
+      sc.status = error(Code::kInternal, "beam step: ", e.what());
+      failed.store(true, std::memory_order_relaxed);
+    }
+  };
+  pool_->run(scratch_.size(), 1, worker);
+  Status first = Status::Ok();
+  for (auto &sc : scratch_) {
+    if (!sc.status.ok() && first.ok()) first = std::move(sc.status);
+    sc.status = Status::Ok();
+  }
+  return first;
+}
+
+Status topk_states(const Trie &trie, const uint32_t *states, size_t n_rows, const LogitsView &view,
+                   size_t k, int32_t *out_tokens, float *out_scores, size_t *out_counts) {
+  if (n_rows == 0) return Status::Ok();
+  if (!states) return error(Code::kInvalidArgument, "states is NULL");
+  if (!out_counts) return error(Code::kInvalidArgument, "out_counts is NULL");
+  if (k > 0 && (!out_tokens || !out_scores)) {
+    return error(Code::kInvalidArgument, "out_tokens and out_scores must not be NULL when k > 0");
+  }
+  if (k > 0 && n_rows > std::numeric_limits<size_t>::max() / k) {
+    return error(Code::kOutOfRange, "n_rows ", n_rows, " x k ", k, " overflows size_t");
+  }
+  const LogitsView logits = view.resolved(trie.vocab_size());
+  TM_TRY(check_logits(trie.vocab_size(), logits, n_rows));
+  TM_TRY(check_states(trie, states, n_rows));
+  const kernels::LogSumExpFn lse = kernels::logsumexp_best();
+  // The top-k heap lives in the output arrays' place: k candidates of 16
+  // bytes do not fit in k tokens + k scores, so use a small per-call buffer
+  // only when k is large.
+  constexpr size_t kStack = 256;
+  BeamCandidate stack[kStack];
+  std::vector<BeamCandidate> big;
+  BeamCandidate *heap = stack;
+  if (k > kStack) {
+    big.resize(k);
+    heap = big.data();
+  }
+  // A terminated state allows its stop tokens, as fill does: gather it as
+  // FAILED (stop tokens only).
+  std::vector<uint32_t> one(1);
+  StateSlots slots{trie,   plain_rules(trie, trie.stop_tokens()), 1, one.data(), nullptr, nullptr,
+                   nullptr};
+  BeamStepper::Scratch unused;
+  for (size_t i = 0; i < n_rows; ++i) {
+    TopK top(heap, k);
+    if (k > 0) {
+      auto z = normalizer(logits, i, lse);
+      if (!z.ok()) return z.take_status();
+      one[0] = states[i] == kStateTerminated ? kStateFailed : states[i];
+      const void *row = logits.row(i);
+      slots.gather(0, unused, [&](int32_t t, uint32_t) {
+        const float score =
+            kernels::load_value(row, logits.dtype, static_cast<size_t>(t)) - z.value();
+        if (score > kNegInf && top.may_take(score)) top.offer({score, 0, t, 0});
+      });
+    }
+    const size_t kept = top.finish();
+    for (size_t j = 0; j < kept; ++j) {
+      out_tokens[i * k + j] = heap[j].token;
+      out_scores[i * k + j] = heap[j].score;
+    }
+    out_counts[i] = kept;
+  }
+  return Status::Ok();
+}
+
+}  // namespace treemask

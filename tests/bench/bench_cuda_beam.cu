@@ -1,0 +1,249 @@
+// The device beam step (treemask_cuda_beam_step), suite `bench`, exits 77
+// without a GPU. Every figure is measured in this process:
+//
+// 1. STATIC's setting: codes-only vocabulary V = 2,048 (stop = 2,047),
+//    20M semantic IDs of 4 codes, 2 requests x 70 beams. Target: <= 33 us
+//    per step on an H100 (STATIC: 33 us on a TPU v6e).
+// 2. 256 requests x 32 beams over 10M items, V = 2,048. Target: <= 100 us.
+// 3. V = 176,704 (3 codes of 8,192 above a 151,936 base), 1M items, 256 x
+//    32 slots, fp32 and bf16: the step against one read of the logits
+//    (rows x V x bytes at the read bandwidth a plain reduction kernel
+//    reaches in this process). Target: within 1.25x of that limit.
+//
+// A step's time: the search is run from the root to the end once to record
+// the states and scores entering every depth; then per depth, back-to-back
+// (restore the depth's states and scores by a device copy + step), minus
+// the restores alone. Logits are random (fixed per slot).
+//
+// Usage: bench_cuda_beam [--quick]  (--quick: 1/10 of the catalogues)
+//
+// Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/test_util.h"
+#include "cuda/cuda_test_util.h"
+
+namespace {
+
+using cudatest::DeviceArray;
+using Clock = std::chrono::steady_clock;
+
+// Median of five rounds of `iters` back-to-back calls, microseconds per call.
+template <class F>
+double gpu_us(cudaStream_t stream, int iters, F &&call) {
+  for (int i = 0; i < 3; ++i) call();
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  cudaEvent_t start, stop;
+  CHECK_CUDA(cudaEventCreate(&start));
+  CHECK_CUDA(cudaEventCreate(&stop));
+  std::vector<double> t;
+  for (int round = 0; round < 5; ++round) {
+    CHECK_CUDA(cudaEventRecord(start, stream));
+    for (int i = 0; i < iters; ++i) call();
+    CHECK_CUDA(cudaEventRecord(stop, stream));
+    CHECK_CUDA(cudaEventSynchronize(stop));
+    float ms = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+    t.push_back(ms * 1000.0 / iters);
+  }
+  CHECK_CUDA(cudaEventDestroy(start));
+  CHECK_CUDA(cudaEventDestroy(stop));
+  std::sort(t.begin(), t.end());
+  return t[2];
+}
+
+// One read of a buffer: 16-byte loads, a sum per block (the floor of any
+// pass that reads every logit once).
+__global__ void read_kernel(const uint4 *data, size_t n, unsigned *out) {
+  unsigned acc = 0;
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const uint4 v = data[i];
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x12345678u) out[blockIdx.x] = acc;  // keeps the loads
+}
+
+double read_us(const void *data, size_t bytes, unsigned *sink, cudaStream_t stream) {
+  int sms = 0;
+  CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  return gpu_us(stream, 20, [&] {
+    read_kernel<<<sms * 8, 512, 0, stream>>>(static_cast<const uint4 *>(data), bytes / 16, sink);
+  });
+}
+
+// Semantic IDs: n_items paths of `depth` codes; code c at level l is token
+// base + l * level_stride + c (c < codebook).
+void build_catalogue(size_t n_items, int depth, int32_t codebook, int32_t base,
+                     int32_t level_stride, int32_t vocab, int32_t stop,
+                     testutil::TrieHandle &trie) {
+  std::mt19937_64 rng(42);
+  std::vector<int32_t> tokens(n_items * depth);
+  std::vector<size_t> offsets(n_items + 1);
+  for (size_t i = 0; i < n_items; ++i) {
+    offsets[i] = i * depth;
+    for (int l = 0; l < depth; ++l) {
+      tokens[i * depth + l] =
+          base + l * level_stride + static_cast<int32_t>(rng() % static_cast<uint64_t>(codebook));
+    }
+  }
+  offsets[n_items] = n_items * depth;
+  treemask_trie_options opts;
+  treemask_trie_options_init(&opts);
+  opts.vocab_size = vocab;
+  opts.stop_tokens = &stop;
+  opts.n_stop_tokens = 1;
+  const auto t0 = Clock::now();
+  CHECK_TM(
+      treemask_trie_from_paths(&opts, tokens.data(), offsets.data(), n_items, nullptr, &trie.p));
+  std::printf("  catalogue: %zu items x %d codes, built in %.1f s\n", n_items, depth,
+              std::chrono::duration<double>(Clock::now() - t0).count());
+}
+
+struct Shape {
+  const char *name;
+  size_t n_requests, beam;
+  int32_t vocab;
+  int32_t dtype;
+  double target_us;  // 0: compared with the read limit instead
+};
+
+void bench_shape(const Shape &s, const treemask_trie *trie, int depth, unsigned *sink,
+                 cudaStream_t stream) {
+  treemask_cuda_trie *dev = nullptr;
+  CHECK_TM(treemask_cuda_trie_upload(trie, stream, &dev));
+  const size_t n_slots = s.n_requests * s.beam;
+  const size_t eb = cudatest::dtype_bytes(s.dtype);
+  const size_t row_bytes = static_cast<size_t>(s.vocab) * eb;
+  // Random logits: one 64 MB block of random values, copied over the rows
+  // (the values repeat every block; the step's cost does not depend on them).
+  DeviceArray<uint8_t> logits(n_slots * row_bytes);
+  {
+    std::mt19937_64 rng(7);
+    const size_t total = n_slots * row_bytes;
+    std::vector<uint8_t> host(std::min<size_t>(total, size_t{64} << 20));
+    for (size_t i = 0; i + eb <= host.size(); i += eb) {
+      // Uniform in [-8, 8): random mantissa bits under a fixed exponent.
+      const float v = static_cast<float>(static_cast<int64_t>(rng() % 65536) - 32768) / 4096.0f;
+      uint32_t b;
+      std::memcpy(&b, &v, 4);
+      if (eb == 4) {
+        std::memcpy(&host[i], &b, 4);
+      } else {
+        const auto h = static_cast<uint16_t>(b >> 16);
+        std::memcpy(&host[i], &h, 2);
+      }
+    }
+    for (size_t at = 0; at < total; at += host.size()) {
+      CHECK_CUDA(cudaMemcpy(logits.get() + at, host.data(), std::min(host.size(), total - at),
+                            cudaMemcpyHostToDevice));
+    }
+  }
+  treemask_logits lg;
+  treemask_logits_init(&lg);
+  lg.data = logits.get();
+  lg.dtype = static_cast<treemask_dtype>(s.dtype);
+  size_t ws_bytes = 0;
+  CHECK_TM(treemask_cuda_beam_workspace_size(s.n_requests, s.beam, &ws_bytes));
+  DeviceArray<uint8_t> ws(ws_bytes);
+  DeviceArray<uint32_t> states(n_slots), bad(std::vector<uint32_t>{0});
+  DeviceArray<float> scores(n_slots);
+  DeviceArray<int32_t> parents(n_slots), tokens(n_slots);
+  std::vector<float> s0(n_slots, -INFINITY);
+  for (size_t r = 0; r < s.n_requests; ++r) s0[r * s.beam] = 0.0f;
+  // The states and scores entering each depth.
+  std::vector<DeviceArray<uint32_t>> depth_states;
+  std::vector<DeviceArray<float>> depth_scores;
+  states.upload(std::vector<uint32_t>(n_slots, TREEMASK_STATE_ROOT), stream);
+  scores.upload(s0, stream);
+  auto step = [&] {
+    CHECK_TM(treemask_cuda_beam_step(dev, s.n_requests, s.beam, &lg, states.get(), scores.get(),
+                                     parents.get(), tokens.get(), ws.get(), ws_bytes, bad.get(),
+                                     stream));
+  };
+  for (int d = 0; d <= depth; ++d) {
+    depth_states.emplace_back(n_slots);
+    depth_scores.emplace_back(n_slots);
+    CHECK_CUDA(cudaMemcpyAsync(depth_states.back().get(), states.get(), n_slots * 4,
+                               cudaMemcpyDeviceToDevice, stream));
+    CHECK_CUDA(cudaMemcpyAsync(depth_scores.back().get(), scores.get(), n_slots * 4,
+                               cudaMemcpyDeviceToDevice, stream));
+    step();
+  }
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  const double limit = read_us(logits.get(), n_slots * row_bytes, sink, stream);
+  std::printf("  %s: %zu x %zu slots, V = %d, %s; one read of the logits (%.1f MB) = %.1f us\n",
+              s.name, s.n_requests, s.beam, s.vocab, cudatest::dtype_name(s.dtype),
+              n_slots * row_bytes / 1e6, limit);
+  double worst = 0, sum = 0;
+  for (int d = 0; d <= depth; ++d) {
+    auto restore = [&] {
+      CHECK_CUDA(cudaMemcpyAsync(states.get(), depth_states[d].get(), n_slots * 4,
+                                 cudaMemcpyDeviceToDevice, stream));
+      CHECK_CUDA(cudaMemcpyAsync(scores.get(), depth_scores[d].get(), n_slots * 4,
+                                 cudaMemcpyDeviceToDevice, stream));
+    };
+    const double with = gpu_us(stream, 50, [&] {
+      restore();
+      step();
+    });
+    const double alone = gpu_us(stream, 50, restore);
+    const double us = std::max(0.0, with - alone);
+    worst = std::max(worst, us);
+    sum += us;
+    std::printf("    depth %d: %8.1f us per step (%.2fx the read limit)\n", d, us, us / limit);
+  }
+  const double mean = sum / (depth + 1);
+  if (s.target_us > 0) {
+    std::printf("    mean %.1f us, worst %.1f us; target <= %.0f us: %s\n", mean, worst,
+                s.target_us, worst <= s.target_us ? "met" : "NOT met");
+  } else {
+    std::printf("    worst %.1f us = %.2fx one read of the logits; target <= 1.25x: %s\n", worst,
+                worst / limit, worst <= 1.25 * limit ? "met" : "NOT met");
+  }
+  CHECK(bad.download(stream)[0] == 0);
+  treemask_cuda_trie_free(dev);
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  cudatest::skip_without_device("bench_cuda_beam");
+  const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  const size_t scale = quick ? 10 : 1;
+  cudaDeviceProp prop{};
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device: %s, %d SMs%s\n", prop.name, prop.multiProcessorCount,
+              quick ? " (--quick: catalogues / 10)" : "");
+  cudaStream_t stream = nullptr;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  DeviceArray<unsigned> sink(1 << 16);
+  {
+    std::printf("\nSTATIC's setting: V = 2,048, 4 codes of 2,047\n");
+    testutil::TrieHandle trie;
+    build_catalogue(20000000 / scale, 4, 2047, 0, 0, 2048, 2047, trie);
+    bench_shape({"STATIC", 2, 70, 2048, cudatest::kF32, 33}, trie.p, 4, sink.get(), stream);
+  }
+  {
+    std::printf("\nWide batch: V = 2,048, 10M items\n");
+    testutil::TrieHandle trie;
+    build_catalogue(10000000 / scale, 4, 2047, 0, 0, 2048, 2047, trie);
+    bench_shape({"256 x 32", 256, 32, 2048, cudatest::kF32, 100}, trie.p, 4, sink.get(), stream);
+  }
+  {
+    std::printf("\nLarge vocabulary: V = 176,704 (3 codes of 8,192 above 151,936), 1M items\n");
+    testutil::TrieHandle trie;
+    build_catalogue(1000000 / scale, 3, 8192, 151936, 8192, 176704, 151645, trie);
+    bench_shape({"V = 176,704", 256, 32, 176704, cudatest::kBF16, 0}, trie.p, 3, sink.get(),
+                stream);
+    bench_shape({"V = 176,704", 256, 32, 176704, cudatest::kF32, 0}, trie.p, 3, sink.get(), stream);
+  }
+  CHECK_CUDA(cudaStreamDestroy(stream));
+  return cudatest::finish("bench_cuda_beam");
+}

@@ -1,0 +1,130 @@
+"""treemask.hf.beam_search against transformers' generate() on real MiniOneRec
+semantic IDs: a tiny random-weight Qwen2 (built from a config, no download)
+whose vocabulary is Qwen2.5's 151,936 tokens plus the 3 x 256 semantic-ID
+code tokens (code <L_N> is token 151936 + 256 * level + N, as MiniOneRec adds
+them). Every item is 3 codes, so the catalogue is fixed-length and the two
+searches must return the same sequences, with scores equal to generate's
+sequences_scores at length_penalty=0.0 and L ** length_penalty times them
+otherwise (L = 4 generated tokens: 3 codes and EOS).
+
+Catalogues: the bundled examples/data/minionerec/Industrial_and_Scientific
+(always) and every ../shared/data/semantic-ids/minionerec/*.index.json
+(where ../shared is present).
+
+Suite `python-hf`.
+
+Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+"""
+import json
+
+import numpy as np
+import pytest
+
+import treemask
+from conftest import SHARED_DATA, SOURCE_ROOT
+
+torch = pytest.importorskip("torch", reason="torch is not installed (./dev installs it)")
+transformers = pytest.importorskip("transformers", reason="transformers is not installed (./dev installs it)")
+from treemask.hf import TrieLogitsProcessor, beam_search  # noqa: E402
+
+BASE_VOCAB = 151936
+EOS, PAD = 151645, 151643
+
+BUNDLED = SOURCE_ROOT / "examples" / "data" / "minionerec" / "Industrial_and_Scientific.index.json"
+CATALOGUES = [BUNDLED] + sorted((SHARED_DATA / "semantic-ids" / "minionerec").glob("*.index.json"))
+
+
+def minionerec_trie(path):
+    """The trie of a MiniOneRec index.json and the model vocabulary size."""
+    items = json.loads(path.read_text())
+    levels = max(len(codes) for codes in items.values())
+    paths = []
+    for codes in items.values():
+        path_tokens = []
+        for code in codes:
+            letter, number = code.strip("<>").split("_")
+            path_tokens.append(BASE_VOCAB + 256 * (ord(letter) - ord("a")) + int(number))
+        paths.append(path_tokens)
+    vocab = BASE_VOCAB + 256 * levels
+    return treemask.Trie.from_paths(paths, vocab, [EOS]), vocab
+
+
+def tiny_qwen2(vocab_size, seed=0):
+    # A wide initializer spreads the logits, so that no two candidates of a
+    # step are within float rounding of each other (the two searches compute
+    # the log-softmax in different orders).
+    config = transformers.Qwen2Config(
+        vocab_size=vocab_size, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, initializer_range=0.5,
+        tie_word_embeddings=True, eos_token_id=EOS, pad_token_id=PAD, bos_token_id=None)
+    torch.manual_seed(seed)
+    return transformers.Qwen2ForCausalLM(config).eval()
+
+
+def generate(model, input_ids, attention_mask, trie, num_beams, length_penalty):
+    with torch.no_grad():
+        return model.generate(
+            input_ids=input_ids, attention_mask=attention_mask, num_beams=num_beams,
+            num_return_sequences=num_beams, do_sample=False, logits_processor=[TrieLogitsProcessor(trie)],
+            max_new_tokens=trie.stats().max_depth + 1, eos_token_id=EOS, pad_token_id=PAD,
+            length_penalty=length_penalty, return_dict_in_generate=True, output_scores=True)
+
+
+def prompts(n_requests, length, seed, ragged):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, BASE_VOCAB, (n_requests, length), generator=g)
+    mask = torch.ones_like(ids)
+    if ragged:  # left padding, as generate wants it
+        for r in range(n_requests):
+            mask[r, : r % length] = 0
+            ids[r, : r % length] = PAD
+    return ids, mask
+
+
+@pytest.mark.parametrize("catalogue", CATALOGUES, ids=lambda p: p.name.split(".")[0])
+@pytest.mark.parametrize("num_beams,ragged", [(8, False), (50, True)])
+def test_beam_search_equals_generate(catalogue, num_beams, ragged):
+    trie, vocab = minionerec_trie(catalogue)
+    assert trie.stats().max_depth == 3
+    model = tiny_qwen2(vocab)
+    input_ids, attention_mask = prompts(2, 6, num_beams, ragged)
+    want = generate(model, input_ids, attention_mask, trie, num_beams, 0.0)
+    got = beam_search(model, input_ids, trie, num_beams, attention_mask=attention_mask)
+    assert got.sequences.shape == want.sequences.shape == (2 * num_beams, 6 + 4)
+    assert got.sequences.dtype == torch.int64 and got.scores.dtype == torch.float32
+    assert torch.equal(got.sequences, want.sequences)
+    np.testing.assert_allclose(got.scores.numpy(), want.sequences_scores.numpy(), rtol=1e-5, atol=1e-4)
+    # Every hypothesis is a catalogue item followed by EOS.
+    for row in got.sequences[:, 6:].tolist():
+        m = treemask.Matcher(trie)
+        assert m.accept_tokens(row) == 4 and m.is_terminated()
+    # The default length_penalty=1.0 divides by L = 4: same order, scores / 4.
+    lp1 = generate(model, input_ids, attention_mask, trie, num_beams, 1.0)
+    assert torch.equal(lp1.sequences, got.sequences)
+    np.testing.assert_allclose(got.scores.numpy() / 4, lp1.sequences_scores.numpy(), rtol=1e-5, atol=1e-4)
+
+
+def test_num_return_sequences_and_errors():
+    trie, vocab = minionerec_trie(BUNDLED)
+    model = tiny_qwen2(vocab, seed=1)
+    input_ids, _ = prompts(3, 4, 0, False)
+    full = beam_search(model, input_ids, trie, 6)
+    top2 = beam_search(model, input_ids, trie, 6, num_return_sequences=2)
+    assert top2.sequences.shape == (6, 8)
+    keep = torch.tensor([0, 1, 6, 7, 12, 13])
+    assert torch.equal(top2.sequences, full.sequences[keep])
+    assert torch.equal(top2.scores, full.scores[keep])
+    assert (full.scores.view(3, 6).diff(dim=1) <= 0).all(), "best first"
+    # Stopped early: only 2 of the 4 tokens, nothing finished.
+    short = beam_search(model, input_ids, trie, 6, max_new_tokens=2)
+    assert short.sequences.shape == (18, 6)
+    with pytest.raises(treemask.InvalidArgumentError, match="num_return_sequences"):
+        beam_search(model, input_ids, trie, 2, num_return_sequences=3)
+    with pytest.raises(treemask.InvalidArgumentError, match="num_beams"):
+        beam_search(model, input_ids, trie, 0)
+    with pytest.raises(treemask.InvalidArgumentError, match="input_ids"):
+        beam_search(model, input_ids[0], trie, 2)
+    with pytest.raises(treemask.InvalidArgumentError, match="trie"):
+        beam_search(model, input_ids, None, 2)
+    with pytest.raises(treemask.InvalidArgumentError, match="attention_mask"):
+        beam_search(model, input_ids, trie, 2, attention_mask=torch.ones(3, 5, dtype=torch.long))

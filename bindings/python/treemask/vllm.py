@@ -55,8 +55,9 @@ import os
 import sys
 import tempfile
 import threading
+import types
 import weakref
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, ClassVar, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -240,7 +241,7 @@ def _frontend_model() -> Optional[ModelInfo]:
     trie's vocab size and a choice list's tokens depend on the model; the
     caller's frame (vLLM's InputProcessor, which holds the model config and
     the tokenizer) provides them. None when called from elsewhere."""
-    frame = sys._getframe(1)
+    frame: Optional[types.FrameType] = sys._getframe(1)
     for _ in range(40):
         if frame is None:
             return None
@@ -297,7 +298,7 @@ class TrieRegistry:
         self.max_cached_files = max_cached_files
         self._lock = threading.Lock()
         self._files: Dict[tuple, _Snapshot] = {}
-        self._choices: "collections.OrderedDict[bytes, Trie]" = collections.OrderedDict()
+        self._choices: "collections.OrderedDict[tuple, Trie]" = collections.OrderedDict()
         self.n_file_loads = 0
         self.n_choice_compiles = 0
 
@@ -331,6 +332,7 @@ class TrieRegistry:
         return model.eos_token_ids
 
     def _file_trie(self, spec: RequestSpec, model: ModelInfo) -> Trie:
+        assert spec.trie_path is not None and spec.file_format is not None  # trie_for's branch
         fmt = spec.file_format
         stops = spec.stop_tokens if fmt in ("tmtrie", "rtp_json") else self._stop_tokens(spec, model)
         key = (os.path.realpath(spec.trie_path), fmt, model.vocab_size, stops, spec.start_token_id,
@@ -365,9 +367,12 @@ class TrieRegistry:
         if fmt == "jsonl":
             return Trie.from_jsonl(_PathArg(path), model.vocab_size, stops)
         end = spec.end_token_id if spec.end_token_id is not None else stops[0]
+        if spec.start_token_id is None:  # parse_extra_args requires it for .tsv
+            raise _fail("%s: a .tsv trie needs treemask_start_token_id" % spec.trie_path)
         return Trie.from_rtp_tsv(_PathArg(path), model.vocab_size, spec.start_token_id, end, stop_tokens=stops)
 
     def _choice_trie(self, spec: RequestSpec, model: ModelInfo) -> Trie:
+        assert spec.choices is not None  # trie_for's branch
         stops = self._stop_tokens(spec, model)
         # In-process key: Python's string hashes (cheap; a hit is confirmed
         # by comparing the lists, so a collision costs a compile, never a
@@ -457,7 +462,7 @@ def _compile_choices(choices: Tuple[str, ...], prefix: str, model: ModelInfo, st
         decoded = tokenizer.batch_decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
         if len(ids) != len(texts) or len(decoded) != len(texts):
             raise TypeError("batch sizes differ")
-    except Exception:  # noqa: BLE001 - not a batch tokenizer: one by one
+    except Exception:
         return Trie.from_labels(list(choices), tokenizer, model.vocab_size, stops, prefix=prefix)
     encoded = dict(zip(texts, ids))
     text_of = {tuple(i): d for i, d in zip(ids, decoded)}
@@ -532,7 +537,7 @@ class TrieLogitsProcessor(LogitsProcessor):
 
     # One active instance per engine: when the class is both installed (entry
     # point) and named in logits_processors, vLLM builds it twice.
-    _active: "weakref.WeakValueDictionary[int, TrieLogitsProcessor]" = weakref.WeakValueDictionary()
+    _active: ClassVar["weakref.WeakValueDictionary[int, TrieLogitsProcessor]"] = weakref.WeakValueDictionary()
 
     def __init__(self, vllm_config: Any, device: torch.device, is_pin_memory: bool) -> None:
         self.inert = TrieLogitsProcessor._active.get(id(vllm_config)) is not None
@@ -566,15 +571,16 @@ class TrieLogitsProcessor(LogitsProcessor):
     def _matcher_for(self, params: Any) -> Matcher:
         """The matcher of a new request; on any error one that offers only
         stop tokens (fail closed: never an unconstrained answer)."""
-        spec = None
+        spec: Optional[RequestSpec] = None
         try:
             spec = parse_extra_args(params.extra_args)
+            assert spec is not None  # the row has treemask keys
             trie = registry.trie_for(spec, self.model)
             return Matcher(trie, failure_policy=failure_policy_code(
                 "fail_closed" if spec.failure_policy == "sticky_error" else spec.failure_policy),
                 max_new_tokens=None if params.max_tokens is None else max(params.max_tokens - 1, 0),
                 override_stop_tokens=spec.stop_tokens if spec.file_format == "tmtrie" else None)
-        except Exception as e:  # noqa: BLE001 - the request was validated; the file changed since
+        except Exception as e:
             logger.error("treemask: request fails closed (only stop tokens): %s", e)
             stops = (spec.stop_tokens if spec is not None and spec.stop_tokens else None) or self.model.eos_token_ids
             return Matcher(self._stop_only_trie(tuple(stops)))
@@ -703,7 +709,7 @@ class TrieLogitsProcessor(LogitsProcessor):
 
 
 def _has_treemask_keys(extra_args: Optional[Dict[str, Any]]) -> bool:
-    return bool(extra_args) and any(isinstance(k, str) and k.startswith("treemask_") for k in extra_args)
+    return bool(extra_args) and any(isinstance(k, str) and k.startswith("treemask_") for k in extra_args or ())
 
 
 class _DeviceMasker:

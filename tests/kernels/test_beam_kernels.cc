@@ -31,10 +31,7 @@ struct Variant {
 std::vector<Variant> variants() {
   std::vector<Variant> v{{"scalar", logsumexp_scalar}};
 #ifdef TREEMASK_BEAM_X86
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-      __builtin_cpu_supports("f16c")) {
-    v.push_back({"avx2", logsumexp_avx2});
-  }
+  if (cpu_has_avx2_fma_f16c()) v.push_back({"avx2", logsumexp_avx2});
   if (__builtin_cpu_supports("avx512f")) v.push_back({"avx512", logsumexp_avx512});
 #endif
   return v;

@@ -75,6 +75,10 @@ float logsumexp_avx2(const void *row, DType dtype, size_t n);
 float logsumexp_avx512(const void *row, DType dtype, size_t n);
 #endif
 
+// Whether the CPU has what logsumexp_avx2 needs (AVX2, FMA, F16C; F16C is
+// read from CPUID: clang's __builtin_cpu_supports does not know it).
+bool cpu_has_avx2_fma_f16c();
+
 // The fastest variant this CPU supports, chosen on first use and then fixed.
 LogSumExpFn logsumexp_best();
 // Its name ("avx512", "avx2" or "scalar").

@@ -1209,7 +1209,9 @@ TREEMASK_API const char *treemask_cpu_kernel_isa(void);
 typedef struct treemask_logits {
   size_t struct_size;
   const void *data;
-  treemask_dtype dtype;
+  /* A treemask_dtype value (int32_t so that any value a caller stores is
+   * well defined; an unknown one is TREEMASK_ERR_INVALID_ARGUMENT). */
+  int32_t dtype;
   /* Columns in the normalizer; >= the trie's vocab_size (a padded model
    * vocabulary). 0: the trie's vocab_size. */
   size_t n_columns;

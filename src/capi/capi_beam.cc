@@ -24,7 +24,7 @@ Result<LogitsView> logits_view(const treemask_logits *in) {
   treemask_logits o;
   treemask_logits_init(&o);
   TM_TRY(treemask::capi::read_options(in, o, "treemask_logits"));
-  const auto d = static_cast<int32_t>(o.dtype);
+  const int32_t d = o.dtype;
   if (d < 0 || d > 2) {
     return treemask::error(Code::kInvalidArgument, "unknown dtype ", d,
                            " (expected 0 = TREEMASK_F32, 1 = TREEMASK_F16, 2 = TREEMASK_BF16)");

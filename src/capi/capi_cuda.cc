@@ -114,7 +114,7 @@ Result<bridge::BeamLogitsArg> beam_logits_arg(const treemask_logits *in, int32_t
   treemask_logits o;
   treemask_logits_init(&o);
   TM_TRY(treemask::capi::read_options(in, o, "treemask_logits"));
-  const auto dtype = static_cast<int32_t>(o.dtype);
+  const int32_t dtype = o.dtype;
   TM_TRY(check_dtype(dtype));
   bridge::BeamLogitsArg a;
   a.data = o.data;

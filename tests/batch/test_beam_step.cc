@@ -269,7 +269,7 @@ void run_search(uint64_t seed, size_t n_threads) {
     treemask_logits lg;
     treemask_logits_init(&lg);
     lg.data = rows.bytes.data();
-    lg.dtype = static_cast<treemask_dtype>(dtype);
+    lg.dtype = static_cast<int32_t>(dtype);
     lg.n_columns = n_columns;
     lg.row_stride = stride;
     lg.log_probs = log_probs;
@@ -391,7 +391,7 @@ TEST(BeamStep, BadArgumentsWriteNothing) {
   EXPECT_EQ(step(), TREEMASK_ERR_INVALID_ARGUMENT);
   unchanged();
   lg.row_stride = 0;
-  lg.dtype = static_cast<treemask_dtype>(7);
+  lg.dtype = 7;
   EXPECT_EQ(step(), TREEMASK_ERR_INVALID_ARGUMENT);
   EXPECT_NE(last_error().find("dtype"), std::string::npos);
   lg.dtype = TREEMASK_F32;
@@ -606,7 +606,7 @@ TEST(TopK, MatchesBruteForce) {
     treemask_logits lg;
     treemask_logits_init(&lg);
     lg.data = rows.bytes.data();
-    lg.dtype = static_cast<treemask_dtype>(dtype);
+    lg.dtype = static_cast<int32_t>(dtype);
     lg.log_probs = log_probs;
     std::vector<int32_t> tok(n_rows * k + 1, -7);
     std::vector<float> sc(n_rows * k + 1, -7);

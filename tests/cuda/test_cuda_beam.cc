@@ -279,7 +279,7 @@ void compare_search(const treemask_trie *trie_p, const SearchSpec &spec, std::mt
     DeviceArray<uint8_t> dev_rows(rows.bytes);
     treemask_logits lg;
     treemask_logits_init(&lg);
-    lg.dtype = static_cast<treemask_dtype>(dtype);
+    lg.dtype = dtype;
     lg.n_columns = n_columns;
     lg.row_stride = stride;
     lg.log_probs = log_probs;
@@ -368,7 +368,7 @@ void run_topk(uint64_t seed) {
   }
   treemask_logits lg;
   treemask_logits_init(&lg);
-  lg.dtype = static_cast<treemask_dtype>(dtype);
+  lg.dtype = dtype;
   lg.log_probs = log_probs;
   lg.data = rows.bytes.data();
   const size_t kk = std::max<size_t>(k, 1);
@@ -542,7 +542,7 @@ void argument_errors() {
   narrow.n_columns = 7;
   CHECK(step(2, 3, &narrow, d.workspace_bytes, d.states.get()) == TREEMASK_ERR_INVALID_ARGUMENT);
   treemask_logits bad_dtype = lg;
-  bad_dtype.dtype = static_cast<treemask_dtype>(5);
+  bad_dtype.dtype = 5;
   CHECK(step(2, 3, &bad_dtype, d.workspace_bytes, d.states.get()) == TREEMASK_ERR_INVALID_ARGUMENT);
   CHECK(step(0, 3, &lg, 0, d.states.get()) == TREEMASK_OK);
   DeviceArray<int32_t> counts(2);

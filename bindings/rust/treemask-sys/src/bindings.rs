@@ -381,7 +381,7 @@ extern "C" {
 pub struct treemask_logits {
     pub struct_size: usize,
     pub data: *const core::ffi::c_void,
-    pub dtype: treemask_dtype,
+    pub dtype: i32,
     pub n_columns: usize,
     pub row_stride: usize,
     pub log_probs: bool,

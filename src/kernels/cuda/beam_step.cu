@@ -27,12 +27,12 @@
 #include <cstring>
 
 #include "kernels/cuda/masking.cuh"
+#include "kernels/cuda/rules.cuh"  // PlainRules, kStateTerminated
 
 namespace treemask::cuda {
 namespace device {
 namespace {
 
-constexpr uint32_t kStateTerminated = 0xFFFFFFFEu;
 constexpr int kSelectBlock = 256;  // the radix scan assumes exactly 256 threads
 constexpr uint32_t kMaxK = launch::kMaxBeamWidth;
 
@@ -311,38 +311,17 @@ __device__ float block_logsumexp(const void *row, int32_t dtype, size_t n, LseSh
   return z;
 }
 
-// The first index in [begin, end) whose token is >= key (tokens ascend).
-__device__ __forceinline__ uint32_t lower_bound(const int32_t *tokens, uint32_t begin, uint32_t end,
-                                                int32_t key) {
-  while (begin < end) {
-    const uint32_t mid = begin + (end - begin) / 2;
-    if (tokens[mid] < key) {
-      begin = mid + 1;
-    } else {
-      end = mid;
-    }
-  }
-  return begin;
-}
+// The candidates of a state, indexed: the children the plain rule allows,
+// then the stop tokens when it allows them (TERMINATED, FAILED and invalid
+// states: the stop tokens only).
+struct Candidates {
+  Allowed a;
+  uint32_t n_total;
 
-// The candidates of a state: its children, then the stop tokens when it is
-// terminal. TERMINATED, FAILED and invalid states: the stop tokens only.
-struct Allowed {
-  uint32_t first_edge = 0;
-  uint32_t n_children = 0;
-  uint32_t n_total = 0;
-
-  __device__ Allowed(const launch::TrieView &t, uint32_t state) {
-    bool stops = true;
-    if (state < t.n_nodes) {
-      first_edge = t.node_offsets[state];
-      n_children = t.node_offsets[state + 1] - first_edge;
-      stops = (t.terminal_bits[state >> 6] >> (state & 63)) & 1u;
-    }
-    n_total = n_children + (stops ? t.n_stop_tokens : 0);
-  }
+  __device__ Candidates(const launch::TrieView &t, uint32_t state)
+      : a(rules_of(t).allowed(state)), n_total(a.n_children + (a.stops ? t.n_stop_tokens : 0)) {}
   __device__ int32_t token(const launch::TrieView &t, uint32_t i) const {
-    return i < n_children ? t.edge_tokens[first_edge + i] : t.stop_tokens[i - n_children];
+    return i < a.n_children ? a.children[i] : t.stop_tokens[i - a.n_children];
   }
 };
 
@@ -380,7 +359,7 @@ __global__ void __launch_bounds__(kSelectBlock)
       continue;
     }
     const float z = row_normalizer(l, static_cast<size_t>(slot), n_bad, lse);
-    const Allowed allowed(t, state);
+    const Candidates allowed(t, state);
     const void *row = row_of(l, static_cast<size_t>(slot));
     auto gen = [&](uint32_t i) -> uint64_t {
       const int32_t token = allowed.token(t, i);
@@ -413,12 +392,8 @@ __global__ void __launch_bounds__(kSelectBlock)
       uint32_t n = kStateTerminated;
       if (i < kept) {
         const uint32_t parent = states[base + key_beam(best[i], layout)];
-        if (parent < t.n_nodes) {
-          const int32_t token = key_token(best[i], layout);
-          const uint32_t begin = t.node_offsets[parent], end = t.node_offsets[parent + 1];
-          const uint32_t e = lower_bound(t.edge_tokens, begin, end, token);
-          if (e < end && t.edge_tokens[e] == token) n = e + 1;  // else a stop token
-        }
+        // A selected token is allowed: a child, or a stop token (TERMINATED).
+        if (parent < t.n_nodes) n = rules_of(t).step_node(parent, key_token(best[i], layout));
       }
       next[i] = n;
     }
@@ -447,7 +422,7 @@ __global__ void __launch_bounds__(kSelectBlock)
       continue;
     }
     const float z = row_normalizer(l, static_cast<size_t>(row), n_bad, lse);
-    const Allowed allowed(t, states[row]);  // TERMINATED allows its stop tokens, as fill
+    const Candidates allowed(t, states[row]);  // TERMINATED allows its stop tokens, as fill
     const void *data = row_of(l, static_cast<size_t>(row));
     auto gen = [&](uint32_t i) -> uint64_t {
       const int32_t token = allowed.token(t, i);

@@ -5,7 +5,7 @@
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include "kernels/cuda/masking.cuh"
-#include "matcher/plain_rules.h"
+#include "kernels/cuda/rules.cuh"
 
 namespace treemask::cuda {
 namespace device {
@@ -26,21 +26,6 @@ __device__ __forceinline__ uint32_t lower_bound(const int32_t *tokens, uint32_t 
     }
   }
   return begin;
-}
-
-// The plain rule (matcher/plain_rules.h) over the device arrays: the same
-// code the CPU matcher and state arrays run. States that are neither nodes
-// nor reserved behave as FAILED.
-__device__ __forceinline__ PlainRules rules_of(const launch::TrieView &t) {
-  PlainTrieView v;
-  v.node_offsets = t.node_offsets;
-  v.edge_tokens = t.edge_tokens;
-  v.terminal_bits = t.terminal_bits;
-  v.stop_tokens = t.stop_tokens;
-  v.n_stop_tokens = t.n_stop_tokens;
-  v.n_nodes = t.n_nodes;
-  v.vocab_size = t.vocab_size;
-  return PlainRules{v};
 }
 
 __device__ __forceinline__ Advanced advance_state(const launch::TrieView &t, uint32_t s,

@@ -183,30 +183,7 @@ uint32_t state_of(const treemask_trie *trie, const Hyp &h) {
   return s;
 }
 
-// Random paths: depth 1..max_depth, tokens from a small alphabet so that
-// prefixes are shared, some whole-vocabulary fanout, some prefixes of others.
-std::vector<Path> random_paths(std::mt19937_64 &rng, int32_t vocab, int32_t stop, size_t max_depth,
-                               size_t n) {
-  std::vector<Path> out;
-  // At least two symbols, so that one besides the stop token exists.
-  const int32_t alphabet = 2 + static_cast<int32_t>(rng() % static_cast<uint64_t>(vocab - 1));
-  for (size_t i = 0; i < n; ++i) {
-    Path p(1 + rng() % max_depth);
-    for (auto &t : p) {
-      do {
-        t = static_cast<int32_t>(rng() % static_cast<uint64_t>(alphabet));
-      } while (t == stop);
-    }
-    out.push_back(p);
-    if (rng() % 4 == 0 && p.size() > 1) out.push_back(Path(p.begin(), p.end() - 1));
-  }
-  if (rng() % 5 == 0) {  // a node whose children are the whole vocabulary
-    for (int32_t t = 0; t < vocab; ++t) {
-      if (t != stop) out.push_back({t});
-    }
-  }
-  return out;
-}
+using testutil::random_paths;
 
 struct Beam {
   treemask_beam *p = nullptr;

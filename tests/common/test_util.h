@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -135,6 +136,34 @@ inline std::vector<int32_t> decode_row(const int32_t *row, size_t words) {
     for (int b = 0; b < 32; ++b) {
       if ((static_cast<uint32_t>(row[w]) >> b) & 1u)
         out.push_back(static_cast<int32_t>(w * 32 + b));
+    }
+  }
+  return out;
+}
+
+// Random token paths for property tests: depth 1..max_depth, tokens from a
+// small alphabet (never the stop token) so that prefixes are shared; some
+// paths also appear without their last token (terminal nodes with
+// children), and one time in five the root's children are the whole
+// vocabulary. vocab >= 2.
+inline std::vector<std::vector<int32_t>> random_paths(std::mt19937_64 &rng, int32_t vocab,
+                                                      int32_t stop, size_t max_depth, size_t n) {
+  std::vector<std::vector<int32_t>> out;
+  // At least two symbols, so that one besides the stop token exists.
+  const int32_t alphabet = 2 + static_cast<int32_t>(rng() % static_cast<uint64_t>(vocab - 1));
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<int32_t> p(1 + rng() % max_depth);
+    for (auto &t : p) {
+      do {
+        t = static_cast<int32_t>(rng() % static_cast<uint64_t>(alphabet));
+      } while (t == stop);
+    }
+    out.push_back(p);
+    if (rng() % 4 == 0 && p.size() > 1) out.emplace_back(p.begin(), p.end() - 1);
+  }
+  if (rng() % 5 == 0) {  // a node whose children are the whole vocabulary
+    for (int32_t t = 0; t < vocab; ++t) {
+      if (t != stop) out.push_back({t});
     }
   }
   return out;

@@ -42,27 +42,7 @@ constexpr uint32_t kTerminated = 0xFFFFFFFEu;
 
 using Path = std::vector<int32_t>;
 
-std::vector<Path> random_paths(std::mt19937_64 &rng, int32_t vocab, int32_t stop, size_t max_depth,
-                               size_t n) {
-  std::vector<Path> out;
-  const int32_t alphabet = 2 + static_cast<int32_t>(rng() % static_cast<uint64_t>(vocab - 1));
-  for (size_t i = 0; i < n; ++i) {
-    Path p(1 + rng() % max_depth);
-    for (auto &t : p) {
-      do {
-        t = static_cast<int32_t>(rng() % static_cast<uint64_t>(alphabet));
-      } while (t == stop);
-    }
-    out.push_back(p);
-    if (rng() % 4 == 0 && p.size() > 1) out.push_back(Path(p.begin(), p.end() - 1));
-  }
-  if (rng() % 5 == 0) {  // a node whose children are the whole vocabulary
-    for (int32_t t = 0; t < vocab; ++t) {
-      if (t != stop) out.push_back({t});
-    }
-  }
-  return out;
-}
+using testutil::random_paths;
 
 uint16_t f32_to_half_bits(float f, int32_t dtype) {
   uint32_t b;

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, Callable, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -249,14 +249,7 @@ def apply_token_bitmask(logits: Any, bitmask: Any, *, vocab_size: Optional[int] 
                 vocab_size, ffi.NULL, 0)
         return status, (last_error() if status else None)
 
-    if n_parts == 1:
-        results = [part(0)]
-    else:
-        futures = [_apply_pool(n_parts - 1).submit(part, i) for i in range(1, n_parts)]
-        results = [part(0)] + [f.result() for f in futures]
-    for status, message in results:
-        if status:
-            raise_status(status, message=message)
+    _run_parts(n_parts, part)
     return out
 
 
@@ -305,6 +298,19 @@ def _apply_pool(n_workers: int) -> ThreadPoolExecutor:
         return _pool
 
 
+def _run_parts(n_parts: int, part: Callable[[int], Tuple[int, Optional[str]]]) -> None:
+    """Runs part(0) on this thread and part(1 .. n_parts - 1) on the shared
+    pool; each returns (status, message). Raises for the first failure."""
+    if n_parts == 1:
+        results = [part(0)]
+    else:
+        futures = [_apply_pool(n_parts - 1).submit(part, i) for i in range(1, n_parts)]
+        results = [part(0)] + [f.result() for f in futures]
+    for status, message in results:
+        if status:
+            raise_status(status, message=message)
+
+
 def _apply_cpu(view: _Logits, mask_pointer, mask_rows: int, words: int, vocab_size: int, indices,
                n_threads: int) -> None:
     keep = None
@@ -338,14 +344,7 @@ def _apply_cpu(view: _Logits, mask_pointer, mask_rows: int, words: int, vocab_si
                 view.width, mask + lo * words, words, hi - lo, vocab_size, ffi.NULL, 0)
         return status, (last_error() if status else None)
 
-    if n_parts == 1:
-        results = [part(0)]
-    else:
-        futures = [_apply_pool(n_parts - 1).submit(part, i) for i in range(1, n_parts)]
-        results = [part(0)] + [f.result() for f in futures]
-    for status, message in results:
-        if status:
-            raise_status(status, message=message)
+    _run_parts(n_parts, part)
 
 
 def _apply_cuda(logits: Any, view: _Logits, mask_pointer, mask_rows: int, words: int, vocab_size: int,

@@ -4,9 +4,9 @@
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include <string>
 
+#include "batch/batch.h"
+#include "batch/state_array.h"
 #include "capi/shim.h"
-#include "matcher/batch.h"
-#include "matcher/state_array.h"
 
 using treemask::Batch;
 using treemask::Code;

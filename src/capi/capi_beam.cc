@@ -2,10 +2,10 @@
 // top-k): argument checks, conversion, and a catch-all per call.
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#include "batch/batch.h"
+#include "batch/beam_step.h"
 #include "capi/shim.h"
 #include "kernels/cpu/beam.h"
-#include "matcher/batch.h"
-#include "matcher/beam_step.h"
 
 using treemask::BeamStepper;
 using treemask::Code;

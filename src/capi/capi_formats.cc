@@ -1,6 +1,6 @@
 // The extern "C" entry points of the trie sources in treemask.h section 4:
 // RTP-LLM dictionaries, JSON Lines paths, .tmtrie files and metadata.
-// Argument checks and conversion only; the loaders live in src/json and
+// Argument checks and conversion only; the loaders live in src/sources and
 // src/trie/file.cc.
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
@@ -9,8 +9,8 @@
 
 #include "capi/events.h"
 #include "capi/shim.h"
-#include "json/read_file.h"
-#include "json/rtp.h"
+#include "sources/read_file.h"
+#include "sources/rtp.h"
 #include "trie/annotations.h"
 #include "trie/file.h"
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "capi/shim.h"
-#include "matcher/exclusion_set.h"
+#include "rules/exclusion_set.h"
 
 using treemask::Code;
 using treemask::ExclusionSet;

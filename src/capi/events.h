@@ -6,7 +6,7 @@
 
 #include <string_view>
 
-#include "json/diagnostics.h"
+#include "sources/diagnostics.h"
 #include "trie/trie.h"
 
 namespace treemask::capi {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "json/diagnostics.h"
+#include "sources/diagnostics.h"
 #include "trie/trie.h"
 
 namespace treemask::cli {

@@ -15,8 +15,8 @@
 #include <set>
 
 #include "cli/cli.h"
-#include "json/read_file.h"
-#include "json/semantic_ids.h"
+#include "sources/read_file.h"
+#include "sources/semantic_ids.h"
 #include "treemask/treemask.h"
 
 namespace treemask::cli {

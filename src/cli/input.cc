@@ -11,8 +11,8 @@
 
 #include "cli/cli.h"
 #include "core/open_file.h"
-#include "json/read_file.h"
-#include "json/rtp.h"
+#include "sources/read_file.h"
+#include "sources/rtp.h"
 #include "trie/file.h"
 
 namespace treemask::cli {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "matcher/matcher.h"
-#include "matcher/mode_index.h"
+#include "rules/mode_index.h"
 
 namespace treemask {
 

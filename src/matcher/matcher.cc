@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "matcher/mode_index.h"
+#include "rules/mode_index.h"
 
 namespace treemask {
 

@@ -2,10 +2,10 @@
 // for the contract; this class implements it, the C shim only converts.
 //
 // A matcher without decoding modes takes the plain paths of matcher.cc. The
-// modes (modes.h: multi-label, leaves-only, think, length budget, label
-// filters) live in matcher_modes.cc, speculative.cc and debug_string.cc;
-// the batch API drives every kind of matcher only through fill, next_tokens,
-// accept, rollback and clone.
+// modes' rules (labels, leaves-only, think, length budget, label filters)
+// live in src/rules; their matcher paths in matcher_modes.cc, speculative.cc
+// and debug_string.cc. The batch (src/batch) drives every kind of matcher
+// only through fill, next_tokens, accept, rollback and clone.
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #pragma once
@@ -21,11 +21,11 @@
 
 #include "core/refcount.h"
 #include "core/status.h"
-#include "matcher/exclusion_set.h"
 #include "matcher/history.h"
-#include "matcher/label_view.h"
-#include "matcher/modes.h"
-#include "matcher/rules.h"
+#include "rules/exclusion_set.h"
+#include "rules/label_view.h"
+#include "rules/modes.h"
+#include "rules/rules.h"
 #include "trie/trie.h"
 
 namespace treemask {

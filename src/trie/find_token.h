@@ -1,5 +1,5 @@
 // Finding a token among a node's ascending children: the one search the
-// trie, the rules (matcher/plain_rules.h) and the CUDA trie step share.
+// trie, the rules (rules/plain_rules.h) and the CUDA trie step share.
 // Includable by nvcc: no standard-library types, callable on host and device.
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0

@@ -45,7 +45,7 @@ namespace treemask {
 class TrieAnnotations;  // trie/annotations.h
 
 // Node ids stay below the two reserved state values of the rules
-// (matcher/plain_rules.h: kStateTerminated, kStateFailed).
+// (rules/plain_rules.h: kStateTerminated, kStateFailed).
 inline constexpr uint64_t kMaxNodes = 0xFFFFFFFDu;
 
 // Views of the flat arrays. They point into memory owned by a TrieStorage

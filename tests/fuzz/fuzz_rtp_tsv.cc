@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "fuzz/loader_harness.h"
-#include "json/rtp.h"
+#include "sources/rtp.h"
 
 namespace {
 

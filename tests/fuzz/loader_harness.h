@@ -16,7 +16,7 @@
 #include "fuzz/fuzz_input.h"
 #include "fuzz/mem_file.h"
 #include "fuzz/trie_checks.h"
-#include "json/diagnostics.h"
+#include "sources/diagnostics.h"
 #include "trie/trie.h"
 
 namespace fuzz {

@@ -10,7 +10,7 @@
 
 #include "common/test_util.h"
 #include "matcher/matcher.h"
-#include "matcher/mode_index.h"
+#include "rules/mode_index.h"
 
 namespace treemask {
 namespace {

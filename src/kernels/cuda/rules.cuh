@@ -1,4 +1,4 @@
-// The plain trie rule (matcher/plain_rules.h) over the device trie arrays:
+// The plain trie rule (rules/plain_rules.h) over the device trie arrays:
 // the same code the CPU matcher and state arrays run, shared by the fused
 // trie step and the beam step. States that are neither nodes nor reserved
 // behave as FAILED.
@@ -9,7 +9,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/launch.h"
-#include "matcher/plain_rules.h"
+#include "rules/plain_rules.h"
 
 namespace treemask::cuda::device {
 

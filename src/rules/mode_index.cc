@@ -1,5 +1,5 @@
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
-#include "matcher/mode_index.h"
+#include "rules/mode_index.h"
 
 #include <algorithm>
 #include <memory>

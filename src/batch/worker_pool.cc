@@ -1,5 +1,5 @@
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
-#include "matcher/worker_pool.h"
+#include "batch/worker_pool.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>

@@ -12,7 +12,7 @@
 #include <span>
 
 #include "core/bits.h"
-#include "matcher/plain_rules.h"
+#include "rules/plain_rules.h"
 #include "trie/trie.h"
 
 namespace treemask {

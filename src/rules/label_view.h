@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "matcher/mode_index.h"
+#include "rules/mode_index.h"
 #include "trie/trie.h"
 
 namespace treemask {

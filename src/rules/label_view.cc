@@ -1,5 +1,5 @@
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
-#include "matcher/label_view.h"
+#include "rules/label_view.h"
 
 #include <algorithm>
 #include <unordered_set>

@@ -1,9 +1,9 @@
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
-#include "json/semantic_ids.h"
+#include "sources/semantic_ids.h"
 
 #include <charconv>
 
-#include "json/json_util.h"
+#include "sources/json_util.h"
 
 namespace treemask {
 

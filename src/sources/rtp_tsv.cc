@@ -3,9 +3,9 @@
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include <charconv>
 
-#include "json/lines.h"
-#include "json/rtp.h"
-#include "json/rtp_dict.h"
+#include "sources/lines.h"
+#include "sources/rtp.h"
+#include "sources/rtp_dict.h"
 
 namespace treemask {
 

@@ -1,10 +1,10 @@
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
-#include "matcher/modes.h"
+#include "rules/modes.h"
 
 #include <algorithm>
 #include <string>
 
-#include "matcher/mode_index.h"
+#include "rules/mode_index.h"
 
 namespace treemask {
 

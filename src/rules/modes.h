@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "matcher/think.h"
+#include "rules/think.h"
 #include "trie/trie.h"
 
 namespace treemask {

@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "json/diagnostics.h"
-#include "json/rtp.h"
+#include "sources/diagnostics.h"
+#include "sources/rtp.h"
 #include "trie/trie.h"
 
 namespace treemask {

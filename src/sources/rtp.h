@@ -20,7 +20,7 @@
 #include <string_view>
 
 #include "core/status.h"
-#include "json/diagnostics.h"
+#include "sources/diagnostics.h"
 #include "trie/trie.h"
 
 namespace treemask {

@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "batch/worker_pool.h"
 #include "core/status.h"
 #include "matcher/matcher.h"
-#include "matcher/worker_pool.h"
 
 namespace treemask {
 

@@ -1,9 +1,9 @@
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
-#include "matcher/exclusion_set.h"
+#include "rules/exclusion_set.h"
 
 #include <algorithm>
 
-#include "matcher/mode_index.h"
+#include "rules/mode_index.h"
 
 namespace treemask {
 

@@ -1,7 +1,7 @@
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include <memory>
 
-#include "json/json_util.h"
+#include "sources/json_util.h"
 
 namespace treemask::json {
 

@@ -1,10 +1,10 @@
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
-#include "matcher/state_array.h"
+#include "batch/state_array.h"
 
 #include <cstring>
 
 #include "core/bits.h"
-#include "matcher/rules.h"
+#include "rules/rules.h"
 
 namespace treemask {
 

@@ -5,10 +5,10 @@
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include <cctype>
 
-#include "json/json_util.h"
-#include "json/read_file.h"
-#include "json/rtp.h"
-#include "json/rtp_dict.h"
+#include "sources/json_util.h"
+#include "sources/read_file.h"
+#include "sources/rtp.h"
+#include "sources/rtp_dict.h"
 
 namespace treemask {
 

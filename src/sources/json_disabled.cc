@@ -2,8 +2,8 @@
 // each says so instead of failing obscurely. The TSV form still works.
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
-#include "json/rtp.h"
-#include "json/semantic_ids.h"
+#include "sources/rtp.h"
+#include "sources/semantic_ids.h"
 
 namespace treemask {
 

@@ -16,7 +16,7 @@
 
 #include "core/refcount.h"
 #include "core/status.h"
-#include "matcher/label_view.h"
+#include "rules/label_view.h"
 #include "trie/trie.h"
 
 namespace treemask {

@@ -1,5 +1,5 @@
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
-#include "json/read_file.h"
+#include "sources/read_file.h"
 
 #include <unistd.h>
 

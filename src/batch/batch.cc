@@ -1,5 +1,5 @@
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
-#include "matcher/batch.h"
+#include "batch/batch.h"
 
 #include <algorithm>
 #include <limits>

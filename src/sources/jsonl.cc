@@ -7,9 +7,9 @@
 #include <cstring>
 #include <limits>
 
-#include "json/json_util.h"
-#include "json/lines.h"
-#include "json/rtp.h"
+#include "sources/json_util.h"
+#include "sources/lines.h"
+#include "sources/rtp.h"
 #include "trie/annotations.h"
 
 namespace treemask {

@@ -1,5 +1,5 @@
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
-#include "matcher/beam_step.h"
+#include "batch/beam_step.h"
 
 #include <algorithm>
 #include <atomic>
@@ -10,9 +10,9 @@
 #include <string>
 #include <utility>
 
-#include "matcher/batch.h"
-#include "matcher/rules.h"
-#include "matcher/worker_pool.h"
+#include "batch/batch.h"
+#include "batch/worker_pool.h"
+#include "rules/rules.h"
 
 namespace treemask {
 
@@ -176,7 +176,7 @@ struct StateSlots {
   int32_t first_stop(size_t) const { return trie.stop_tokens()[0]; }
   template <class Offer>
   void gather(size_t slot, BeamStepper::Scratch &, Offer &&offer) const {
-    // The plain rule (matcher/plain_rules.h): a node allows its children,
+    // The plain rule (rules/plain_rules.h): a node allows its children,
     // plus the stop tokens if terminal; FAILED only the stop tokens.
     const Allowed a = rules.allowed(states[slot]);
     for (uint32_t j = 0; j < a.n_children; ++j) offer(a.children[j], a.first_child + j);

@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "core/status.h"
-#include "json/diagnostics.h"
+#include "sources/diagnostics.h"
 
 namespace treemask {
 

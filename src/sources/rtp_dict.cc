@@ -1,5 +1,5 @@
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
-#include "json/rtp_dict.h"
+#include "sources/rtp_dict.h"
 
 #include <algorithm>
 #include <charconv>

@@ -248,6 +248,13 @@ Result<Ref<Trie>> finish_trie(std::unique_ptr<VectorTrieStorage> storage,
 // violation.
 Status validate_trie_arrays(const TrieArrays &a);
 
+// The pass/fail scan of nodes and edges inside validate_trie_arrays (no
+// message), with the AVX2 words where the CPU has them (vector) or only the
+// scalar ones: tests check that both agree with an independent oracle. On
+// success *max_fanout is the largest fanout and *near_stop whether an edge
+// token lies within the stop tokens' range.
+bool trie_structure_holds(const TrieArrays &a, bool vector, uint32_t *max_fanout, bool *near_stop);
+
 // Checks and normalises (sorts, dedupes) stop tokens against vocab_size.
 Status normalize_stop_tokens(int32_t vocab_size, std::vector<int32_t> &stop_tokens);
 

@@ -100,6 +100,5 @@ int cmd_compile(int argc, char **argv);
 int cmd_paths(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_check(int argc, char **argv);
-int cmd_demo(int argc, char **argv);
 
 }  // namespace treemask::cli

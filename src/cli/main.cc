@@ -1,4 +1,4 @@
-// treemask: build, inspect, verify and demo token tries from the shell.
+// treemask: build, inspect and verify token tries from the shell.
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include <cstring>
@@ -17,7 +17,6 @@ constexpr const char *kUsage =
     "metadata\n"
     "  paths    FILE                                   print every allowed sequence\n"
     "  check    INPUT --vocab-size N ...               list every problem of a dictionary\n"
-    "  demo                                            constrained beam search and sampling demo\n"
     "  version                                         print the version\n"
     "\n"
     "Inputs: RTP-LLM tree-decode JSON (.json) or TSV (.txt), JSONL token paths (.jsonl),\n"
@@ -47,8 +46,7 @@ int main(int argc, char **argv) {
   static const Command commands[] = {{"compile", cmd_compile},
                                      {"inspect", cmd_inspect},
                                      {"paths", cmd_paths},
-                                     {"check", cmd_check},
-                                     {"demo", cmd_demo}};
+                                     {"check", cmd_check}};
   for (const Command &c : commands) {
     if (!std::strcmp(cmd, c.name)) return c.run(argc - 2, argv + 2);
   }

@@ -151,7 +151,7 @@ class ExitCodes(unittest.TestCase):
         self.assertIn('"start_token_id" is 225 in the input but 1 was given', p.stderr)
 
     def test_help_for_every_command(self):
-        for cmd in ("compile", "inspect", "paths", "check", "demo"):
+        for cmd in ("compile", "inspect", "paths", "check"):
             p = run(cmd, "--help", check_rc=0)
             self.assertIn("usage: treemask " + cmd, p.stdout)
         self.assertIn("commands:", run("--help", check_rc=0).stdout)
@@ -247,9 +247,6 @@ class Hardening(unittest.TestCase):
         self.assertIn("--vocab-size does not apply to tmtrie input", p.stderr)
         p = run("paths", self.src, "--vocab-size", "100000", "--trusted", check_rc=2)
         self.assertIn("--trusted does not apply to rtp-json input", p.stderr)
-        for flag in (["--samples", "-1"], ["--seed", "x"], ["--samples", "3x"]):
-            p = run("demo", *flag, check_rc=2)
-            self.assertIn("expects a whole number", p.stderr)
 
     def test_rtp_compat_loads_what_rtp_llm_loads(self):  # item 15
         utils = os.path.join(DATA, "utils_test_gir_prefix_dict.json")

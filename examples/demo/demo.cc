@@ -1,59 +1,183 @@
-// treemask demo: constrained beam search and sampling over a real
-// semantic-ID catalogue (MiniOneRec, Industrial_and_Scientific) with seeded
-// random logits, through the public C API an engine would use. Every
-// generated item is checked against the catalogue; the mask cost per step is
-// measured.
+// treemask demo: constrained generation over a real semantic-ID catalogue
+// (MiniOneRec, Industrial_and_Scientific) with seeded random logits. Beam
+// search and sampling run through the public C API as an engine would:
+// fill a bitmask row, apply it, pick tokens among the allowed ones, accept.
+// Every generated item is checked against the catalogue; the mask cost per
+// step is printed. `./dev demo` builds and runs it.
+//
+// Only the public header is used, so this file can be copied into an engine.
+// The catalogue format ({"<item>": ["<a_236>", "<b_231>", "<c_226>"], ...})
+// is read by the small parser below; code "<L_N>" becomes token
+// kBaseVocab + level * kCodebook + N, as MiniOneRec adds its codes to
+// Qwen2.5's vocabulary.
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <limits>
 #include <optional>
 #include <random>
 #include <set>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
 
-#include "cli/cli.h"
-#include "sources/read_file.h"
-#include "sources/semantic_ids.h"
 #include "treemask/treemask.h"
-
-namespace treemask::cli {
 
 namespace {
 
-constexpr const char *kUsage =
-    "usage: treemask demo [--catalogue FILE.index.json] [--seed N] [--samples N]\n";
+constexpr int kExitOk = 0, kExitBadInput = 1, kExitUsage = 2;
 
-constexpr const char *kHelp =
+const char *const kUsage = "usage: demo [--catalogue FILE.index.json] [--seed N] [--samples N]\n";
+const char *const kHelp =
     "Runs constrained generation over a semantic-ID catalogue (default: the bundled\n"
-    "MiniOneRec Industrial_and_Scientific index): 4-beam search and sampling with seeded\n"
-    "random logits over a Qwen2.5-sized vocabulary plus the codebook tokens. Prints each\n"
-    "generated item, checks that it is in the catalogue, and times the mask per step.\n"
+    "MiniOneRec Industrial_and_Scientific index): beam search and sampling with\n"
+    "seeded random logits through the treemask C API. Prints every generated\n"
+    "item, checks that it is in the catalogue, and times the mask per step.\n"
     "Exit status: 0 every item is in the catalogue, 1 otherwise or bad input, 2 usage.\n";
+
+template <class... T>
+std::string cat(const T &...parts) {
+  std::ostringstream out;
+  (out << ... << parts);
+  return out.str();
+}
+
+void print_error(const std::string &message) {
+  std::fprintf(stderr, "demo: error: %s\n", message.c_str());
+}
+
+std::string with_commas(uint64_t v) {
+  std::string digits = std::to_string(v), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
 
 constexpr int32_t kBaseVocab = 151936;  // Qwen2.5's embedding rows
 constexpr int32_t kCodebook = 256;
 constexpr int32_t kStopToken = 151645;  // <|im_end|>
 constexpr int kBeams = 4;
-constexpr const char *kCatalogue = "minionerec/Industrial_and_Scientific.index.json";
+constexpr const char *kCatalogue =
+    TREEMASK_EXAMPLES_DATA "/minionerec/Industrial_and_Scientific.index.json";
 
 using Clock = std::chrono::steady_clock;
 double micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
 
-std::string find_catalogue(const Args &args) {
-  if (const std::string *c = args.value("catalogue")) return *c;
-  for (const std::string &dir :
-       {std::string(TREEMASK_DATA_DIR), std::string(TREEMASK_SOURCE_DIR) + "/examples/data"}) {
-    const std::string path = dir + "/" + kCatalogue;
-    if (FILE *f = std::fopen(path.c_str(), "rb")) {
-      std::fclose(f);
-      return path;
+struct Catalogue {
+  std::vector<std::string> items;  // in file order
+  std::vector<int32_t> tokens;     // item i: tokens[offsets[i] .. offsets[i + 1])
+  std::vector<size_t> offsets{0};
+};
+
+// The catalogue's JSON: one object of item -> array of code strings. Every
+// error names the byte offset (and the item, once known).
+class CatalogueParser {
+ public:
+  explicit CatalogueParser(std::string_view text) : s_(text) {}
+
+  std::optional<Catalogue> parse(std::string &error) {
+    Catalogue c;
+    if (!expect('{', error)) return std::nullopt;
+    if (peek() == '}') {
+      ++pos_;
+    } else {
+      for (;;) {
+        std::string item, code;
+        if (!string(item, error) || !expect(':', error) || !expect('[', error)) return {};
+        int level = 0;
+        while (peek() != ']') {
+          if (level > 0 && !expect(',', error)) return {};
+          const size_t at = pos_;
+          if (!string(code, error)) return {};
+          const auto token = code_token(code, level);
+          if (!token) {
+            error = cat("byte ", at, ": item \"", item, "\" code ", level, " is \"", code,
+                        "\", expected \"<", static_cast<char>('a' + std::min(level, 25)),
+                        "_N>\" with N < ", kCodebook);
+            return std::nullopt;
+          }
+          c.tokens.push_back(*token);
+          ++level;
+        }
+        ++pos_;  // ]
+        if (level == 0) {
+          error = cat("byte ", pos_, ": item \"", item, "\" has no codes");
+          return std::nullopt;
+        }
+        c.items.push_back(std::move(item));
+        c.offsets.push_back(c.tokens.size());
+        if (peek() == '}') {
+          ++pos_;
+          break;
+        }
+        if (!expect(',', error)) return std::nullopt;
+      }
     }
+    if (peek() != '\0') {
+      error = cat("byte ", pos_, ": unexpected data after the catalogue object");
+      return std::nullopt;
+    }
+    return c;
   }
-  return std::string(TREEMASK_SOURCE_DIR) + "/examples/data/" + kCatalogue;
-}
+
+ private:
+  // The next non-space character ('\0' at the end), not consumed.
+  char peek() {
+    while (pos_ < s_.size() && std::strchr(" \t\r\n", s_[pos_])) ++pos_;
+    return pos_ < s_.size() ? s_[pos_] : '\0';
+  }
+  bool expect(char c, std::string &error) {
+    if (peek() == c) {
+      ++pos_;
+      return true;
+    }
+    error = cat("byte ", pos_, ": expected '", c, "'");
+    return false;
+  }
+  // A JSON string; escapes keep the escaped character (item names and codes
+  // are plain ASCII in every published catalogue).
+  bool string(std::string &out, std::string &error) {
+    if (!expect('"', error)) return false;
+    out.clear();
+    while (pos_ < s_.size() && s_[pos_] != '"') {
+      if (s_[pos_] == '\\' && pos_ + 1 < s_.size()) ++pos_;
+      out += s_[pos_++];
+    }
+    if (pos_ >= s_.size()) {
+      error = cat("byte ", pos_, ": unterminated string");
+      return false;
+    }
+    ++pos_;
+    return true;
+  }
+  // "<a_236>" at level 0 -> kBaseVocab + 236.
+  static std::optional<int32_t> code_token(const std::string &code, int level) {
+    if (level > 25 || code.size() < 5 || code[0] != '<' || code[1] != 'a' + level ||
+        code[2] != '_' || code.back() != '>') {
+      return std::nullopt;
+    }
+    int32_t n = -1;
+    const char *first = code.data() + 3, *last = code.data() + code.size() - 1;
+    const auto [ptr, ec] = std::from_chars(first, last, n);
+    if (ec != std::errc() || ptr != last || n < 0 || n >= kCodebook) return std::nullopt;
+    return kBaseVocab + level * kCodebook + n;
+  }
+
+  std::string_view s_;
+  size_t pos_ = 0;
+};
 
 std::string sid_text(const std::vector<int32_t> &tokens) {
   std::string out;
@@ -82,7 +206,7 @@ double median(std::vector<double> v) {
 
 class Demo {
  public:
-  Demo(const SemanticIdCatalogue &cat, uint64_t seed) : catalogue_(cat), rng_(seed) {
+  Demo(const Catalogue &cat, uint64_t seed) : catalogue_(cat), rng_(seed) {
     vocab_ = kBaseVocab + 3 * kCodebook;
     words_ = treemask_bitmask_words(vocab_);
     mask_.resize(words_);
@@ -305,7 +429,7 @@ class Demo {
                 in_catalogue ? "yes" : "NO");
   }
 
-  const SemanticIdCatalogue &catalogue_;
+  const Catalogue &catalogue_;
   std::mt19937_64 rng_;
   std::set<std::vector<int32_t>> known_;
   int32_t vocab_ = 0;
@@ -319,48 +443,60 @@ class Demo {
 
 }  // namespace
 
-int cmd_demo(int argc, char **argv) {
-  Args args;
-  if (auto done =
-          parse_command(argc, argv, {{"catalogue", true}, {"seed", true}, {"samples", true}},
-                        kUsage, kHelp, args)) {
-    return *done;
-  }
+int main(int argc, char **argv) {
+  std::string catalogue = kCatalogue;
   uint64_t seed = 42;
   int samples = 8;
   // Whole decimal numbers only: strtoull would read "x" as 0 and "-1" as 2^64 - 1.
-  auto parse = [&](const char *flag, auto &out, auto max) -> std::optional<std::string> {
-    const std::string *text = args.value(flag);
-    if (!text) return std::nullopt;
-    const auto [ptr, ec] = std::from_chars(text->data(), text->data() + text->size(), out);
+  auto parse = [](const char *flag, const char *text, auto &out, auto max) {
+    const size_t n = std::strlen(text);
+    const auto [ptr, ec] = std::from_chars(text, text + n, out);
     bool negative = false;
     if constexpr (std::is_signed_v<std::decay_t<decltype(out)>>) negative = out < 0;
-    if (ec != std::errc() || ptr != text->data() + text->size() || negative || out > max) {
-      return cat("--", flag, " expects a whole number in [0, ", max, "], got \"", *text, "\"");
+    if (ec != std::errc() || ptr != text + n || negative || out > max) {
+      print_error(cat("--", flag, " expects a whole number in [0, ", max, "], got \"", text, "\""));
+      std::fputs(kUsage, stderr);
+      return false;
     }
-    return std::nullopt;
+    return true;
   };
-  if (auto e = parse("seed", seed, std::numeric_limits<uint64_t>::max())) {
-    return usage_error(*e, kUsage);
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::printf("%s\n%s", kUsage, kHelp);
+      return kExitOk;
+    }
+    const bool takes_value = arg == "--catalogue" || arg == "--seed" || arg == "--samples";
+    if (!takes_value || i + 1 >= argc) {
+      print_error(takes_value ? cat(arg, " needs a value") : cat("unknown argument \"", arg, "\""));
+      std::fputs(kUsage, stderr);
+      return kExitUsage;
+    }
+    const char *value = argv[++i];
+    if (arg == "--catalogue") catalogue = value;
+    if (arg == "--seed" && !parse("seed", value, seed, std::numeric_limits<uint64_t>::max())) {
+      return kExitUsage;
+    }
+    if (arg == "--samples" && !parse("samples", value, samples, 1000000)) return kExitUsage;
   }
-  if (auto e = parse("samples", samples, 1000000)) return usage_error(*e, kUsage);
-  const std::string path = find_catalogue(args);
   std::printf("treemask demo: constrained generation over a real semantic-ID catalogue\n");
-  std::printf("data       %s (seed %llu)\n", printable(path).c_str(),
+  std::printf("data       %s (seed %llu)\n", catalogue.c_str(),
               static_cast<unsigned long long>(seed));
-  auto file = read_file(path, 0);
-  if (!file.ok()) {
-    print_error(file.status().message());
+  std::ifstream in(catalogue, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) {
+    print_error(cat("cannot read \"", catalogue, "\": ", std::strerror(errno)));
     return kExitBadInput;
   }
-  auto parsed = parse_semantic_ids(file.value().view(), kBaseVocab, kCodebook);
-  if (!parsed.ok()) {
-    print_error(cat("\"", path, "\": ", parsed.status().message()));
+  std::string error;
+  const std::string json = text.str();
+  auto parsed = CatalogueParser(json).parse(error);
+  if (!parsed) {
+    print_error(cat("\"", catalogue, "\": ", error));
     return kExitBadInput;
   }
-  Demo demo(parsed.value(), seed);
+  Demo demo(*parsed, seed);
   if (!demo.build() || !demo.beam_search() || !demo.sample(samples)) return kExitBadInput;
   return demo.summary();
 }
-
-}  // namespace treemask::cli

@@ -25,7 +25,9 @@ constexpr size_t kAcceptGrain = 256;
 
 // Up to this many allowed tokens a row is updated token by token (clear the
 // old words, set the new bits); above it a full-row write is cheaper.
-size_t incremental_cap(size_t words_per_row) { return std::max<size_t>(32, words_per_row / 32); }
+size_t incremental_cap(size_t bitmask_row_words) {
+  return std::max<size_t>(32, bitmask_row_words / 32);
+}
 
 // The value reported by the lowest index among concurrent tasks, so that a
 // multi-threaded call reports the same failure as a sequential one.
@@ -95,10 +97,10 @@ Status Batch::set_matcher(size_t slot, const Matcher *m) {
   return Status::Ok();
 }
 
-Status Batch::select_slots(const int32_t *slots, size_t n_slots, size_t words_per_row,
+Status Batch::select_slots(const int32_t *slots, size_t n_slots, size_t bitmask_row_words,
                            std::span<const uint32_t> &selected) {
   auto too_narrow = [&](uint32_t s) {
-    return error(Code::kBufferTooSmall, "words_per_row ", words_per_row, " < ",
+    return error(Code::kBufferTooSmall, "bitmask_row_words ", bitmask_row_words, " < ",
                  slots_[s]->trie().row_words(), ", the words slot ", s, "'s vocab_size ",
                  slots_[s]->trie().vocab_size(), " needs");
   };
@@ -117,9 +119,9 @@ Status Batch::select_slots(const int32_t *slots, size_t n_slots, size_t words_pe
       }
       occupied_dirty_ = false;
     }
-    if (words_per_row < occupied_row_words_) {
+    if (bitmask_row_words < occupied_row_words_) {
       for (uint32_t s : occupied_) {
-        if (words_per_row < slots_[s]->trie().row_words()) return too_narrow(s);
+        if (bitmask_row_words < slots_[s]->trie().row_words()) return too_narrow(s);
       }
     }
     selected = occupied_;
@@ -139,7 +141,8 @@ Status Batch::select_slots(const int32_t *slots, size_t n_slots, size_t words_pe
       return error(Code::kInvalidArgument, "slots[", i, "] = ", s, " is listed twice");
     }
     seen_stamp_[s] = stamp_;
-    if (words_per_row < slots_[s]->trie().row_words()) return too_narrow(static_cast<uint32_t>(s));
+    if (bitmask_row_words < slots_[s]->trie().row_words())
+      return too_narrow(static_cast<uint32_t>(s));
     selected_.push_back(static_cast<uint32_t>(s));
   }
   selected = selected_;
@@ -163,10 +166,10 @@ inline uint32_t set_list(uint32_t *row, std::span<const int32_t> tokens, uint32_
 
 }  // namespace
 
-Status Batch::fill_row(size_t slot, uint32_t *row, size_t words_per_row, bool track,
+Status Batch::fill_row(size_t slot, uint32_t *row, size_t bitmask_row_words, bool track,
                        bool incremental, bool *need_apply) {
   const Matcher &m = *slots_[slot];
-  const size_t cap = incremental_cap(words_per_row);
+  const size_t cap = incremental_cap(bitmask_row_words);
   RowRecord *record = track ? &records_[slot] : nullptr;
   if (record && record->words.size() != cap) {
     record->words.resize(cap);
@@ -187,13 +190,13 @@ Status Batch::fill_row(size_t slot, uint32_t *row, size_t words_per_row, bool tr
     return n;
   };
   if (record && incremental && record->known && listable) {
-    for (uint32_t i = 0; i < record->n_words; ++i) row[record->words[i]] = 0;
+    for (uint32_t i = 0; i < record->bitmask_row_words; ++i) row[record->words[i]] = 0;
     record->known = false;
     const size_t n = list_allowed();
     if (n <= cap) {
       uint32_t *words = record->words.data();
       const uint32_t k = set_list(row, first, words);
-      record->n_words = k + set_list(row, second, words + k);
+      record->bitmask_row_words = k + set_list(row, second, words + k);
       record->known = true;
       m.count_fill();
       if (need_apply) need_apply[slot] = n != vocab;
@@ -201,7 +204,7 @@ Status Batch::fill_row(size_t slot, uint32_t *row, size_t words_per_row, bool tr
     }
   }
   bool need = true;
-  Status s = m.fill(row, words_per_row, &need);
+  Status s = m.fill(row, bitmask_row_words, &need);
   if (need_apply) need_apply[slot] = need;
   if (record) {
     // Remember the words of a small allowed set, so the next incremental
@@ -223,7 +226,7 @@ Status Batch::fill_row(size_t slot, uint32_t *row, size_t words_per_row, bool tr
           if (w != last) words[k++] = last = w;
         }
       }
-      record->n_words = k;
+      record->bitmask_row_words = k;
       record->known = true;
     }
   }
@@ -250,47 +253,48 @@ Status Batch::for_each_index(size_t n, size_t grain, Body &&body) {
 }
 
 Status Batch::fill_selected(std::span<const uint32_t> selected, uint32_t *bitmask,
-                            size_t words_per_row, bool track, bool incremental, bool *need_apply) {
-  const size_t row_cost = incremental ? kIncrementalRowWords : words_per_row;
+                            size_t bitmask_row_words, bool track, bool incremental,
+                            bool *need_apply) {
+  const size_t row_cost = incremental ? kIncrementalRowWords : bitmask_row_words;
   return for_each_index(selected.size(), std::max<size_t>(1, kChunkWords / row_cost),
                         [&](size_t i) {
                           const uint32_t slot = selected[i];
-                          Status s = fill_row(slot, bitmask + slot * words_per_row, words_per_row,
-                                              track, incremental, need_apply);
+                          Status s = fill_row(slot, bitmask + slot * bitmask_row_words,
+                                              bitmask_row_words, track, incremental, need_apply);
                           return s.ok() ? s : with_slot(slot, s);
                         });
 }
 
-Status Batch::fill(uint32_t *bitmask, size_t words_per_row, const int32_t *slots, size_t n_slots,
-                   bool *need_apply) {
+Status Batch::fill(uint32_t *bitmask, size_t bitmask_row_words, const int32_t *slots,
+                   size_t n_slots, bool *need_apply) {
   if (!bitmask) return error(Code::kInvalidArgument, "bitmask is NULL");
   std::span<const uint32_t> selected;
-  TM_TRY(select_slots(slots, n_slots, words_per_row, selected));
+  TM_TRY(select_slots(slots, n_slots, bitmask_row_words, selected));
   // Writing the bound buffer here is a full fill of it: keep its records
   // true.
-  const bool bound = bitmask == bound_ && words_per_row == bound_words_;
+  const bool bound = bitmask == bound_ && bitmask_row_words == bound_words_;
   if (!bound && bound_) {
     const uint32_t *bound_end = bound_ + size() * bound_words_;
-    const uint32_t *end = bitmask + size() * words_per_row;
+    const uint32_t *end = bitmask + size() * bitmask_row_words;
     if (bitmask < bound_end && bound_ < end) {
       return error(Code::kInvalidArgument,
                    "bitmask overlaps the bound buffer with another row layout; use "
                    "treemask_batch_fill_bound or bind the buffer again");
     }
   }
-  return fill_selected(selected, bitmask, words_per_row, bound, false, need_apply);
+  return fill_selected(selected, bitmask, bitmask_row_words, bound, false, need_apply);
 }
 
-Status Batch::bind(uint32_t *bitmask, size_t words_per_row) {
-  if (bitmask && words_per_row == 0) {
-    return error(Code::kInvalidArgument, "words_per_row is 0");
+Status Batch::bind(uint32_t *bitmask, size_t bitmask_row_words) {
+  if (bitmask && bitmask_row_words == 0) {
+    return error(Code::kInvalidArgument, "bitmask_row_words is 0");
   }
-  if (bitmask && words_per_row > std::numeric_limits<size_t>::max() / 4 / size()) {
-    return error(Code::kOutOfRange, "words_per_row ", words_per_row, " x n_slots ", size(),
+  if (bitmask && bitmask_row_words > std::numeric_limits<size_t>::max() / 4 / size()) {
+    return error(Code::kOutOfRange, "bitmask_row_words ", bitmask_row_words, " x n_slots ", size(),
                  " overflows the address space");
   }
   bound_ = bitmask;
-  bound_words_ = bitmask ? words_per_row : 0;
+  bound_words_ = bitmask ? bitmask_row_words : 0;
   if (!bitmask) {
     records_.clear();
     return Status::Ok();

@@ -45,11 +45,11 @@ class Batch {
 
   // Full-row fill of the listed slots (slots == nullptr: every non-empty
   // slot) into rows of `bitmask`, row = slot index.
-  Status fill(uint32_t *bitmask, size_t words_per_row, const int32_t *slots, size_t n_slots,
+  Status fill(uint32_t *bitmask, size_t bitmask_row_words, const int32_t *slots, size_t n_slots,
               bool *need_apply);
 
   // Binds (nullptr: unbinds) the buffer fill_bound writes; forgets every row.
-  Status bind(uint32_t *bitmask, size_t words_per_row);
+  Status bind(uint32_t *bitmask, size_t bitmask_row_words);
   // Fill into the bound buffer. Incremental: rows whose contents the batch
   // knows are updated in O(fanout).
   Status fill_bound(const int32_t *slots, size_t n_slots, bool incremental, bool *need_apply);
@@ -66,11 +66,11 @@ class Batch {
 
  private:
   // What the batch knows about one row of the bound buffer: when `known`, the
-  // row is zero outside words[0 .. n_words) (the words the last allowed set
+  // row is zero outside words[0 .. bitmask_row_words) (the words the last allowed set
   // touched), so an incremental fill clears just those.
   struct RowRecord {
     bool known = false;
-    uint32_t n_words = 0;
+    uint32_t bitmask_row_words = 0;
     std::vector<uint32_t> words;  // the words that may be non-zero (at most cap)
     std::vector<int32_t> tokens;  // scratch for next_tokens (matchers in modes)
   };
@@ -79,12 +79,12 @@ class Batch {
 
   // Checks a slot list (range, empty slots, repeats, row width) and sets
   // `selected` to the slots to fill (slots == nullptr: the non-empty slots).
-  Status select_slots(const int32_t *slots, size_t n_slots, size_t words_per_row,
+  Status select_slots(const int32_t *slots, size_t n_slots, size_t bitmask_row_words,
                       std::span<const uint32_t> &selected);
-  Status fill_selected(std::span<const uint32_t> selected, uint32_t *bitmask, size_t words_per_row,
-                       bool track, bool incremental, bool *need_apply);
-  Status fill_row(size_t slot, uint32_t *row, size_t words_per_row, bool track, bool incremental,
-                  bool *need_apply);
+  Status fill_selected(std::span<const uint32_t> selected, uint32_t *bitmask,
+                       size_t bitmask_row_words, bool track, bool incremental, bool *need_apply);
+  Status fill_row(size_t slot, uint32_t *row, size_t bitmask_row_words, bool track,
+                  bool incremental, bool *need_apply);
   void slots_changed() { occupied_dirty_ = true; }
   // Runs body(i) -> Status for every i in [0, n), on the pool when n is more
   // than one chunk of `grain`; every i runs even after a failure, and the

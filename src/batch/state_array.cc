@@ -30,17 +30,17 @@ Status check_states(const Trie &trie, std::span<const uint32_t> states) {
 }  // namespace
 
 Status fill_states(const Trie &trie, std::span<const uint32_t> states, uint32_t *bitmask,
-                   size_t words_per_row) {
+                   size_t bitmask_row_words) {
   const size_t words = trie.row_words();
-  if (words_per_row < words) {
-    return error(Code::kBufferTooSmall, "words_per_row ", words_per_row, " < ", words,
+  if (bitmask_row_words < words) {
+    return error(Code::kBufferTooSmall, "bitmask_row_words ", bitmask_row_words, " < ", words,
                  ", the words vocab_size ", trie.vocab_size(), " needs");
   }
   if (!states.empty() && !bitmask) return error(Code::kInvalidArgument, "bitmask is NULL");
   TM_TRY(check_states(trie, states));
   const PlainRules rules = plain_rules(trie, trie.stop_tokens());
   for (size_t i = 0; i < states.size(); ++i) {
-    write_allowed_row(trie, rules, states[i], bitmask + i * words_per_row, words_per_row);
+    write_allowed_row(trie, rules, states[i], bitmask + i * bitmask_row_words, bitmask_row_words);
   }
   return Status::Ok();
 }

@@ -16,10 +16,10 @@
 
 namespace treemask {
 
-// Row i of bitmask (words_per_row words) gets the allowed set of states[i].
+// Row i of bitmask (bitmask_row_words words) gets the allowed set of states[i].
 // Every state is checked before any row is written.
 Status fill_states(const Trie &trie, std::span<const uint32_t> states, uint32_t *bitmask,
-                   size_t words_per_row);
+                   size_t bitmask_row_words);
 
 // states[i] takes tokens[i] (< 0: no token); accepted[i] (optional) is false
 // only where a token was rejected. Every state is checked before any changes.

@@ -43,24 +43,27 @@ Status Matcher::failed_state_error() const {
                " (STICKY_ERROR policy); only reset is allowed");
 }
 
-Status Matcher::fill(uint32_t *row, size_t n_words, bool *need_apply, const FillOptions &fo) const {
+Status Matcher::fill(uint32_t *row, size_t bitmask_row_words, bool *need_apply,
+                     const FillOptions &fo) const {
   const Trie &t = *trie_;
   const size_t words = t.row_words();
-  if (n_words < words) {
-    return error(Code::kBufferTooSmall, "bitmask row has ", n_words, " words, vocab_size ",
+  if (bitmask_row_words < words) {
+    return error(Code::kBufferTooSmall, "bitmask_row_words is ", bitmask_row_words, ", vocab_size ",
                  t.vocab_size(), " needs ", words);
   }
   count_fill();
-  if (!plain() || fo.remaining_tokens) return fill_modes(row, n_words, need_apply, fo);
-  const uint64_t allowed = write_allowed_row(t, rules(), plain_state(), row, n_words);
+  if (!plain() || fo.remaining_tokens) return fill_modes(row, bitmask_row_words, need_apply, fo);
+  const uint64_t allowed = write_allowed_row(t, rules(), plain_state(), row, bitmask_row_words);
   if (need_apply) *need_apply = allowed != static_cast<uint64_t>(t.vocab_size());
   if (state_.phase == Phase::kFailed) return failed_state_error();
   return Status::Ok();
 }
 
-void Matcher::finish_fill(uint32_t *row, size_t n_words, bool *need_apply, uint64_t allowed) const {
+void Matcher::finish_fill(uint32_t *row, size_t bitmask_row_words, bool *need_apply,
+                          uint64_t allowed) const {
   const size_t words = trie_->row_words();
-  if (n_words > words) std::memset(row + words, 0, (n_words - words) * sizeof(uint32_t));
+  if (bitmask_row_words > words)
+    std::memset(row + words, 0, (bitmask_row_words - words) * sizeof(uint32_t));
   // Stop tokens are never children, so `allowed` counts distinct tokens.
   if (need_apply) *need_apply = allowed != static_cast<uint64_t>(trie_->vocab_size());
 }

@@ -86,10 +86,11 @@ class Matcher {
   // copy-on-write.
   Result<std::unique_ptr<Matcher>> clone() const;
 
-  Status fill(uint32_t *row, size_t n_words, bool *need_apply) const {
-    return fill(row, n_words, need_apply, FillOptions{});
+  Status fill(uint32_t *row, size_t bitmask_row_words, bool *need_apply) const {
+    return fill(row, bitmask_row_words, need_apply, FillOptions{});
   }
-  Status fill(uint32_t *row, size_t n_words, bool *need_apply, const FillOptions &fo) const;
+  Status fill(uint32_t *row, size_t bitmask_row_words, bool *need_apply,
+              const FillOptions &fo) const;
   // On rejection *accepted = false and, if why != nullptr, *why says why.
   Status accept(int32_t token, bool *accepted, std::string *why) {
     return accept(token, accepted, why, true);
@@ -132,7 +133,7 @@ class Matcher {
   // after draft node i (its parent's state plus tokens[i]; parents == null
   // means a chain). Rows of nodes that cannot be reached are all zero.
   Status fill_draft(std::span<const int32_t> tokens, const int32_t *parents, uint32_t *rows,
-                    size_t words_per_row, size_t *n_valid) const;
+                    size_t bitmask_row_words, size_t *n_valid) const;
   // Accepts the forced chain; writes it to out[0 .. min(cap, n)).
   Status accept_forced(int32_t *out, size_t cap, size_t *n_accepted);
   std::string debug_string() const;
@@ -230,7 +231,8 @@ class Matcher {
   Status accept(int32_t token, bool *accepted, std::string *why, bool apply_policy);
   std::string describe_rejection(int32_t token) const;
   void reject(int32_t token, bool *accepted, std::string *why, bool apply_policy);
-  void finish_fill(uint32_t *row, size_t n_words, bool *need_apply, uint64_t allowed) const;
+  void finish_fill(uint32_t *row, size_t bitmask_row_words, bool *need_apply,
+                   uint64_t allowed) const;
   // Pushes the current state for rollback and counts the accept.
   void push_state();
 
@@ -242,7 +244,8 @@ class Matcher {
   const NodeStats *stats_if_needed(bool with_budget) const;
   LabelStep label_step(std::optional<int64_t> remaining) const;
   bool think_forcing(std::optional<int64_t> remaining) const;
-  Status fill_modes(uint32_t *row, size_t n_words, bool *need_apply, const FillOptions &fo) const;
+  Status fill_modes(uint32_t *row, size_t bitmask_row_words, bool *need_apply,
+                    const FillOptions &fo) const;
   Status accept_modes(int32_t token, bool *accepted, std::string *why, bool apply_policy);
   Status accept_in_label_phase(int32_t token, bool *accepted, std::string *why, bool apply_policy);
   Status after_accept();

@@ -118,7 +118,7 @@ bool Matcher::think_forcing(std::optional<int64_t> remaining) const {
   return *remaining < 1 + int64_t{m.think_end.size()} + int64_t{label};
 }
 
-Status Matcher::fill_modes(uint32_t *row, size_t n_words, bool *need_apply,
+Status Matcher::fill_modes(uint32_t *row, size_t bitmask_row_words, bool *need_apply,
                            const FillOptions &fo) const {
   const Trie &t = *trie_;
   const size_t words = t.row_words();
@@ -182,7 +182,7 @@ Status Matcher::fill_modes(uint32_t *row, size_t n_words, bool *need_apply,
       for (int32_t stop : stop_tokens()) set_bit(row, stop);
       allowed = stop_tokens().size();
   }
-  finish_fill(row, n_words, need_apply, allowed);
+  finish_fill(row, bitmask_row_words, need_apply, allowed);
   if (state_.phase == Phase::kFailed) return failed_state_error();
   return Status::Ok();
 }

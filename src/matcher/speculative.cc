@@ -29,10 +29,10 @@ Status Matcher::accept_tokens(std::span<const int32_t> tokens, size_t *n_accepte
 }
 
 Status Matcher::fill_draft(std::span<const int32_t> tokens, const int32_t *parents, uint32_t *rows,
-                           size_t words_per_row, size_t *n_valid) const {
+                           size_t bitmask_row_words, size_t *n_valid) const {
   const size_t words = trie_->row_words();
-  if (words_per_row < words) {
-    return error(Code::kBufferTooSmall, "words_per_row is ", words_per_row, ", vocab_size ",
+  if (bitmask_row_words < words) {
+    return error(Code::kBufferTooSmall, "bitmask_row_words is ", bitmask_row_words, ", vocab_size ",
                  trie_->vocab_size(), " needs ", words);
   }
   if (state_.phase == Phase::kFailed) return failed_state_error();
@@ -46,18 +46,18 @@ Status Matcher::fill_draft(std::span<const int32_t> tokens, const int32_t *paren
   // states[k]: the state of row k, or empty when row k cannot be reached.
   std::vector<std::optional<Matcher>> states(n + 1);
   states[0].emplace(fork());
-  TM_TRY(states[0]->fill(rows, words_per_row, nullptr));
+  TM_TRY(states[0]->fill(rows, bitmask_row_words, nullptr));
   size_t valid = 1;
   for (size_t i = 0; i < n; ++i) {
     const size_t from = parents ? static_cast<size_t>(parents[i] + 1) : i;
-    uint32_t *row = rows + (i + 1) * words_per_row;
-    std::memset(row, 0, words_per_row * sizeof(uint32_t));
+    uint32_t *row = rows + (i + 1) * bitmask_row_words;
+    std::memset(row, 0, bitmask_row_words * sizeof(uint32_t));
     if (!states[from]) continue;
     Matcher next = states[from]->fork();
     bool accepted = false;
     TM_TRY(next.accept(tokens[i], &accepted, nullptr, false));
     if (!accepted) continue;
-    TM_TRY(next.fill(row, words_per_row, nullptr));
+    TM_TRY(next.fill(row, bitmask_row_words, nullptr));
     ++valid;
     states[i + 1].emplace(std::move(next));
     // A chain never looks back: keep only the newest state.

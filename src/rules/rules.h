@@ -42,11 +42,11 @@ inline uint64_t count_allowed(const Allowed &a, const PlainRules &r) {
   return uint64_t{a.n_children} + (a.stops ? r.t.n_stop_tokens : 0);
 }
 
-// Writes the whole row of `state` (n_words >= row_words(); the extra words
+// Writes the whole row of `state` (bitmask_row_words >= row_words(); the extra words
 // zeroed): the node's children through the trie's dense-row cache, then the
 // stop tokens. Returns the number of allowed tokens.
 inline uint64_t write_allowed_row(const Trie &trie, const PlainRules &r, uint32_t state,
-                                  uint32_t *row, size_t n_words) {
+                                  uint32_t *row, size_t bitmask_row_words) {
   const Allowed a = r.allowed(state);
   const size_t words = trie.row_words();
   if (r.is_node(state)) {
@@ -55,7 +55,8 @@ inline uint64_t write_allowed_row(const Trie &trie, const PlainRules &r, uint32_
     std::memset(row, 0, words * sizeof(uint32_t));
   }
   for (int32_t s : stops_of(a, r)) set_bit(row, s);
-  if (n_words > words) std::memset(row + words, 0, (n_words - words) * sizeof(uint32_t));
+  if (bitmask_row_words > words)
+    std::memset(row + words, 0, (bitmask_row_words - words) * sizeof(uint32_t));
   return count_allowed(a, r);
 }
 

@@ -496,7 +496,7 @@ TEST(Batch, BadArgumentsAreNamed) {
   EXPECT_NE(last_error().find("slots[1] = 2 is listed twice"), std::string::npos);
   EXPECT_EQ(treemask_batch_fill_next_token_bitmask(b.p, buf.data(), 1, nullptr, 0, nullptr),
             TREEMASK_ERR_BUFFER_TOO_SMALL);
-  EXPECT_NE(last_error().find("words_per_row 1 < 2, the words slot 0's vocab_size 40 needs"),
+  EXPECT_NE(last_error().find("bitmask_row_words 1 < 2, the words slot 0's vocab_size 40 needs"),
             std::string::npos);
   EXPECT_EQ(treemask_batch_fill_next_token_bitmask(b.p, buf.data(), 2, nullptr, 1, nullptr),
             TREEMASK_ERR_INVALID_ARGUMENT);
@@ -683,7 +683,7 @@ TEST(StateArrays, BadArgumentsAreNamed) {
   states[1] = 2;
   EXPECT_EQ(treemask_trie_fill_states(trie.p, states, 2, rows.data(), 1),
             TREEMASK_ERR_BUFFER_TOO_SMALL);
-  EXPECT_NE(last_error().find("words_per_row 1 < 2"), std::string::npos);
+  EXPECT_NE(last_error().find("bitmask_row_words 1 < 2"), std::string::npos);
   EXPECT_EQ(treemask_trie_fill_states(trie.p, states, 2, nullptr, 2),
             TREEMASK_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(treemask_trie_fill_states(nullptr, states, 2, rows.data(), 2),

@@ -137,7 +137,7 @@ TEST(Fill, ShortBufferIsAnErrorAndTouchesNothing) {
             TREEMASK_ERR_BUFFER_TOO_SMALL);
   EXPECT_EQ(
       last_error(),
-      "treemask_matcher_fill_next_token_bitmask: bitmask row has 2 words, vocab_size 70 needs 3");
+      "treemask_matcher_fill_next_token_bitmask: bitmask_row_words is 2, vocab_size 70 needs 3");
   EXPECT_EQ(row[0], 7);
   EXPECT_EQ(row[1], 7);
   EXPECT_EQ(treemask_matcher_fill_next_token_bitmask(m.p, nullptr, 3, nullptr, nullptr),

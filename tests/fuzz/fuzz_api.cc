@@ -80,8 +80,8 @@ void note_node(World &w, const Seq &prefix, uint32_t node) {
   FUZZ_CHECK(node < w.n_nodes);
 }
 
-void check_row(const int32_t *row, size_t words_per_row, const std::vector<int32_t> &allowed) {
-  const auto want = oracle::expected_row(allowed, words_per_row);
+void check_row(const int32_t *row, size_t bitmask_row_words, const std::vector<int32_t> &allowed) {
+  const auto want = oracle::expected_row(allowed, bitmask_row_words);
   FUZZ_CHECK(std::equal(want.begin(), want.end(), row));
 }
 
@@ -198,11 +198,11 @@ void do_accept(World &w, treemask_matcher *m, Twin &t) {
 
 void do_fill(World &w, treemask_matcher *m, Twin &t) {
   const bool short_buffer = w.in.range(0, 15) == 0 && w.words > 0;
-  const size_t n_words = short_buffer ? w.words - 1 : w.words + w.in.range(0, 2);
-  std::vector<int32_t> row(n_words + 1, -1);
+  const size_t bitmask_row_words = short_buffer ? w.words - 1 : w.words + w.in.range(0, 2);
+  std::vector<int32_t> row(bitmask_row_words + 1, -1);
   bool need_apply = !w.in.flag();
-  const treemask_status s =
-      treemask_matcher_fill_next_token_bitmask(m, row.data(), n_words, nullptr, &need_apply);
+  const treemask_status s = treemask_matcher_fill_next_token_bitmask(
+      m, row.data(), bitmask_row_words, nullptr, &need_apply);
   if (short_buffer) {
     FUZZ_CHECK(s == TREEMASK_ERR_BUFFER_TOO_SMALL);
     FUZZ_CHECK(std::all_of(row.begin(), row.end(), [](int32_t x) { return x == -1; }));
@@ -212,8 +212,8 @@ void do_fill(World &w, treemask_matcher *m, Twin &t) {
   const bool failed = t.o.phase == oracle::Phase::kFailed;
   FUZZ_CHECK(s == (failed ? TREEMASK_ERR_INVALID_STATE : TREEMASK_OK));
   const auto allowed = t.o.allowed();
-  check_row(row.data(), n_words, allowed);
-  FUZZ_CHECK(row[n_words] == -1);  // nothing past the row
+  check_row(row.data(), bitmask_row_words, allowed);
+  FUZZ_CHECK(row[bitmask_row_words] == -1);  // nothing past the row
   if (!failed) FUZZ_CHECK(need_apply == want_need_apply(w, allowed));
 }
 

@@ -59,15 +59,15 @@ void check_state(const Pair &p, std::mt19937_64 &rng, int32_t vocab) {
   const oracle_modes::Matcher &o = p.model;
   SCOPED_TRACE(describe(o) + " | " + modes_util::debug_string(m));
   const size_t words = treemask_bitmask_words(vocab);
-  const size_t n_words = words + rng() % 2;
-  std::vector<int32_t> row(n_words);
+  const size_t bitmask_row_words = words + rng() % 2;
+  std::vector<int32_t> row(bitmask_row_words);
   for (auto &w : row) w = static_cast<int32_t>(rng());
   bool need_apply = (rng() & 1) != 0;
-  const treemask_status fs =
-      treemask_matcher_fill_next_token_bitmask(m, row.data(), n_words, nullptr, &need_apply);
+  const treemask_status fs = treemask_matcher_fill_next_token_bitmask(
+      m, row.data(), bitmask_row_words, nullptr, &need_apply);
   EXPECT_EQ(fs, o.phase() == Phase::kFailed ? TREEMASK_ERR_INVALID_STATE : TREEMASK_OK);
   const auto allowed = o.allowed();
-  ASSERT_EQ(row, row_for(allowed, n_words));
+  ASSERT_EQ(row, row_for(allowed, bitmask_row_words));
   EXPECT_EQ(need_apply, allowed.size() != static_cast<size_t>(vocab));
   ASSERT_EQ(testutil::next_tokens(m), o.next_tokens());
   ASSERT_EQ(testutil::forced_tokens(m), o.forced_tokens());
@@ -87,10 +87,11 @@ void check_state(const Pair &p, std::mt19937_64 &rng, int32_t vocab) {
     treemask_fill_options fo;
     treemask_fill_options_init(&fo);
     fo.remaining_tokens = r;
-    ASSERT_EQ(treemask_matcher_fill_next_token_bitmask(m, row.data(), n_words, &fo, nullptr),
-              TREEMASK_OK)
+    ASSERT_EQ(
+        treemask_matcher_fill_next_token_bitmask(m, row.data(), bitmask_row_words, &fo, nullptr),
+        TREEMASK_OK)
         << modes_util::last_error();
-    ASSERT_EQ(row, row_for(o.allowed(r), n_words)) << "per-fill budget " << r;
+    ASSERT_EQ(row, row_for(o.allowed(r), bitmask_row_words)) << "per-fill budget " << r;
   }
 }
 

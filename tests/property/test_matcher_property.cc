@@ -42,15 +42,15 @@ void check_state(const Pair &p, std::mt19937_64 &rng, int32_t vocab) {
   SCOPED_TRACE(describe(o));
   const size_t words = treemask_bitmask_words(vocab);
   // Buffers longer than needed must be fully written (extra words become 0).
-  const size_t n_words = words + std::uniform_int_distribution<size_t>(0, 2)(rng);
-  std::vector<int32_t> row(n_words);
+  const size_t bitmask_row_words = words + std::uniform_int_distribution<size_t>(0, 2)(rng);
+  std::vector<int32_t> row(bitmask_row_words);
   for (auto &w : row) w = static_cast<int32_t>(rng());
   bool need_apply = (rng() & 1) != 0;
   const treemask_status fs = treemask_matcher_fill_next_token_bitmask(
-      const_cast<treemask_matcher *>(m), row.data(), n_words, nullptr, &need_apply);
+      const_cast<treemask_matcher *>(m), row.data(), bitmask_row_words, nullptr, &need_apply);
   EXPECT_EQ(fs, o.phase == oracle::Phase::kFailed ? TREEMASK_ERR_INVALID_STATE : TREEMASK_OK);
   const auto allowed = o.allowed();
-  ASSERT_EQ(row, oracle::expected_row(allowed, n_words));
+  ASSERT_EQ(row, oracle::expected_row(allowed, bitmask_row_words));
   EXPECT_EQ(need_apply, allowed.size() != static_cast<size_t>(vocab));
 
   EXPECT_EQ(testutil::next_tokens(m), o.next_tokens());

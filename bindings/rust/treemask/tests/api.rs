@@ -138,7 +138,7 @@ fn matcher_errors_map_to_kinds() {
     expect_error(
         m.fill_next_token_bitmask(&mut empty_row),
         ErrorKind::BufferTooSmall,
-        "bitmask row has 0 words",
+        "bitmask_row_words is 0",
     );
 
     assert!(m.accept_token(1).unwrap());

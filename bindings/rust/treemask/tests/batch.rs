@@ -551,7 +551,7 @@ fn batch_arguments_are_checked_and_named() {
     }
     let narrow = message(b.fill_next_token_bitmask(&mut buf, 1, None, None));
     assert!(
-        narrow.contains("words_per_row 1 < 2, the words slot 0's vocab_size 40 needs"),
+        narrow.contains("bitmask_row_words 1 < 2, the words slot 0's vocab_size 40 needs"),
         "{narrow}"
     );
     assert_eq!(buf, vec![0; 6], "nothing written by a refused fill");
@@ -724,7 +724,7 @@ fn state_array_arguments_are_checked_and_named() {
         ErrorKind::BufferTooSmall,
         "bitmask has 3 words; 2 states of 2 words per row",
     );
-    assert!(message(trie.fill_states(&[0, 2], &mut rows, 1)).contains("words_per_row 1 < 2"));
+    assert!(message(trie.fill_states(&[0, 2], &mut rows, 1)).contains("bitmask_row_words 1 < 2"));
     assert_eq!(
         kind(trie.fill_states(&[0], &mut rows, usize::MAX)),
         ErrorKind::BufferTooSmall

@@ -20,8 +20,10 @@ fn check_state(real: &mut Matcher, model: &ModelMatcher, rng: &mut Rng, scratch:
     let why = describe(model);
     let words = treemask::bitmask_words(vocab);
     // Longer rows must be written whole (extra words become 0).
-    let n_words = words + rng.below(3);
-    let mut row: Vec<i32> = (0..n_words).map(|_| rng.next_u64() as i32).collect();
+    let bitmask_row_words = words + rng.below(3);
+    let mut row: Vec<i32> = (0..bitmask_row_words)
+        .map(|_| rng.next_u64() as i32)
+        .collect();
     let filled = real.fill_next_token_bitmask(&mut row);
     let allowed = model.allowed();
     match model.phase {
@@ -32,7 +34,7 @@ fn check_state(real: &mut Matcher, model: &ModelMatcher, rng: &mut Rng, scratch:
         ),
         _ => assert_eq!(filled, Ok(allowed.len() != vocab as usize), "{why}"),
     }
-    assert_eq!(row, expected_row(&allowed, n_words), "{why}");
+    assert_eq!(row, expected_row(&allowed, bitmask_row_words), "{why}");
 
     assert_eq!(real.next_tokens(), model.next_tokens(), "{why}");
     real.next_tokens_into(scratch);

@@ -381,9 +381,9 @@ pub fn random_trie(rng: &mut Rng, vocab: i32) -> RandomTrie {
     }
 }
 
-/// The bitmask row (n_words words) that allows exactly `allowed`.
-pub fn expected_row(allowed: &[i32], n_words: usize) -> Vec<i32> {
-    let mut row = vec![0u32; n_words];
+/// The bitmask row (bitmask_row_words words) that allows exactly `allowed`.
+pub fn expected_row(allowed: &[i32], bitmask_row_words: usize) -> Vec<i32> {
+    let mut row = vec![0u32; bitmask_row_words];
     for &t in allowed {
         row[t as usize / 32] |= 1 << (t % 32);
     }

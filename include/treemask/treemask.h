@@ -1098,6 +1098,10 @@ treemask_matcher_get_state(const treemask_matcher *m, uint32_t *state);
  * threads: the caller's thread does the work. Thread-safe for disjoint
  * logits. */
 
+/* The storage type of logits, for these functions, treemask_logits and the
+ * CUDA twins (treemask_cuda.h) alike. Every function takes it as an int32_t,
+ * so that any value a caller passes is defined behaviour and an unknown one
+ * an error that names it. */
 typedef enum treemask_dtype {
   TREEMASK_F32 = 0,
   TREEMASK_F16 = 1,
@@ -1128,9 +1132,9 @@ typedef enum treemask_dtype {
  * NULL logits or bitmask when something would be touched. Everything is
  * checked before anything is written. */
 TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_apply_token_bitmask_cpu(
-    void *logits, treemask_dtype dtype, size_t n_rows, size_t logits_row_stride,
-    size_t logits_width, const int32_t *bitmask, size_t bitmask_row_words, size_t n_bitmask_rows,
-    int32_t vocab_size, const int32_t *indices, size_t n_indices);
+    void *logits, int32_t dtype, size_t n_rows, size_t logits_row_stride, size_t logits_width,
+    const int32_t *bitmask, size_t bitmask_row_words, size_t n_bitmask_rows, int32_t vocab_size,
+    const int32_t *indices, size_t n_indices);
 
 /* Out of place: the rows treemask_apply_token_bitmask_cpu would write, but
  * into out, leaving logits untouched (transformers requires logits
@@ -1143,7 +1147,7 @@ TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_apply_token_bitmask_cpu
  * Errors: as treemask_apply_token_bitmask_cpu, plus NULL out and
  * overlapping arrays. */
 TREEMASK_API treemask_status treemask_apply_token_bitmask_out_cpu(
-    const void *logits, void *out, treemask_dtype dtype, size_t n_rows, size_t logits_row_stride,
+    const void *logits, void *out, int32_t dtype, size_t n_rows, size_t logits_row_stride,
     size_t out_row_stride, size_t logits_width, const int32_t *bitmask, size_t bitmask_row_words,
     size_t n_bitmask_rows, int32_t vocab_size, const int32_t *indices, size_t n_indices);
 
@@ -1152,15 +1156,16 @@ TREEMASK_API treemask_status treemask_apply_token_bitmask_out_cpu(
  * column (< logits_width) becomes -inf. Each row is filled with -inf and its
  * candidates restored, so it never reads a bitmask: for trie rows (few
  * candidates) it moves the least memory. Same logits, dtype, vocab_size and
- * indices rules as above; row_offsets has n_rows + 1 non-decreasing entries
- * (CSR, e.g. treemask_matcher_next_tokens of each row). Candidates may repeat
- * and come in any order; each must be in [0, vocab_size) (an error names the
- * row and position); one >= logits_width is ignored.
- * Errors: as above, plus NULL row_offsets, decreasing offsets, NULL
- * candidate_tokens when there are candidates. */
+ * indices rules as above; row_offsets has n_rows + 1 non-decreasing int32
+ * entries in [0, n_candidates] (CSR, e.g. treemask_matcher_next_tokens of
+ * each row; the CUDA twin takes the same arrays). Candidates may repeat and
+ * come in any order; each must be in [0, vocab_size) (an error names the row
+ * and position); one >= logits_width is ignored.
+ * Errors: as above, plus NULL row_offsets, offsets out of order or past
+ * n_candidates, NULL candidate_tokens when n_candidates > 0. */
 TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_apply_token_candidates_cpu(
-    void *logits, treemask_dtype dtype, size_t n_rows, size_t logits_row_stride,
-    size_t logits_width, const size_t *row_offsets, const int32_t *candidate_tokens,
+    void *logits, int32_t dtype, size_t n_rows, size_t logits_row_stride, size_t logits_width,
+    const int32_t *row_offsets, const int32_t *candidate_tokens, size_t n_candidates,
     int32_t vocab_size, const int32_t *indices, size_t n_indices);
 
 /* The instruction set of the kernel the apply functions use in this process:

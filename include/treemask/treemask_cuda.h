@@ -70,19 +70,22 @@ TREEMASK_API bool treemask_cuda_available(void);
  *   words (xgrammar layout); bitmask_row_words >= treemask_bitmask_words(
  *   vocab_size). Bits at or above vocab_size are ignored. Without indices
  *   n_bitmask_rows must be >= n_rows.
- * - vocab_size: 1 .. logits_width.
+ * - vocab_size > 0; past logits_width every column is decided by the
+ *   bitmask, which must cover min(vocab_size, logits_width) columns.
  * - indices: NULL masks every row. Otherwise a device array of n_indices row
  *   numbers: only those rows are masked, and indices[i] selects both the
  *   logits row and the bitmask row (xgrammar semantics; the arrays may have
  *   different row counts). An index outside [0, min(n_rows,
- *   n_bitmask_rows)) is skipped (it cannot be checked on the host).
+ *   n_bitmask_rows)) is skipped: the device array cannot be read from the
+ *   host without synchronising, which is the one difference from the CPU
+ *   twin (that reports it and writes nothing).
  *
  * Memory traffic: a 32-token word with no allowed token is stored without
  * loading the logits, an all-allowed word is skipped, and 16-byte vector
  * accesses are used when logits and logits_row_stride allow them.
  *
  * Errors (nothing enqueued): NULL logits or bitmask, unknown dtype,
- * logits_row_stride < logits_width, vocab_size outside [1, logits_width],
+ * logits_row_stride < logits_width, vocab_size <= 0,
  * bitmask_row_words too small, sizes whose byte count overflows, host
  * pointers, no usable device (TREEMASK_ERR_UNSUPPORTED). n_rows = 0 or
  * n_indices = 0 with non-NULL indices enqueues nothing and succeeds. */
@@ -106,8 +109,11 @@ TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_apply_token_bitmas
  * clamped to [0, n_candidates] and a row whose begin exceeds its end has no
  * candidates (every column masked).
  *
- * Errors as for treemask_cuda_apply_token_bitmask, plus NULL row_offsets, and
- * NULL candidates with n_candidates > 0. */
+ * Errors as for treemask_cuda_apply_token_bitmask, plus NULL row_offsets,
+ * NULL candidates with n_candidates > 0 and n_candidates past INT32_MAX.
+ * The argument checks of both apply functions are the CPU twins' own
+ * (same status, same message); the CPU twins also check the values of
+ * indices, offsets and candidates, which here live on the device. */
 TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_apply_token_candidates(
     void *logits, int32_t dtype, size_t n_rows, size_t logits_row_stride, size_t logits_width,
     const int32_t *row_offsets, const int32_t *candidates, size_t n_candidates, int32_t vocab_size,

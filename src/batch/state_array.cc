@@ -1,6 +1,8 @@
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include "batch/state_array.h"
 
+#include "rules/policy.h"
+
 #include <cstring>
 
 #include "core/bits.h"
@@ -48,10 +50,7 @@ Status fill_states(const Trie &trie, std::span<const uint32_t> states, uint32_t 
 Status advance_states(const Trie &trie, std::span<uint32_t> states, const int32_t *tokens,
                       FailurePolicy policy, bool *accepted) {
   const auto p = static_cast<int32_t>(policy);
-  if (p < 0 || p > 2) {
-    return error(Code::kInvalidArgument, "unknown failure_policy ", p,
-                 " (expected 0 = REJECT, 1 = FAIL_CLOSED, 2 = STICKY_ERROR)");
-  }
+  TM_TRY(check_failure_policy(p));
   if (!states.empty() && !tokens) return error(Code::kInvalidArgument, "tokens is NULL");
   TM_TRY(check_states(trie, states));
   const PlainRules rules = plain_rules(trie, trie.stop_tokens());

@@ -1,12 +1,15 @@
-// The extern "C" entry points of treemask_cuda.h: host-side argument checks
-// and a catch-all per call; the CUDA bridge does the rest. Compiled into
+// The extern "C" entry points of treemask_cuda.h: the argument checks the CPU
+// twins use too (kernels/checks.h) and a catch-all per call; the CUDA bridge
+// does the rest. Compiled into
 // every libtreemask: without CUDA the bridge answers kUnsupported.
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include <cstdint>
 
 #include "capi/shim.h"
+#include "kernels/checks.h"
 #include "kernels/cuda/bridge.h"
+#include "rules/policy.h"
 #include "treemask/treemask_cuda.h"
 
 using treemask::Code;
@@ -31,60 +34,36 @@ Status require_built() {
                "this libtreemask was built without CUDA (meson option cuda; nvcc not found?)");
 }
 
-Status check_dtype(int32_t dtype) {
-  if (dtype >= 0 && dtype <= 2) return Status::Ok();
-  return error(Code::kInvalidArgument, "unknown dtype ", dtype,
-               " (expected 0 = TREEMASK_F32, 1 = TREEMASK_F16, 2 = TREEMASK_BF16)");
+using treemask::check_failure_policy;
+using treemask::kernels::check_dtype;
+using treemask::kernels::check_extent;
+using treemask::kernels::Where;
+
+// The device view of checked logits rows: the kernels mask columns from
+// vocab_size on, so they take min(vocab_size, width) (what the CPU twin
+// computes), which keeps the semantics of a vocab_size past the width.
+bridge::LogitsArg device_logits(const treemask::kernels::LogitsRows &r) {
+  return bridge::LogitsArg{r.logits,     r.dtype, r.n_rows,
+                           r.row_stride, r.width, static_cast<int32_t>(r.valid_columns())};
 }
 
-Status check_failure_policy(int32_t policy) {
-  if (policy >= TREEMASK_FAILURE_REJECT && policy <= TREEMASK_FAILURE_STICKY_ERROR) {
-    return Status::Ok();
-  }
-  return error(Code::kInvalidArgument, "unknown failure_policy ", policy,
-               " (expected 0 = REJECT, 1 = FAIL_CLOSED, 2 = STICKY_ERROR)");
-}
-
-// A device array of n_rows rows of `row` elements (of elem_bytes) spaced
-// `stride` apart must be addressable with signed 64-bit offsets.
-Status check_extent(const char *name, size_t n_rows, size_t stride, size_t row, size_t elem_bytes) {
-  if (n_rows == 0) return Status::Ok();
-  size_t elements = 0, bytes = 0;
-  if (__builtin_mul_overflow(n_rows - 1, stride, &elements) ||
-      __builtin_add_overflow(elements, row, &elements) ||
-      __builtin_mul_overflow(elements, elem_bytes, &bytes) || bytes > size_t{INT64_MAX}) {
-    return error(Code::kInvalidArgument, name, " of ", n_rows, " rows with stride ", stride,
-                 " elements is too large to address");
-  }
-  return Status::Ok();
-}
-
-size_t element_bytes(int32_t dtype) { return dtype == 0 ? 4 : 2; }
-
-// The checks every masking call shares, after checking that CUDA is built.
-Result<bridge::LogitsArg> logits_arg(void *logits, int32_t dtype, size_t n_rows,
-                                     size_t logits_row_stride, size_t logits_width,
-                                     int32_t vocab_size) {
-  TM_TRY(require_built());
-  TM_REQUIRE_ARG(logits);
-  TM_TRY(check_dtype(dtype));
-  if (logits_row_stride < logits_width) {
-    return error(Code::kInvalidArgument, "logits_row_stride ", logits_row_stride,
-                 " is smaller than logits_width ", logits_width);
-  }
-  if (vocab_size < 1 || static_cast<uint64_t>(vocab_size) > logits_width) {
-    return error(Code::kInvalidArgument, "vocab_size ", vocab_size,
-                 " is outside [1, logits_width=", logits_width, "]");
-  }
-  TM_TRY(check_extent("logits", n_rows, logits_row_stride, logits_width, element_bytes(dtype)));
-  return bridge::LogitsArg{logits, dtype, n_rows, logits_row_stride, logits_width, vocab_size};
+// The logits of a state-array step (the caller checked that the width holds
+// the trie's vocabulary).
+Result<bridge::LogitsArg> step_logits_arg(void *logits, int32_t dtype, size_t n_rows,
+                                          size_t logits_row_stride, size_t logits_width,
+                                          int32_t vocab_size) {
+  const treemask::kernels::LogitsRows r{logits,       dtype,      n_rows,  logits_row_stride,
+                                        logits_width, vocab_size, nullptr, 0};
+  TM_TRY(treemask::kernels::check_rows(r, Where::kDevice));
+  if (n_rows > 0 && !logits) return error(Code::kInvalidArgument, "logits is NULL");
+  return device_logits(r);
 }
 
 Status check_bitmask_words(size_t bitmask_row_words, int32_t vocab_size, size_t n_rows) {
   const size_t needed = treemask::words_for_vocab(vocab_size);
   if (bitmask_row_words < needed) {
-    return error(Code::kBufferTooSmall, "bitmask_row_words ", bitmask_row_words,
-                 " is too small: vocab_size ", vocab_size, " needs ", needed);
+    return error(Code::kBufferTooSmall, "bitmask_row_words ", bitmask_row_words, " < ", needed,
+                 ", the words covering the trie's vocab_size ", vocab_size);
   }
   return check_extent("bitmask", n_rows, bitmask_row_words, bitmask_row_words, 4);
 }
@@ -131,7 +110,8 @@ Result<bridge::BeamLogitsArg> beam_logits_arg(const treemask_logits *in, int32_t
                  " is smaller than n_columns ", a.n_columns);
   }
   if (n_rows > 0 && !a.data) return error(Code::kInvalidArgument, "logits data is NULL");
-  TM_TRY(check_extent("logits", n_rows, a.row_stride, a.n_columns, element_bytes(dtype)));
+  TM_TRY(check_extent("logits", n_rows, a.row_stride, a.n_columns,
+                      treemask::kernels::dtype_bytes(dtype)));
   return a;
 }
 
@@ -154,19 +134,19 @@ treemask_status treemask_cuda_apply_token_bitmask(void *logits, int32_t dtype, s
                                                   const int32_t *indices, size_t n_indices,
                                                   void *stream) {
   return guard(__func__, [&]() -> Status {
-    TM_ASSIGN_OR_RETURN(
-        const bridge::LogitsArg l,
-        logits_arg(logits, dtype, n_rows, logits_row_stride, logits_width, vocab_size));
-    TM_REQUIRE_ARG(bitmask);
+    TM_TRY(require_built());
     TM_TRY(treemask::capi::check_count("n_indices", n_indices, sizeof(int32_t)));
-    if (!indices && n_bitmask_rows < n_rows) {
-      return error(Code::kBufferTooSmall, "the bitmask has ", n_bitmask_rows,
-                   " rows but the logits have ", n_rows,
-                   " (without indices every logits row is masked with its bitmask row)");
+    treemask::kernels::BitmaskApply a;
+    static_cast<treemask::kernels::LogitsRows &>(a) = {
+        logits, dtype, n_rows, logits_row_stride, logits_width, vocab_size, indices, n_indices};
+    a.bitmask = reinterpret_cast<const uint32_t *>(bitmask);
+    a.bitmask_row_words = bitmask_row_words;
+    a.bitmask_rows = n_bitmask_rows;
+    TM_TRY(treemask::kernels::check_bitmask_apply(a, Where::kDevice));
+    if (selects_nothing(n_rows, indices, n_indices) || n_bitmask_rows == 0 || logits_width == 0) {
+      return Status::Ok();
     }
-    TM_TRY(check_bitmask_words(bitmask_row_words, vocab_size, n_bitmask_rows));
-    if (selects_nothing(n_rows, indices, n_indices) || n_bitmask_rows == 0) return Status::Ok();
-    return bridge::apply_bitmask(l, {indices, n_indices}, bitmask, bitmask_row_words,
+    return bridge::apply_bitmask(device_logits(a), {indices, n_indices}, bitmask, bitmask_row_words,
                                  n_bitmask_rows, stream);
   });
 }
@@ -178,22 +158,19 @@ treemask_status treemask_cuda_apply_token_candidates(void *logits, int32_t dtype
                                                      int32_t vocab_size, const int32_t *indices,
                                                      size_t n_indices, void *stream) {
   return guard(__func__, [&]() -> Status {
-    TM_ASSIGN_OR_RETURN(
-        const bridge::LogitsArg l,
-        logits_arg(logits, dtype, n_rows, logits_row_stride, logits_width, vocab_size));
-    TM_REQUIRE_ARG(row_offsets);
+    TM_TRY(require_built());
     TM_TRY(treemask::capi::check_count("n_indices", n_indices, sizeof(int32_t)));
     TM_TRY(treemask::capi::check_count("n_rows", n_rows, sizeof(int32_t), 1));
-    if (n_candidates > 0 && !candidates) {
-      return error(Code::kInvalidArgument, "candidates is NULL but n_candidates is ", n_candidates);
-    }
-    if (n_candidates > size_t{INT64_MAX} / sizeof(int32_t)) {
-      return error(Code::kInvalidArgument, "n_candidates ", n_candidates,
-                   " is too large to address");
-    }
-    if (selects_nothing(n_rows, indices, n_indices)) return Status::Ok();
-    return bridge::apply_candidates(l, {indices, n_indices}, row_offsets, candidates, n_candidates,
-                                    stream);
+    treemask::kernels::CandidateApply a;
+    static_cast<treemask::kernels::LogitsRows &>(a) = {
+        logits, dtype, n_rows, logits_row_stride, logits_width, vocab_size, indices, n_indices};
+    a.row_offsets = row_offsets;
+    a.tokens = candidates;
+    a.n_candidates = n_candidates;
+    TM_TRY(treemask::kernels::check_candidate_apply(a, Where::kDevice));
+    if (selects_nothing(n_rows, indices, n_indices) || logits_width == 0) return Status::Ok();
+    return bridge::apply_candidates(device_logits(a), {indices, n_indices}, row_offsets, candidates,
+                                    n_candidates, stream);
   });
 }
 
@@ -246,7 +223,7 @@ treemask_status treemask_cuda_trie_advance_mask_logits(const treemask_cuda_trie 
     }
     TM_ASSIGN_OR_RETURN(
         const bridge::LogitsArg l,
-        logits_arg(logits, dtype, n_rows, logits_row_stride, logits_width, vocab_size));
+        step_logits_arg(logits, dtype, n_rows, logits_row_stride, logits_width, vocab_size));
     if (n_rows == 0) return Status::Ok();
     return bridge::advance_mask_logits(step, l, stream);
   });

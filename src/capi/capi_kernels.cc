@@ -1,5 +1,6 @@
 // The extern "C" entry points of treemask.h section 7 (CPU bitmask kernels):
-// conversion and a catch-all per call; the checks live with the kernels.
+// conversion and a catch-all per call; the checks (kernels/checks.h) are
+// the CUDA twins' too.
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include "capi/shim.h"
@@ -10,34 +11,23 @@ using treemask::capi::guard;
 
 namespace {
 
-// A C caller may pass any int as a treemask_dtype, and in C++ loading an enum
-// outside its enumerators' range is undefined: read the bytes instead, so the
-// kernel's check can name the bad value.
-int32_t dtype_value(const treemask_dtype &dtype) {
-  static_assert(sizeof(treemask_dtype) == sizeof(int32_t));
-  int32_t value;
-  std::memcpy(&value, &dtype, sizeof(value));
-  return value;
-}
-
-treemask::kernels::LogitsRows logits_rows(void *logits, const treemask_dtype &dtype, size_t n_rows,
+treemask::kernels::LogitsRows logits_rows(void *logits, int32_t dtype, size_t n_rows,
                                           size_t row_stride, size_t width, int32_t vocab_size,
                                           const int32_t *indices, size_t n_indices) {
-  return {logits, dtype_value(dtype), n_rows, row_stride, width, vocab_size, indices, n_indices};
+  return {logits, dtype, n_rows, row_stride, width, vocab_size, indices, n_indices};
 }
 
 }  // namespace
 
 extern "C" {
 
-treemask_status treemask_apply_token_bitmask_cpu(void *logits, treemask_dtype dtype, size_t n_rows,
+treemask_status treemask_apply_token_bitmask_cpu(void *logits, int32_t dtype, size_t n_rows,
                                                  size_t logits_row_stride, size_t logits_width,
                                                  const int32_t *bitmask, size_t bitmask_row_words,
                                                  size_t n_bitmask_rows, int32_t vocab_size,
                                                  const int32_t *indices, size_t n_indices) {
   return guard(__func__, [&]() -> Status {
     TM_TRY(treemask::capi::check_count("n_indices", n_indices, sizeof(int32_t)));
-    TM_TRY(treemask::capi::check_rows("n_bitmask_rows", n_bitmask_rows, bitmask_row_words));
     const treemask::kernels::BitmaskApply a{
         logits_rows(logits, dtype, n_rows, logits_row_stride, logits_width, vocab_size, indices,
                     n_indices),
@@ -47,12 +37,11 @@ treemask_status treemask_apply_token_bitmask_cpu(void *logits, treemask_dtype dt
 }
 
 treemask_status treemask_apply_token_bitmask_out_cpu(
-    const void *logits, void *out, treemask_dtype dtype, size_t n_rows, size_t logits_row_stride,
+    const void *logits, void *out, int32_t dtype, size_t n_rows, size_t logits_row_stride,
     size_t out_row_stride, size_t logits_width, const int32_t *bitmask, size_t bitmask_row_words,
     size_t n_bitmask_rows, int32_t vocab_size, const int32_t *indices, size_t n_indices) {
   return guard(__func__, [&]() -> Status {
     TM_TRY(treemask::capi::check_count("n_indices", n_indices, sizeof(int32_t)));
-    TM_TRY(treemask::capi::check_rows("n_bitmask_rows", n_bitmask_rows, bitmask_row_words));
     if (n_rows > 0 && logits_width > 0 && !out) {
       return treemask::error(treemask::Code::kInvalidArgument, "out is NULL");
     }
@@ -64,19 +53,19 @@ treemask_status treemask_apply_token_bitmask_out_cpu(
   });
 }
 
-treemask_status treemask_apply_token_candidates_cpu(void *logits, treemask_dtype dtype,
-                                                    size_t n_rows, size_t logits_row_stride,
-                                                    size_t logits_width, const size_t *row_offsets,
+treemask_status treemask_apply_token_candidates_cpu(void *logits, int32_t dtype, size_t n_rows,
+                                                    size_t logits_row_stride, size_t logits_width,
+                                                    const int32_t *row_offsets,
                                                     const int32_t *candidate_tokens,
-                                                    int32_t vocab_size, const int32_t *indices,
-                                                    size_t n_indices) {
+                                                    size_t n_candidates, int32_t vocab_size,
+                                                    const int32_t *indices, size_t n_indices) {
   return guard(__func__, [&]() -> Status {
     TM_TRY(treemask::capi::check_count("n_indices", n_indices, sizeof(int32_t)));
-    TM_TRY(treemask::capi::check_count("n_rows", n_rows, sizeof(size_t), 1));
+    TM_TRY(treemask::capi::check_count("n_rows", n_rows, sizeof(int32_t), 1));
     const treemask::kernels::CandidateApply a{
         logits_rows(logits, dtype, n_rows, logits_row_stride, logits_width, vocab_size, indices,
                     n_indices),
-        row_offsets, candidate_tokens};
+        row_offsets, candidate_tokens, n_candidates};
     return treemask::kernels::apply_token_candidates(a);
   });
 }

@@ -1,5 +1,6 @@
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include "matcher/matcher.h"
+#include "rules/policy.h"
 
 #include <algorithm>
 #include <cstring>
@@ -12,10 +13,7 @@ Result<std::unique_ptr<Matcher>> Matcher::create(Ref<const Trie> trie, const Mat
                                                  const ModeOptions &modes) {
   if (!trie) return error(Code::kInvalidArgument, "trie is NULL");
   const auto policy = static_cast<int32_t>(opts.failure_policy);
-  if (policy < 0 || policy > 2) {
-    return error(Code::kInvalidArgument, "unknown failure_policy ", policy,
-                 " (expected 0 = REJECT, 1 = FAIL_CLOSED, 2 = STICKY_ERROR)");
-  }
+  TM_TRY(check_failure_policy(policy));
   if (opts.pad_token < -1 || opts.pad_token >= trie->vocab_size()) {
     return error(Code::kOutOfRange, "pad_token ", opts.pad_token,
                  " is out of range [-1, vocab_size=", trie->vocab_size(), ")");

@@ -34,7 +34,7 @@ void apply_scalar_per_token(T *logits, size_t rows, const uint32_t *mask, size_t
 
 struct Masks {
   std::vector<uint32_t> bits;
-  std::vector<size_t> offsets{0};  // candidate lists of the same rows
+  std::vector<int32_t> offsets{0};  // candidate lists of the same rows
   std::vector<int32_t> tokens;
 };
 
@@ -53,7 +53,7 @@ Masks make_masks(size_t rows, bool trie_like, std::mt19937_64 &rng) {
     } else {
       for (size_t w = 0; w < words; ++w) m.bits[r * words + w] = static_cast<uint32_t>(rng());
     }
-    m.offsets.push_back(m.tokens.size());
+    m.offsets.push_back(static_cast<int32_t>(m.tokens.size()));
   }
   return m;
 }
@@ -91,9 +91,9 @@ void run(size_t rows, treemask_dtype dtype, bool trie_like, std::mt19937_64 &rng
   double sparse_ns = 0;
   if (trie_like) {
     sparse_ns = bench::ns_per_call([&] {
-      TM_MUST(treemask_apply_token_candidates_cpu(logits.data, dtype, rows, bench::kVocab,
-                                                  bench::kVocab, masks.offsets.data(),
-                                                  masks.tokens.data(), bench::kVocab, nullptr, 0));
+      TM_MUST(treemask_apply_token_candidates_cpu(
+          logits.data, dtype, rows, bench::kVocab, bench::kVocab, masks.offsets.data(),
+          masks.tokens.data(), masks.tokens.size(), bench::kVocab, nullptr, 0));
       bench::keep(logits.data);
     });
   }

@@ -65,6 +65,7 @@ TEST(WrapAround, EveryCountIsChecked) {
   int32_t one = 1;
   uint32_t state = 0;
   size_t offsets[2] = {0, 1};
+  const int32_t offsets32[2] = {0, 1};
   const std::vector<int32_t> stops = {0};
   treemask_trie_options o = testutil::trie_options(40, stops);
   treemask_trie *t = nullptr;
@@ -96,8 +97,8 @@ TEST(WrapAround, EveryCountIsChecked) {
   EXPECT_EQ(treemask_apply_token_bitmask_cpu(logits, TREEMASK_F32, 1, 40, 40, row, 2, 1, 40, &one,
                                              SIZE_MAX),
             TREEMASK_ERR_OUT_OF_RANGE);
-  EXPECT_EQ(treemask_apply_token_candidates_cpu(logits, TREEMASK_F32, SIZE_MAX, 40, 40, offsets,
-                                                &one, 40, nullptr, 0),
+  EXPECT_EQ(treemask_apply_token_candidates_cpu(logits, TREEMASK_F32, SIZE_MAX, 40, 40, offsets32,
+                                                &one, 1, 40, nullptr, 0),
             TREEMASK_ERR_OUT_OF_RANGE);
 
   // In-memory loaders copy len bytes plus padding: len near SIZE_MAX wrapped.

@@ -7,6 +7,7 @@
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -40,7 +41,9 @@ std::vector<Geometry> geometries() {
     const size_t v = static_cast<size_t>(vocab);
     const size_t words = treemask_bitmask_words(vocab);
     const size_t rows = vocab > 10000 ? 3 : 6;
-    for (size_t width : {v, v + 3, (v + 63) / 64 * 64 + 64}) {
+    // Widths past vocab_size (masked columns) and, for the twins' shared
+    // contract, one short of it (every column decided by the bitmask).
+    for (size_t width : {v, v + 3, (v + 63) / 64 * 64 + 64, v > 1 ? v - 1 : v}) {
       for (size_t stride : {width, width + 5, (width + 7) / 8 * 8 + 8}) {
         for (size_t shift : {size_t{0}, size_t{1}}) {
           // Under emulation every GPU thread is a fiber: two large cases.
@@ -92,7 +95,9 @@ std::vector<int32_t> make_bitmask(const Geometry &g, std::mt19937_64 &rng) {
 // outside [0, n_rows) that must be skipped.
 std::vector<std::vector<int32_t>> index_lists(size_t n_rows) {
   const auto last = static_cast<int32_t>(n_rows - 1);
-  return {{}, {last, 0, 0, static_cast<int32_t>(n_rows), -1, static_cast<int32_t>(n_rows) + 40}};
+  return {{},
+          {last, 0, 0},
+          {last, 0, 0, static_cast<int32_t>(n_rows), -1, static_cast<int32_t>(n_rows) + 40}};
 }
 
 void test_dense(std::mt19937_64 &rng, cudaStream_t stream) {
@@ -104,6 +109,7 @@ void test_dense(std::mt19937_64 &rng, cudaStream_t stream) {
       for (const auto &indices : index_lists(g.n_rows)) {
         const bool use_indices = !indices.empty();
         HostLogits want(dtype, g.n_rows, g.stride, g.width, rng);
+        HostLogits cpu = want;  // the CPU twin's input
         const size_t eb = cudatest::dtype_bytes(dtype);
         DeviceArray<uint8_t> d_logits(want.bytes, g.shift_elements * eb);
         DeviceArray<int32_t> d_indices(use_indices ? indices : std::vector<int32_t>{0});
@@ -115,6 +121,21 @@ void test_dense(std::mt19937_64 &rng, cudaStream_t stream) {
         const std::string diff = cudatest::first_difference(want, d_logits.download(stream));
         CHECK_MSG(diff.empty(),
                   "dense " + g.describe(dtype) + (use_indices ? " with indices: " : ": ") + diff);
+        // The CPU twin, same arguments: the same rows, or (an index out of
+        // range, which the device skips) an error naming it and no write.
+        const HostLogits before = cpu;
+        const treemask_status s = treemask_apply_token_bitmask_cpu(
+            cpu.bytes.data(), dtype, g.n_rows, g.stride, g.width, mask.data(), g.row_words,
+            g.n_rows, g.vocab, use_indices ? indices.data() : nullptr, indices.size());
+        if (indices.size() > 3) {
+          CHECK_MSG(s == TREEMASK_ERR_OUT_OF_RANGE &&
+                        std::strstr(treemask_last_error(), "indices[3]") != nullptr &&
+                        cpu.bytes == before.bytes,
+                    "cpu twin with a bad index: " + std::string(treemask_last_error()));
+        } else {
+          CHECK_MSG(s == TREEMASK_OK && cudatest::first_difference(want, cpu.bytes).empty(),
+                    "cpu twin " + g.describe(dtype) + ": " + treemask_last_error());
+        }
         ++cases;
       }
     }

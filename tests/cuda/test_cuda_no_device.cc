@@ -45,6 +45,100 @@ bool argument_error(treemask_status got, treemask_status want, const char *needl
   return failed_with(got, want, needle);
 }
 
+// The message after the "function: " prefix.
+std::string message_of_last_error() {
+  const std::string e = treemask_last_error();
+  const size_t colon = e.find(": ");
+  return colon == std::string::npos ? e : e.substr(colon + 2);
+}
+
+// One bad-argument table through both twins: the CPU entry and the CUDA one
+// (which checks its arguments before looking for a device) answer every row
+// with the same status and the same message, and the CPU one writes nothing.
+void twins_share_their_argument_checks() {
+  if (!TREEMASK_TEST_CUDA_BUILT) return;
+  std::vector<float> logits(4 * 64, 0.5f);
+  const std::vector<float> before = logits;
+  const std::vector<int32_t> mask(4 * 2, -1);
+  const std::vector<int32_t> offsets = {0, 1, 2};
+  const std::vector<int32_t> candidates = {5, 6};
+  const int32_t zero_index = 0;
+  struct Bitmask {
+    const char *what;
+    float *logits;
+    int32_t dtype;
+    size_t n_rows, stride, width;
+    const int32_t *mask;
+    size_t words, mask_rows;
+    int32_t vocab;
+    const int32_t *indices;
+    size_t n_indices;
+  };
+  float *l = logits.data();
+  const int32_t *m = mask.data();
+  const Bitmask bitmask_rows[] = {
+      {"NULL logits", nullptr, 0, 2, 64, 64, m, 2, 2, 64, nullptr, 0},
+      {"NULL bitmask", l, 0, 2, 64, 64, nullptr, 2, 2, 64, nullptr, 0},
+      {"unknown dtype", l, 7, 2, 64, 64, m, 2, 2, 64, nullptr, 0},
+      {"stride < width", l, 0, 2, 63, 64, m, 2, 2, 64, nullptr, 0},
+      {"vocab_size 0", l, 0, 2, 64, 64, m, 2, 2, 0, nullptr, 0},
+      {"negative vocab_size", l, 0, 2, 64, 64, m, 2, 2, -5, nullptr, 0},
+      {"short bitmask rows", l, 0, 2, 64, 64, m, 1, 2, 64, nullptr, 0},
+      {"short bitmask rows, vocab past width", l, 0, 2, 64, 40, m, 1, 2, 64, nullptr, 0},
+      {"fewer bitmask rows than logits", l, 0, 2, 64, 64, m, 2, 1, 64, nullptr, 0},
+      {"NULL indices with a count", l, 0, 2, 64, 64, m, 2, 2, 64, nullptr, 3},
+      {"logits too large to address", l, 0, SIZE_MAX / 8, 64, 64, m, 2, SIZE_MAX / 8, 64, nullptr,
+       0},
+      {"bitmask too large to address", l, 0, 1, 64, 64, m, SIZE_MAX / 2, 4, 64, &zero_index, 1},
+  };
+  for (const Bitmask &b : bitmask_rows) {
+    const treemask_status cpu =
+        treemask_apply_token_bitmask_cpu(b.logits, b.dtype, b.n_rows, b.stride, b.width, b.mask,
+                                         b.words, b.mask_rows, b.vocab, b.indices, b.n_indices);
+    const std::string cpu_message = message_of_last_error();
+    const treemask_status gpu = treemask_cuda_apply_token_bitmask(
+        b.logits, b.dtype, b.n_rows, b.stride, b.width, b.mask, b.words, b.mask_rows, b.vocab,
+        b.indices, b.n_indices, nullptr);
+    const std::string gpu_message = message_of_last_error();
+    if (cpu == TREEMASK_OK || cpu != gpu || cpu_message != gpu_message) {
+      ++g_failures;
+      std::printf("bitmask twins differ on %s: cpu %d \"%s\", cuda %d \"%s\"\n", b.what, cpu,
+                  cpu_message.c_str(), gpu, gpu_message.c_str());
+    }
+  }
+  struct Candidates {
+    const char *what;
+    int32_t dtype;
+    size_t n_rows;
+    const int32_t *offsets, *candidates;
+    size_t n_candidates;
+    int32_t vocab;
+  };
+  const int32_t *o = offsets.data(), *c = candidates.data();
+  const Candidates candidate_rows[] = {
+      {"NULL row_offsets", 0, 2, nullptr, c, 2, 64},
+      {"NULL candidates with a count", 0, 2, o, nullptr, 2, 64},
+      {"n_candidates past int32", 0, 2, o, c, size_t{1} << 33, 64},
+      {"unknown dtype", -1, 2, o, c, 2, 64},
+      {"vocab_size 0", 0, 2, o, c, 2, 0},
+  };
+  for (const Candidates &k : candidate_rows) {
+    const treemask_status cpu = treemask_apply_token_candidates_cpu(
+        l, k.dtype, k.n_rows, 64, 64, k.offsets, k.candidates, k.n_candidates, k.vocab, nullptr, 0);
+    const std::string cpu_message = message_of_last_error();
+    const treemask_status gpu =
+        treemask_cuda_apply_token_candidates(l, k.dtype, k.n_rows, 64, 64, k.offsets, k.candidates,
+                                             k.n_candidates, k.vocab, nullptr, 0, nullptr);
+    const std::string gpu_message = message_of_last_error();
+    if (cpu == TREEMASK_OK || cpu != gpu || cpu_message != gpu_message) {
+      ++g_failures;
+      std::printf("candidate twins differ on %s: cpu %d \"%s\", cuda %d \"%s\"\n", k.what, cpu,
+                  cpu_message.c_str(), gpu, gpu_message.c_str());
+    }
+  }
+  EXPECT(logits == before);
+}
+
 void run_everything() {
   EXPECT(!treemask_cuda_available());
   EXPECT(!treemask_cuda_available());  // and again, once the runtime has looked
@@ -90,22 +184,23 @@ void run_everything() {
       treemask_cuda_apply_token_bitmask(logits.data(), 0, 2, 63, 64, bitmask.data(), 2, 2, 64,
                                         nullptr, 0, nullptr),
       TREEMASK_ERR_INVALID_ARGUMENT, "logits_row_stride 63 is smaller than logits_width 64"));
-  EXPECT(argument_error(
-      treemask_cuda_apply_token_bitmask(logits.data(), 0, 2, 64, 64, bitmask.data(), 2, 2, 65,
-                                        nullptr, 0, nullptr),
-      TREEMASK_ERR_INVALID_ARGUMENT, "vocab_size 65 is outside [1, logits_width=64]"));
+  // vocab_size past the width is allowed (every column is decided by the
+  // bitmask), as for the CPU twin: no argument error, so no device.
+  EXPECT(failed_with(treemask_cuda_apply_token_bitmask(logits.data(), 0, 2, 64, 64, bitmask.data(),
+                                                       2, 2, 65, nullptr, 0, nullptr),
+                     TREEMASK_ERR_UNSUPPORTED, why));
   EXPECT(
       argument_error(treemask_cuda_apply_token_bitmask(logits.data(), 0, 2, 64, 64, bitmask.data(),
                                                        2, 2, 0, nullptr, 0, nullptr),
-                     TREEMASK_ERR_INVALID_ARGUMENT, "vocab_size 0"));
-  EXPECT(argument_error(
-      treemask_cuda_apply_token_bitmask(logits.data(), 0, 2, 64, 64, bitmask.data(), 1, 2, 64,
-                                        nullptr, 0, nullptr),
-      TREEMASK_ERR_BUFFER_TOO_SMALL, "bitmask_row_words 1 is too small: vocab_size 64 needs 2"));
+                     TREEMASK_ERR_INVALID_ARGUMENT, "vocab_size must be positive, got 0"));
+  EXPECT(
+      argument_error(treemask_cuda_apply_token_bitmask(logits.data(), 0, 2, 64, 64, bitmask.data(),
+                                                       1, 2, 64, nullptr, 0, nullptr),
+                     TREEMASK_ERR_BUFFER_TOO_SMALL, "bitmask_row_words 1 < 2, the words covering"));
   EXPECT(argument_error(
       treemask_cuda_apply_token_bitmask(logits.data(), 0, SIZE_MAX / 8, 64, 64, bitmask.data(), 2,
                                         SIZE_MAX / 8, 64, nullptr, 0, nullptr),
-      TREEMASK_ERR_INVALID_ARGUMENT, "too large to address"));
+      TREEMASK_ERR_OUT_OF_RANGE, "too large to address"));
   EXPECT(argument_error(
       treemask_cuda_apply_token_candidates(logits.data(), 0, 2, 64, 64, nullptr, candidates.data(),
                                            2, 64, nullptr, 0, nullptr),
@@ -165,6 +260,7 @@ int main() {
     return 1;
   }
   run_everything();
+  twins_share_their_argument_checks();
   std::fflush(stderr);
   dup2(saved_stderr, 2);
   close(saved_stderr);

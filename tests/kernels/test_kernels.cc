@@ -256,7 +256,7 @@ TEST(ApplyCandidates, EqualsTheBitmaskFormOfTheSameSets) {
       const size_t width = vocab + (rng() % 2 ? 13 : 0) - (vocab > 9 && rng() % 2 ? 9 : 0);
       const size_t stride = width + rng() % 4;
       const size_t words = treemask_bitmask_words(vocab);
-      std::vector<size_t> offsets{0};
+      std::vector<int32_t> offsets{0};
       std::vector<int32_t> tokens;
       std::vector<uint32_t> mask(rows * words, 0);
       for (size_t r = 0; r < rows; ++r) {
@@ -266,7 +266,7 @@ TEST(ApplyCandidates, EqualsTheBitmaskFormOfTheSameSets) {
           tokens.push_back(t);
           mask[r * words + t / 32] |= uint32_t{1} << (t % 32);
         }
-        offsets.push_back(tokens.size());
+        offsets.push_back(static_cast<int32_t>(tokens.size()));
       }
       const std::vector<int32_t> indices{2, 1};
       const bool use_indices = rng() % 2 == 0;
@@ -277,7 +277,7 @@ TEST(ApplyCandidates, EqualsTheBitmaskFormOfTheSameSets) {
         SCOPED_TRACE(std::string(v.name) + " vocab " + std::to_string(vocab));
         Logits got = in;
         const CandidateApply a{got.rows(vocab, use_indices ? &indices : nullptr), offsets.data(),
-                               tokens.data()};
+                               tokens.data(), tokens.size()};
         ASSERT_TRUE(apply_token_candidates(a, v.fn).ok());
         ASSERT_TRUE(got.bytes == want.bytes) << where(got, want);
       }
@@ -326,7 +326,7 @@ TEST(ApplyErrors, NameTheProblemAndTouchNothing) {
   expect_error(apply(logits.data(), 0, 2, 32, 32, mask, 1, 0, none, 0),
                TREEMASK_ERR_INVALID_ARGUMENT, "vocab_size must be positive, got 0");
   expect_error(apply(logits.data(), 0, SIZE_MAX, SIZE_MAX / 2, 32, mask, 1, 32, none, 0),
-               TREEMASK_ERR_OUT_OF_RANGE, "overflows the address space");
+               TREEMASK_ERR_OUT_OF_RANGE, "too large to address");
   EXPECT_EQ(logits, before);
   // Nothing to touch: NULL buffers are fine.
   EXPECT_EQ(apply(nullptr, 0, 0, 0, 0, nullptr, 0, 32, none, 0), TREEMASK_OK);
@@ -336,11 +336,11 @@ TEST(ApplyErrors, NameTheProblemAndTouchNothing) {
 TEST(ApplyErrors, CandidateListsAreChecked) {
   std::vector<float> logits(64, 1.0f);
   const std::vector<float> before = logits;
-  const size_t offsets[3] = {0, 2, 3};
-  const size_t decreasing[3] = {0, 2, 1};
+  const int32_t offsets[3] = {0, 2, 3};
+  const int32_t decreasing[3] = {0, 2, 1};
   const int32_t tokens[3] = {1, 40, 5};
-  auto apply = [&](const size_t *off, const int32_t *tok, int32_t vocab) {
-    return treemask_apply_token_candidates_cpu(logits.data(), TREEMASK_F32, 2, 32, 32, off, tok,
+  auto apply = [&](const int32_t *off, const int32_t *tok, int32_t vocab, size_t n = 3) {
+    return treemask_apply_token_candidates_cpu(logits.data(), TREEMASK_F32, 2, 32, 32, off, tok, n,
                                                vocab, nullptr, 0);
   };
   expect_error(apply(offsets, tokens, 32), TREEMASK_ERR_OUT_OF_RANGE,
@@ -350,7 +350,9 @@ TEST(ApplyErrors, CandidateListsAreChecked) {
                "row_offsets[2] = 1 < row_offsets[1] = 2");
   expect_error(apply(nullptr, tokens, 64), TREEMASK_ERR_INVALID_ARGUMENT, "row_offsets is NULL");
   expect_error(apply(offsets, nullptr, 64), TREEMASK_ERR_INVALID_ARGUMENT,
-               "tokens is NULL but the rows hold 3 candidates");
+               "candidates is NULL but n_candidates is 3");
+  expect_error(apply(offsets, tokens, 64, 2), TREEMASK_ERR_OUT_OF_RANGE,
+               "row_offsets[2] = 3 is out of range [0, n_candidates=2]");
   EXPECT_EQ(logits, before);
   // Width 32 < vocab 64: token 40 names a column the logits do not have.
   EXPECT_EQ(apply(offsets, tokens, 64), TREEMASK_OK) << treemask_last_error();

@@ -51,41 +51,6 @@ MaskRowFn select_mask_row() {
   return mask_row_scalar;
 }
 
-// The checks both apply forms share.
-Status check_rows(const LogitsRows &a) {
-  if (a.dtype < 0 || a.dtype > 2) {
-    return error(Code::kInvalidArgument, "unknown dtype ", a.dtype,
-                 " (expected 0 = TREEMASK_F32, 1 = TREEMASK_F16, 2 = TREEMASK_BF16)");
-  }
-  if (a.vocab_size <= 0) {
-    return error(Code::kInvalidArgument, "vocab_size must be positive, got ", a.vocab_size);
-  }
-  if (a.row_stride < a.width) {
-    return error(Code::kInvalidArgument, "logits_row_stride ", a.row_stride,
-                 " is smaller than logits_width ", a.width);
-  }
-  if (!a.indices && a.n_indices != 0) {
-    return error(Code::kInvalidArgument, "indices is NULL but n_indices is ", a.n_indices,
-                 " (pass NULL and 0 to mask every row)");
-  }
-  if (a.touched_rows() > 0 && a.width > 0 && !a.logits) {
-    return error(Code::kInvalidArgument, "logits is NULL");
-  }
-  const size_t max_elems = std::numeric_limits<size_t>::max() / dtype_bytes(DType(a.dtype));
-  if (a.n_rows > 1 && a.row_stride > 0 &&
-      (a.width > max_elems || (a.n_rows - 1) > (max_elems - a.width) / a.row_stride)) {
-    return error(Code::kOutOfRange, "n_rows ", a.n_rows, " x logits_row_stride ", a.row_stride,
-                 " overflows the address space");
-  }
-  for (size_t i = 0; i < a.n_indices; ++i) {
-    if (a.indices[i] < 0 || static_cast<size_t>(a.indices[i]) >= a.n_rows) {
-      return error(Code::kOutOfRange, "indices[", i, "] = ", a.indices[i],
-                   " is out of range [0, n_rows=", a.n_rows, ")");
-    }
-  }
-  return Status::Ok();
-}
-
 // Whether the call writes enough to stream its stores past the caches.
 bool streams(const LogitsRows &a) {
   return a.touched_rows() * a.width * dtype_bytes(DType(a.dtype)) >= stream_threshold_bytes();
@@ -111,7 +76,7 @@ void mask_candidate_rows(const CandidateApply &a, size_t max_k, MaskRowFn row_fn
   for_each_row(a, [&](size_t r) {
     T *row = static_cast<T *>(a.logits) + r * a.row_stride;
     const int32_t *tokens = a.tokens + a.row_offsets[r];
-    const size_t k = a.row_offsets[r + 1] - a.row_offsets[r];
+    const auto k = static_cast<size_t>(a.row_offsets[r + 1] - a.row_offsets[r]);
     for (size_t j = 0; j < k; ++j) {
       const auto t = static_cast<size_t>(tokens[j]);
       if (t < a.width) saved[j] = row[t];
@@ -159,42 +124,11 @@ size_t stream_threshold_bytes() {
   return threshold;
 }
 
-namespace {
-
-// The bitmask side of a call: rows for every touched row, words for every
-// kept column.
-Status check_bitmask(const BitmaskApply &a) {
-  if (!a.indices && a.bitmask_rows < a.n_rows) {
-    return error(Code::kBufferTooSmall, "the bitmask has ", a.bitmask_rows,
-                 " rows but the logits have ", a.n_rows,
-                 " (without indices every logits row is masked with its bitmask row)");
-  }
-  for (size_t i = 0; i < a.n_indices; ++i) {
-    if (static_cast<size_t>(a.indices[i]) >= a.bitmask_rows) {
-      return error(Code::kOutOfRange, "indices[", i, "] = ", a.indices[i],
-                   " is out of range [0, n_bitmask_rows=", a.bitmask_rows,
-                   "): an index names a row of both the logits and the bitmask");
-    }
-  }
-  const size_t valid = std::min(a.width, static_cast<size_t>(a.vocab_size));
-  const size_t needed = words_for_vocab(static_cast<int32_t>(valid));
-  if (a.bitmask_row_words < needed) {
-    return error(Code::kBufferTooSmall, "bitmask_row_words ", a.bitmask_row_words, " < ", needed,
-                 ", the words covering min(vocab_size=", a.vocab_size, ", logits_width=", a.width,
-                 ") columns");
-  }
-  if (a.touched_rows() > 0 && needed > 0 && !a.bitmask) {
-    return error(Code::kInvalidArgument, "bitmask is NULL");
-  }
-  return Status::Ok();
-}
-
-}  // namespace
+namespace {}  // namespace
 
 Status apply_token_bitmask(const BitmaskApply &a, MaskRowFn row_fn) {
-  TM_TRY(check_rows(a));
-  TM_TRY(check_bitmask(a));
-  const size_t valid = std::min(a.width, static_cast<size_t>(a.vocab_size));
+  TM_TRY(check_bitmask_apply(a, Where::kHost));
+  const size_t valid = a.valid_columns();
   if (a.width == 0) return Status::Ok();
   const auto dtype = static_cast<DType>(a.dtype);
   const size_t row_bytes = a.row_stride * dtype_bytes(dtype);
@@ -219,11 +153,11 @@ Status apply_token_bitmask_out(const BitmaskApply &a, const void *src, size_t sr
   LogitsRows input = a;
   input.logits = const_cast<void *>(src);
   input.row_stride = src_row_stride;
-  TM_TRY(check_rows(input));
+  TM_TRY(check_rows(input, Where::kHost));
   BitmaskApply out = a;
   out.indices = nullptr;  // every output row is written; indices only pick what is masked
   out.n_indices = 0;
-  TM_TRY(check_rows(out));
+  TM_TRY(check_rows(out, Where::kHost));
   if (a.n_rows == 0 || a.width == 0) return apply_token_bitmask(a, row_fn);
   const size_t bytes = dtype_bytes(DType(a.dtype));
   const auto *in_begin = static_cast<const char *>(src);
@@ -234,10 +168,10 @@ Status apply_token_bitmask_out(const BitmaskApply &a, const void *src, size_t sr
     return error(Code::kInvalidArgument,
                  "logits and out overlap; use treemask_apply_token_bitmask_cpu to mask in place");
   }
-  TM_TRY(check_bitmask(a));
+  TM_TRY(check_bitmask_apply(a, Where::kHost));
   std::vector<uint8_t> touched(a.n_rows, a.indices ? 0 : 1);
   for (size_t i = 0; i < a.n_indices; ++i) touched[static_cast<size_t>(a.indices[i])] = 1;
-  const size_t valid = std::min(a.width, static_cast<size_t>(a.vocab_size));
+  const size_t valid = a.valid_columns();
   auto *out_base = static_cast<char *>(a.logits);
   const auto dtype = DType(a.dtype);
   for (size_t r = 0; r < a.n_rows; ++r) {
@@ -265,29 +199,10 @@ Status apply_token_bitmask_out(const BitmaskApply &a, const void *src, size_t sr
 }
 
 Status apply_token_candidates(const CandidateApply &a, MaskRowFn row_fn) {
-  TM_TRY(check_rows(a));
-  if (!a.row_offsets) return error(Code::kInvalidArgument, "row_offsets is NULL");
-  for (size_t r = 0; r < a.n_rows; ++r) {
-    if (a.row_offsets[r + 1] < a.row_offsets[r]) {
-      return error(Code::kInvalidArgument, "row_offsets must be non-decreasing: row_offsets[",
-                   r + 1, "] = ", a.row_offsets[r + 1], " < row_offsets[", r,
-                   "] = ", a.row_offsets[r]);
-    }
-  }
-  const size_t first = a.row_offsets[0], last = a.row_offsets[a.n_rows];
-  if (last > first && !a.tokens) {
-    return error(Code::kInvalidArgument, "tokens is NULL but the rows hold ", last - first,
-                 " candidates");
-  }
+  TM_TRY(check_candidate_apply(a, Where::kHost));
   size_t max_k = 0;
   for (size_t r = 0; r < a.n_rows; ++r) {
-    max_k = std::max(max_k, a.row_offsets[r + 1] - a.row_offsets[r]);
-    for (size_t j = a.row_offsets[r]; j < a.row_offsets[r + 1]; ++j) {
-      if (a.tokens[j] < 0 || a.tokens[j] >= a.vocab_size) {
-        return error(Code::kOutOfRange, "row ", r, ", candidate ", j - a.row_offsets[r], ": token ",
-                     a.tokens[j], " is out of range [0, vocab_size=", a.vocab_size, ")");
-      }
-    }
+    max_k = std::max(max_k, static_cast<size_t>(a.row_offsets[r + 1] - a.row_offsets[r]));
   }
   if (a.width == 0) return Status::Ok();
   // Columns >= vocab_size are masked like the bitmask form: a candidate is a

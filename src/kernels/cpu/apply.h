@@ -11,17 +11,14 @@
 #include <cstdint>
 
 #include "core/status.h"
+#include "kernels/checks.h"
+#include "kernels/dtype.h"
 
 namespace treemask::kernels {
-
-// Values are the pinned TREEMASK_F32 / F16 / BF16 of the C header.
-enum class DType : int32_t { kF32 = 0, kF16 = 1, kBF16 = 2 };
 
 inline constexpr uint32_t kNegInfF32 = 0xFF800000u;
 inline constexpr uint16_t kNegInfF16 = 0xFC00u;
 inline constexpr uint16_t kNegInfBF16 = 0xFF80u;
-
-inline size_t dtype_bytes(DType d) { return d == DType::kF32 ? 4 : 2; }
 
 // Masks one logits row: columns [0, width) are written, column c keeps its
 // value iff c < valid and bit c of mask is set. mask holds at least
@@ -54,29 +51,6 @@ const char *mask_row_best_name();
 // reads it next; a bigger one would only evict everything else).
 size_t stream_threshold_bytes();
 
-// The logits side of an apply call; field meanings are the C header's.
-struct LogitsRows {
-  void *logits = nullptr;
-  int32_t dtype = 0;
-  size_t n_rows = 0;
-  size_t row_stride = 0;  // elements
-  size_t width = 0;       // elements
-  int32_t vocab_size = 0;
-  const int32_t *indices = nullptr;  // nullptr: rows 0 .. n_rows - 1
-  size_t n_indices = 0;
-
-  size_t touched_rows() const { return indices ? n_indices : n_rows; }
-};
-
-// One call of treemask_apply_token_bitmask_cpu.
-struct BitmaskApply : LogitsRows {
-  const uint32_t *bitmask = nullptr;
-  size_t bitmask_row_words = 0;
-  // Rows the bitmask holds: >= n_rows without indices; with indices every
-  // index must be a row of both arrays (xgrammar's semantics).
-  size_t bitmask_rows = 0;
-};
-
 // Validates every argument before touching memory (the message names the
 // offending argument, index or row), then masks the rows with `row_fn`.
 Status apply_token_bitmask(const BitmaskApply &args, MaskRowFn row_fn = mask_row_best());
@@ -90,11 +64,6 @@ Status apply_token_bitmask_out(const BitmaskApply &args, const void *src, size_t
 
 // One call of treemask_apply_token_candidates_cpu: candidate lists in CSR
 // form replace the bitmask.
-struct CandidateApply : LogitsRows {
-  const size_t *row_offsets = nullptr;  // n_rows + 1
-  const int32_t *tokens = nullptr;      // row_offsets[n_rows]
-};
-
 Status apply_token_candidates(const CandidateApply &args, MaskRowFn row_fn = mask_row_best());
 
 }  // namespace treemask::kernels

@@ -11,10 +11,14 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/dtype.h"
+
 namespace treemask::cuda::launch {
 
-// The storage type of a logit: values of treemask_dtype.
-enum DtypeCode : int32_t { kF32 = 0, kF16 = 1, kBF16 = 2 };
+// The storage type of a logit: the kernels' one enum (kernels/dtype.h).
+using kernels::kBF16;
+using kernels::kF16;
+using kernels::kF32;
 
 // A logits buffer on the device, already validated.
 struct Logits {

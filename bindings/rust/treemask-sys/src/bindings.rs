@@ -365,13 +365,13 @@ pub const treemask_dtype_TREEMASK_F16: treemask_dtype = 1;
 pub const treemask_dtype_TREEMASK_BF16: treemask_dtype = 2;
 pub type treemask_dtype = core::ffi::c_uint;
 extern "C" {
-    pub fn treemask_apply_token_bitmask_cpu(logits: *mut core::ffi::c_void, dtype: treemask_dtype, n_rows: usize, logits_row_stride: usize, logits_width: usize, bitmask: *const i32, bitmask_row_words: usize, n_bitmask_rows: usize, vocab_size: i32, indices: *const i32, n_indices: usize) -> treemask_status;
+    pub fn treemask_apply_token_bitmask_cpu(logits: *mut core::ffi::c_void, dtype: i32, n_rows: usize, logits_row_stride: usize, logits_width: usize, bitmask: *const i32, bitmask_row_words: usize, n_bitmask_rows: usize, vocab_size: i32, indices: *const i32, n_indices: usize) -> treemask_status;
 }
 extern "C" {
-    pub fn treemask_apply_token_bitmask_out_cpu(logits: *const core::ffi::c_void, out: *mut core::ffi::c_void, dtype: treemask_dtype, n_rows: usize, logits_row_stride: usize, out_row_stride: usize, logits_width: usize, bitmask: *const i32, bitmask_row_words: usize, n_bitmask_rows: usize, vocab_size: i32, indices: *const i32, n_indices: usize) -> treemask_status;
+    pub fn treemask_apply_token_bitmask_out_cpu(logits: *const core::ffi::c_void, out: *mut core::ffi::c_void, dtype: i32, n_rows: usize, logits_row_stride: usize, out_row_stride: usize, logits_width: usize, bitmask: *const i32, bitmask_row_words: usize, n_bitmask_rows: usize, vocab_size: i32, indices: *const i32, n_indices: usize) -> treemask_status;
 }
 extern "C" {
-    pub fn treemask_apply_token_candidates_cpu(logits: *mut core::ffi::c_void, dtype: treemask_dtype, n_rows: usize, logits_row_stride: usize, logits_width: usize, row_offsets: *const usize, candidate_tokens: *const i32, vocab_size: i32, indices: *const i32, n_indices: usize) -> treemask_status;
+    pub fn treemask_apply_token_candidates_cpu(logits: *mut core::ffi::c_void, dtype: i32, n_rows: usize, logits_row_stride: usize, logits_width: usize, row_offsets: *const i32, candidate_tokens: *const i32, n_candidates: usize, vocab_size: i32, indices: *const i32, n_indices: usize) -> treemask_status;
 }
 extern "C" {
     pub fn treemask_cpu_kernel_isa() -> *const core::ffi::c_char;

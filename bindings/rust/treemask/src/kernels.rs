@@ -25,10 +25,10 @@ pub enum Half {
 }
 
 impl Half {
-    fn dtype(self) -> sys::treemask_dtype {
+    fn dtype(self) -> i32 {
         match self {
-            Half::F16 => sys::treemask_dtype_TREEMASK_F16,
-            Half::Bf16 => sys::treemask_dtype_TREEMASK_BF16,
+            Half::F16 => sys::treemask_dtype_TREEMASK_F16 as i32,
+            Half::Bf16 => sys::treemask_dtype_TREEMASK_BF16 as i32,
         }
     }
 
@@ -196,9 +196,9 @@ impl ApplyShape {
         Ok(bitmask_rows.max(rows))
     }
 
-    /// Checks CSR candidate lists: `rows + 1` non-decreasing offsets that
-    /// stay within `n_candidates`.
-    fn check_candidates(&self, row_offsets: &[usize], n_candidates: usize) -> Result<()> {
+    /// Checks that CSR candidate lists have `rows + 1` offsets (the library
+    /// checks their values: non-decreasing, within the candidates).
+    fn check_candidates(&self, row_offsets: &[i32]) -> Result<()> {
         if row_offsets.len() != self.rows + 1 {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
@@ -207,29 +207,6 @@ impl ApplyShape {
                     row_offsets.len(),
                     self.rows,
                     self.rows + 1
-                ),
-            ));
-        }
-        for (r, pair) in row_offsets.windows(2).enumerate() {
-            if pair[1] < pair[0] {
-                return Err(Error::new(
-                    ErrorKind::InvalidArgument,
-                    format!(
-                        "row_offsets must be non-decreasing: row_offsets[{}] = {} < row_offsets[{r}] = {}",
-                        r + 1,
-                        pair[1],
-                        pair[0]
-                    ),
-                ));
-            }
-        }
-        let last = row_offsets[self.rows];
-        if last > n_candidates {
-            return Err(Error::new(
-                ErrorKind::BufferTooSmall,
-                format!(
-                    "row_offsets[{}] = {last} but candidates has {n_candidates} entries",
-                    self.rows
                 ),
             ));
         }
@@ -307,12 +284,12 @@ pub fn apply_token_bitmask_cpu_half(
 ///
 /// # Errors
 /// Nothing written: `row_offsets` not of `rows + 1` entries or decreasing
-/// (`InvalidArgument`), offsets past `candidates` (`BufferTooSmall`), a
+/// (`InvalidArgument`), offsets outside `0..=candidates.len()` (`OutOfRange`), a
 /// candidate outside `0..vocab_size` (`OutOfRange`, naming row and
 /// position), and the logits and index errors of [`apply_token_bitmask_cpu`].
 pub fn apply_token_candidates_cpu(
     logits: &mut [f32],
-    row_offsets: &[usize],
+    row_offsets: &[i32],
     candidates: &[i32],
     shape: ApplyShape,
     indices: Option<&[i32]>,
@@ -328,7 +305,7 @@ pub fn apply_token_candidates_cpu(
 pub fn apply_token_candidates_cpu_half(
     logits: &mut [u16],
     half: Half,
-    row_offsets: &[usize],
+    row_offsets: &[i32],
     candidates: &[i32],
     shape: ApplyShape,
     indices: Option<&[i32]>,
@@ -367,7 +344,8 @@ fn index_list(indices: Option<&[i32]>) -> (*const i32, usize) {
 struct Logits<'a> {
     data: *mut c_void,
     len: usize,
-    dtype: sys::treemask_dtype,
+    // A treemask_dtype value; the C functions take it as an int32_t.
+    dtype: i32,
     _borrow: PhantomData<&'a mut [u16]>,
 }
 
@@ -376,7 +354,7 @@ impl<'a> Logits<'a> {
         Logits {
             data: logits.as_mut_ptr().cast(),
             len: logits.len(),
-            dtype: sys::treemask_dtype_TREEMASK_F32,
+            dtype: sys::treemask_dtype_TREEMASK_F32 as i32,
             _borrow: PhantomData,
         }
     }
@@ -423,18 +401,18 @@ fn apply_bitmask(
 
 fn apply_candidates(
     logits: Logits<'_>,
-    row_offsets: &[usize],
+    row_offsets: &[i32],
     candidates: &[i32],
     shape: ApplyShape,
     indices: Option<&[i32]>,
 ) -> Result<()> {
     shape.check_logits(logits.len, indices)?;
-    shape.check_candidates(row_offsets, candidates.len())?;
+    shape.check_candidates(row_offsets)?;
     let (indices_ptr, n_indices) = index_list(indices);
     // Safety: logits is an exclusively borrowed slice of its dtype holding
-    // every row of shape; row_offsets has rows + 1 non-decreasing entries
-    // ending within candidates, so every candidate the library reads is in
-    // bounds; every index names a row; all checked above.
+    // every row of shape and every index names a row (checked above);
+    // row_offsets has rows + 1 entries and the library reads candidates only
+    // after checking every offset against n_candidates = candidates.len().
     check(unsafe {
         sys::treemask_apply_token_candidates_cpu(
             logits.data,
@@ -444,6 +422,7 @@ fn apply_candidates(
             shape.logits_width,
             row_offsets.as_ptr(),
             candidates.as_ptr(),
+            candidates.len(),
             shape.vocab_size,
             indices_ptr,
             n_indices,

@@ -75,7 +75,7 @@ fn apply_bitmask(
 fn apply_candidates(
     logits: &mut Logits,
     dtype: DType,
-    offsets: &[usize],
+    offsets: &[i32],
     candidates: &[i32],
     shape: ApplyShape,
     indices: Option<&[i32]>,
@@ -191,7 +191,7 @@ fn candidate_apply_equals_the_bitmask_of_the_same_sets() {
                         candidates.push(t as i32);
                         mask[r * words + t / 32] |= 1 << (t % 32);
                     }
-                    offsets.push(candidates.len());
+                    offsets.push(candidates.len() as i32);
                 }
                 let order = [2, 1];
                 let indices = rng.coin(2).then_some(&order[..]);
@@ -230,7 +230,7 @@ fn masking_with_matcher_rows_keeps_exactly_the_next_tokens() {
             let mut sparse = vec![1.0f32; vocab as usize];
             apply_token_candidates_cpu(
                 &mut sparse,
-                &[0, allowed.len()],
+                &[0, allowed.len() as i32],
                 &allowed,
                 ApplyShape::new(1, vocab),
                 None,
@@ -360,7 +360,7 @@ fn shapes_are_checked_before_the_library_touches_memory() {
     apply_token_bitmask_cpu(&mut logits, &mask, shape, Some(&[])).unwrap();
     assert_eq!(logits, vec![1.0; 64]);
 
-    let cases: [(&[usize], &[i32], ErrorKind, &str); 4] = [
+    let cases: [(&[i32], &[i32], ErrorKind, &str); 4] = [
         (
             &[0, 2],
             &[1, 2],
@@ -376,8 +376,8 @@ fn shapes_are_checked_before_the_library_touches_memory() {
         (
             &[0, 2, 4],
             &[1, 2, 3],
-            ErrorKind::BufferTooSmall,
-            "row_offsets[2] = 4 but candidates has 3 entries",
+            ErrorKind::OutOfRange,
+            "row_offsets[2] = 4 is out of range [0, n_candidates=3]",
         ),
         (
             &[0, 1, 3],

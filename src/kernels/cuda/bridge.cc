@@ -193,45 +193,6 @@ launch::Rows rows_view(const RowsArg &rows, size_t n_rows) {
                       : launch::Rows{nullptr, n_rows, n_rows};
 }
 
-// The trie arrays must hold together, so that the kernels can follow them
-// without any bounds check: node n's edges lie in [n, n_edges] (child ids
-// grow along every walk), tokens ascend within a node and lie in
-// [0, vocab_size), stop tokens ascend and lie in [0, vocab_size).
-Status check_trie_arrays(const TrieArrays &a) {
-  if (a.n_nodes == 0 || a.n_nodes > kMaxNodes) {
-    return error(Code::kCorruptFile, "trie has ", a.n_nodes, " nodes (expected 1 .. ", kMaxNodes,
-                 ")");
-  }
-  if (a.vocab_size <= 0) {
-    return error(Code::kCorruptFile, "trie has vocab_size ", a.vocab_size);
-  }
-  const uint64_t n_edges = a.n_edges();
-  for (uint64_t n = 0; n < a.n_nodes; ++n) {
-    const uint32_t begin = a.node_offsets[n];
-    const uint32_t end = a.node_offsets[n + 1];
-    if (begin > end || end > n_edges || begin < n) {
-      return error(Code::kCorruptFile, "trie arrays are inconsistent at node ", n, ": edges [",
-                   begin, ", ", end, ") of ", n_edges);
-    }
-    for (uint32_t e = begin; e < end; ++e) {
-      const int32_t t = a.edge_tokens[e];
-      if (t < 0 || t >= a.vocab_size || (e > begin && t <= a.edge_tokens[e - 1])) {
-        return error(Code::kCorruptFile, "trie arrays are inconsistent at node ", n, ": edge ", e,
-                     " has token ", t, " (tokens must ascend within [0, vocab_size=", a.vocab_size,
-                     "))");
-      }
-    }
-  }
-  for (uint32_t i = 0; i < a.n_stop_tokens; ++i) {
-    const int32_t t = a.stop_tokens[i];
-    if (t < 0 || t >= a.vocab_size || (i > 0 && t <= a.stop_tokens[i - 1])) {
-      return error(Code::kCorruptFile, "trie stop token ", i, " is ", t,
-                   " (stop tokens must ascend within [0, vocab_size=", a.vocab_size, "))");
-    }
-  }
-  return Status::Ok();
-}
-
 size_t align_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
 Status check_step(const StepArg &step, int device) {
@@ -282,7 +243,8 @@ Status apply_candidates(const LogitsArg &logits, const RowsArg &rows, const int3
 Result<DeviceTrie *> upload_trie(const Trie &trie, void *stream) {
   TM_ASSIGN_OR_RETURN(const int device, usable_device());
   const TrieArrays &a = trie.arrays();
-  TM_TRY(check_trie_arrays(a));
+  // The arrays hold together (every trie is validated when built or loaded,
+  // trie/validate.cc), so the kernels follow them without bounds checks.
   const size_t offsets_bytes = (a.n_nodes + 1) * sizeof(uint32_t);
   const size_t edges_bytes = a.n_edges() * sizeof(int32_t);
   const size_t terminal_bytes = a.terminal_words() * sizeof(uint64_t);

@@ -8,6 +8,7 @@
 #include "capi/events.h"
 #include "capi/shim.h"
 #include "core/log.h"
+#include "matcher/matcher.h"
 #include "trie/annotations.h"
 
 using treemask::Code;

@@ -7,6 +7,7 @@
 #include "batch/batch.h"
 #include "batch/state_array.h"
 #include "capi/shim.h"
+#include "matcher/matcher.h"
 
 using treemask::Batch;
 using treemask::Code;

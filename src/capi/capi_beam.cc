@@ -6,6 +6,7 @@
 #include "batch/beam_step.h"
 #include "capi/shim.h"
 #include "kernels/cpu/beam.h"
+#include "matcher/matcher.h"
 
 using treemask::BeamStepper;
 using treemask::Code;

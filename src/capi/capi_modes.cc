@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "capi/shim.h"
+#include "matcher/matcher.h"
 #include "rules/exclusion_set.h"
 
 using treemask::Code;

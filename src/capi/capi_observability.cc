@@ -5,6 +5,7 @@
 #include "capi/events.h"
 #include "capi/shim.h"
 #include "core/log.h"
+#include "matcher/matcher.h"
 
 using treemask::Status;
 using treemask::capi::guard;

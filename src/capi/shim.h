@@ -12,9 +12,15 @@
 #include <string_view>
 
 #include "core/status.h"
-#include "matcher/matcher.h"
 #include "treemask/treemask.h"
 #include "trie/trie.h"
+
+namespace treemask {
+// Forward declarations: the shim converts handles without needing the
+// matcher's definition, so only the files that call a matcher include it.
+class Matcher;
+struct ModeOptions;
+}  // namespace treemask
 
 namespace treemask::capi {
 

@@ -34,17 +34,17 @@ std::string list(const std::vector<T> &items) {
 }  // namespace
 
 std::string Matcher::debug_string() const {
-  const MatcherState &s = state_;
+  const MatcherState &s = state_.at;
   std::string out = cat("phase=", phase_name(s.phase));
   if (s.node != kStateFailed && s.phase != Phase::kThinking) {
     out += cat(" node=", s.node, " path=", list(path_to(*trie_, s.node)));
   }
   if (s.phase == Phase::kThinking) {
     out += cat(" think_tokens=", s.think_tokens, " end_matched=", s.step, "/",
-               modes_->think_end.size());
+               modes()->think_end.size());
   }
   if (s.phase == Phase::kSeparator) {
-    out += cat(" separator_matched=", s.step, "/", modes_->separator.size());
+    out += cat(" separator_matched=", s.step, "/", modes()->separator.size());
   }
   if (s.phase == Phase::kClosed || s.phase == Phase::kFailed) {
     out += cat(" rejected_token=", failed_token_);
@@ -53,9 +53,9 @@ std::string Matcher::debug_string() const {
              " accepted=", s.accepted);
   std::vector<int64_t> labels(produced_labels(nullptr, 0));
   produced_labels(labels.data(), labels.size());
-  if (!labels.empty() || (modes_ && modes_->multi_label())) out += " labels=" + list(labels);
-  if (budget_end_ >= 0) out += cat(" remaining_tokens=", remaining_tokens());
-  if (filter_) out += " label_filter=yes";
+  if (!labels.empty() || (modes() && modes()->multi_label())) out += " labels=" + list(labels);
+  if (state_.budget_end >= 0) out += cat(" remaining_tokens=", remaining_tokens());
+  if (modes_.filter()) out += " label_filter=yes";
   out += cat(" rollback_depth=", rollback_depth());
   return out;
 }

@@ -1,27 +1,34 @@
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include "matcher/matcher.h"
-#include "rules/policy.h"
 
 #include <algorithm>
 #include <cstring>
 
 #include "rules/mode_index.h"
+#include "rules/policy.h"
 
 namespace treemask {
+
+namespace {
+
+// A chain longer than this is a bug (chains consume labels or depth);
+// forced_tokens stops rather than loop.
+constexpr size_t kMaxForcedChain = size_t{1} << 26;
+
+}  // namespace
 
 Result<std::unique_ptr<Matcher>> Matcher::create(Ref<const Trie> trie, const MatcherOptions &opts,
                                                  const ModeOptions &modes) {
   if (!trie) return error(Code::kInvalidArgument, "trie is NULL");
-  const auto policy = static_cast<int32_t>(opts.failure_policy);
-  TM_TRY(check_failure_policy(policy));
+  TM_TRY(check_failure_policy(static_cast<int32_t>(opts.failure_policy)));
   if (opts.pad_token < -1 || opts.pad_token >= trie->vocab_size()) {
     return error(Code::kOutOfRange, "pad_token ", opts.pad_token,
                  " is out of range [-1, vocab_size=", trie->vocab_size(), ")");
   }
   TM_ASSIGN_OR_RETURN(std::shared_ptr<const ModeConfig> config, make_mode_config(*trie, modes));
-  std::unique_ptr<Matcher> m(new Matcher(std::move(trie), opts));
-  m->modes_ = std::move(config);
-  m->rules_ = plain_rules(*m->trie_, m->stop_tokens());
+  ModeRules rules(trie, std::move(config), nullptr, opts.terminate_without_stop_token);
+  std::unique_ptr<Matcher> m(new Matcher(std::move(trie), opts, std::move(rules)));
+  m->plain_rules_ = plain_rules(*m->trie_, m->stop_tokens());
   m->reset();
   m->counters_ = {};  // creation is not a reset
   m->fills_ = {};
@@ -29,7 +36,7 @@ Result<std::unique_ptr<Matcher>> Matcher::create(Ref<const Trie> trie, const Mat
 }
 
 Result<std::unique_ptr<Matcher>> Matcher::clone() const {
-  if (state_.phase == Phase::kFailed) return failed_state_error();
+  if (phase() == Phase::kFailed) return failed_state_error();
   std::unique_ptr<Matcher> copy(new Matcher(*this));
   copy->counters_ = {};  // each event is counted by one matcher only
   copy->fills_ = {};
@@ -41,6 +48,102 @@ Status Matcher::failed_state_error() const {
                " (STICKY_ERROR policy); only reset is allowed");
 }
 
+// ---- What a state allows (the current one, or a look-ahead copy) ----
+
+uint64_t Matcher::write_row(const ModeState &s, uint32_t *row,
+                            std::optional<int64_t> remaining) const {
+  const Trie &t = *trie_;
+  if (plain_ && !remaining) {
+    return write_allowed_row(t, plain_rules_, plain_state(s), row, t.row_words());
+  }
+  switch (s.at.phase) {
+    case Phase::kClosed:
+    case Phase::kTerminated:
+    case Phase::kFailed: {
+      std::memset(row, 0, t.row_words() * sizeof(uint32_t));
+      for (int32_t stop : stop_tokens()) set_bit(row, stop);
+      return stop_tokens().size();
+    }
+    default: return modes_.write_row(modes_.allowed(s, remaining ? remaining : s.remaining()), row);
+  }
+}
+
+size_t Matcher::list_allowed(const ModeState &s, int32_t *out, size_t cap) const {
+  if (s.at.phase == Phase::kFailed) return 0;  // fill writes the stop tokens
+  if (plain_) {
+    return treemask::list_allowed(plain_rules_.allowed(plain_state(s)), plain_rules_, out, cap);
+  }
+  if (s.at.phase == Phase::kClosed || s.at.phase == Phase::kTerminated) {
+    const auto stops = stop_tokens();
+    std::copy_n(stops.begin(), std::min(cap, stops.size()), out);
+    return stops.size();
+  }
+  return modes_.list(modes_.allowed(s, s.remaining()), out, cap);
+}
+
+bool Matcher::can_terminate(const ModeState &s) const {
+  switch (s.at.phase) {
+    case Phase::kClosed: return true;
+    case Phase::kActive:
+      if (plain_) return plain_rules_.allowed(s.at.node).stops;
+      [[fallthrough]];
+    case Phase::kThinking:
+    case Phase::kSeparator: return ModeRules::can_end(modes_.allowed(s, s.remaining()));
+    default: return false;
+  }
+}
+
+std::optional<int32_t> Matcher::sole_forced_token(const ModeState &s) const {
+  switch (s.at.phase) {
+    case Phase::kActive:
+      if (plain_) {
+        const Allowed a = plain_rules_.allowed(s.at.node);
+        if (a.stops || a.n_children != 1) return std::nullopt;
+        return a.children[0];
+      }
+      [[fallthrough]];
+    case Phase::kThinking:
+    case Phase::kSeparator: return modes_.sole_token(modes_.allowed(s, s.remaining()));
+    default: return std::nullopt;
+  }
+}
+
+bool Matcher::step_plain(MatcherState &at, int32_t token) const {
+  const uint32_t next = plain_rules_.step_node(at.node, token);
+  if (next == kStateFailed) return false;
+  ++at.accepted;
+  if (next == kStateTerminated ||
+      (opts_.terminate_without_stop_token && trie_->children(next).count == 0)) {
+    at.phase = Phase::kTerminated;
+  }
+  if (next != kStateTerminated) at.node = next;
+  return true;
+}
+
+Result<Matcher::Step> Matcher::step(ModeState &s, int32_t token) const {
+  switch (s.at.phase) {
+    case Phase::kFailed: return Step::kRejected;
+    case Phase::kTerminated:
+      // Stop and pad tokens keep a finished sequence finished.
+      return is_stop_token(token) || (opts_.pad_token >= 0 && token == opts_.pad_token)
+                 ? Step::kUnchanged
+                 : Step::kRejected;
+    case Phase::kClosed:
+      if (!is_stop_token(token)) return Step::kRejected;
+      ++s.at.accepted;
+      s.at.node = kStateFailed;
+      s.at.phase = Phase::kTerminated;
+      return Step::kAccepted;
+    default: break;
+  }
+  if (plain_) return step_plain(s.at, token) ? Step::kAccepted : Step::kRejected;
+  TM_ASSIGN_OR_RETURN(const bool accepted,
+                      modes_.advance(s, modes_.allowed(s, s.remaining()), token));
+  return accepted ? Step::kAccepted : Step::kRejected;
+}
+
+// ---- Lifecycle, history, policy, counters ----
+
 Status Matcher::fill(uint32_t *row, size_t bitmask_row_words, bool *need_apply,
                      const FillOptions &fo) const {
   const Trie &t = *trie_;
@@ -50,56 +153,56 @@ Status Matcher::fill(uint32_t *row, size_t bitmask_row_words, bool *need_apply,
                  t.vocab_size(), " needs ", words);
   }
   count_fill();
-  if (!plain() || fo.remaining_tokens) return fill_modes(row, bitmask_row_words, need_apply, fo);
-  const uint64_t allowed = write_allowed_row(t, rules(), plain_state(), row, bitmask_row_words);
+  std::optional<int64_t> remaining;
+  if (fo.remaining_tokens) remaining = std::max<int64_t>(0, *fo.remaining_tokens);
+  const uint64_t allowed = write_row(state_, row, remaining);
+  if (bitmask_row_words > words) {
+    std::memset(row + words, 0, (bitmask_row_words - words) * sizeof(uint32_t));
+  }
+  // Stop tokens are never children, so `allowed` counts distinct tokens.
   if (need_apply) *need_apply = allowed != static_cast<uint64_t>(t.vocab_size());
-  if (state_.phase == Phase::kFailed) return failed_state_error();
+  if (phase() == Phase::kFailed) return failed_state_error();
   return Status::Ok();
 }
 
-void Matcher::finish_fill(uint32_t *row, size_t bitmask_row_words, bool *need_apply,
-                          uint64_t allowed) const {
-  const size_t words = trie_->row_words();
-  if (bitmask_row_words > words)
-    std::memset(row + words, 0, (bitmask_row_words - words) * sizeof(uint32_t));
-  // Stop tokens are never children, so `allowed` counts distinct tokens.
-  if (need_apply) *need_apply = allowed != static_cast<uint64_t>(trie_->vocab_size());
-}
-
 Status Matcher::accept(int32_t token, bool *accepted, std::string *why, bool apply_policy) {
-  const Trie &t = *trie_;
-  switch (state_.phase) {
-    case Phase::kFailed: *accepted = false; return failed_state_error();
-    case Phase::kTerminated:
-      *accepted = is_stop_token(token) || (opts_.pad_token >= 0 && token == opts_.pad_token);
-      if (!*accepted && why) *why = describe_rejection(token);
-      if (!*accepted && apply_policy) ++counters_.rejected_tokens;
+  *accepted = false;
+  if (phase() == Phase::kFailed) return failed_state_error();
+  const MatcherState before = state_.at;
+  if (plain_ && before.phase == Phase::kActive) {
+    // The plain rule's fast path: the state is a node, stepped in place.
+    if (!step_plain(state_.at, token)) {
+      reject(token, accepted, why, apply_policy);
       return Status::Ok();
-    case Phase::kClosed:
-      if (is_stop_token(token)) {
-        push_state();
-        state_.node = kStateFailed;
-        state_.phase = Phase::kTerminated;
-        *accepted = true;
-      } else {
-        reject(token, accepted, why, apply_policy);
-      }
-      return Status::Ok();
-    default: break;
-  }
-  if (!plain()) return accept_modes(token, accepted, why, apply_policy);
-  const uint32_t next = rules().step_node(state_.node, token);
-  if (next == kStateFailed) {
-    reject(token, accepted, why, apply_policy);
+    }
+    history_.push(before);
+    ++counters_.accepted_tokens;
+    *accepted = true;
     return Status::Ok();
   }
-  push_state();
-  if (next == kStateTerminated ||
-      (opts_.terminate_without_stop_token && t.children(next).count == 0)) {
-    state_.phase = Phase::kTerminated;
+  // Stepped in place through a moved-out value: a rejection leaves it as it
+  // was, and the labels it shares with nobody are updated without a copy.
+  ModeState next = std::move(state_);
+  Result<Step> r = step(next, token);
+  state_ = std::move(next);
+  TM_TRY(r.status());
+  switch (r.value()) {
+    case Step::kRejected:
+      if (before.phase == Phase::kTerminated) {
+        // After the end a rejection is counted, never a failure.
+        if (why) *why = describe_rejection(token);
+        if (apply_policy) ++counters_.rejected_tokens;
+        break;
+      }
+      reject(token, accepted, why, apply_policy);
+      break;
+    case Step::kUnchanged: *accepted = true; break;
+    case Step::kAccepted:
+      history_.push(before);
+      ++counters_.accepted_tokens;
+      *accepted = true;
+      break;
   }
-  if (next != kStateTerminated) state_.node = next;
-  *accepted = true;
   return Status::Ok();
 }
 
@@ -109,11 +212,11 @@ void Matcher::reject(int32_t token, bool *accepted, std::string *why, bool apply
   if (!apply_policy) return;  // a draft miss, not a failure
   ++counters_.rejected_tokens;
   if (opts_.failure_policy == FailurePolicy::kReject) return;
-  if (state_.phase != Phase::kClosed) {
+  if (phase() != Phase::kClosed) {
     failed_token_ = token;  // the first rejection is the cause
     ++counters_.fail_closed;
   }
-  state_.phase =
+  state_.at.phase =
       opts_.failure_policy == FailurePolicy::kFailClosed ? Phase::kClosed : Phase::kFailed;
 }
 
@@ -123,7 +226,7 @@ std::string Matcher::describe_rejection(int32_t token) const {
   if (token < 0 || token >= t.vocab_size()) {
     msg += cat("out of range [0, vocab_size=", t.vocab_size(), "); ");
   }
-  switch (state_.phase) {
+  switch (phase()) {
     case Phase::kTerminated:
       msg += "the sequence has terminated; only stop tokens";
       if (opts_.pad_token >= 0) msg += cat(" and pad token ", opts_.pad_token);
@@ -133,24 +236,28 @@ std::string Matcher::describe_rejection(int32_t token) const {
                        " (FAIL_CLOSED); only stop tokens are accepted");
     case Phase::kFailed: return msg + "the matcher is in the failed state";
     case Phase::kThinking:
-    case Phase::kSeparator: return msg + describe_mode_rejection(token);
+    case Phase::kSeparator:
+      return msg +
+             modes_.describe_rejection(state_, modes_.allowed(state_, state_.remaining()), token);
     case Phase::kActive: break;
   }
   int32_t allowed[9];
   const size_t n = next_tokens(allowed, 9);
-  msg += cat("not allowed at trie node ", state_.node, "; ", n, " allowed");
+  msg += cat("not allowed at trie node ", state_.at.node, "; ", n, " allowed");
   if (n > 0) {
     msg += " (";
     for (size_t i = 0; i < std::min<size_t>(n, 8); ++i) msg += cat(i ? ", " : "", allowed[i]);
     msg += n > 8 ? ", ...)" : ")";
   }
-  if (!plain()) msg += describe_mode_rejection(token);
+  if (!plain_) {
+    msg += modes_.describe_rejection(state_, modes_.allowed(state_, state_.remaining()), token);
+  }
   return msg;
 }
 
 Status Matcher::rollback(size_t n_tokens) {
-  if (state_.phase == Phase::kFailed) return failed_state_error();
-  if (state_.phase == Phase::kClosed) {
+  if (phase() == Phase::kFailed) return failed_state_error();
+  if (phase() == Phase::kClosed) {
     return error(Code::kInvalidState,
                  "cannot roll back a closed matcher (FAIL_CLOSED after "
                  "rejecting token ",
@@ -163,75 +270,94 @@ Status Matcher::rollback(size_t n_tokens) {
                  " can be undone (history holds ", history_.size(),
                  ", max_rollback_tokens = ", opts_.max_rollback_tokens, ")");
   }
-  state_ = history_.from_top(n_tokens);
+  state_.at = history_.from_top(n_tokens);
   history_.pop(n_tokens);
   counters_.rolled_back_tokens += n_tokens;
-  return sync_used_labels();
+  return modes_.sync_used_labels(state_);
 }
 
 void Matcher::reset() {
-  state_ = initial_state();
+  state_ = modes_.initial();
   history_.clear();
   failed_token_ = -1;
-  used_.reset();
-  budget_end_ = modes_ ? modes_->max_new_tokens : -1;
-  update_plain();
+  choose_rules();
   ++counters_.resets;
 }
 
-void Matcher::push_state() {
-  history_.push(state_);
-  ++state_.accepted;
-  ++counters_.accepted_tokens;
-}
-
-bool Matcher::is_stop_token(int32_t token) const {
-  if (!modes_ || modes_->stops.empty()) return trie_->is_stop_token(token);
-  return std::binary_search(modes_->stops.begin(), modes_->stops.end(), token);
-}
-
 size_t Matcher::rollback_depth() const {
-  if (state_.phase == Phase::kClosed || state_.phase == Phase::kFailed) return 0;
+  if (phase() == Phase::kClosed || phase() == Phase::kFailed) return 0;
   const size_t n = history_.size();
   return opts_.max_rollback_tokens == 0 ? n : std::min(n, opts_.max_rollback_tokens);
 }
 
-bool Matcher::can_terminate() const {
-  if (state_.phase == Phase::kClosed) return true;
-  if (!plain()) return can_terminate_modes();
-  return state_.phase == Phase::kActive && rules().allowed(state_.node).stops;
-}
-
-size_t Matcher::next_tokens(int32_t *out, size_t cap) const {
-  if (!plain()) return next_tokens_modes(out, cap);
-  if (state_.phase == Phase::kFailed) return 0;  // fill writes the stop tokens
-  const PlainRules &r = rules();
-  return list_allowed(r.allowed(plain_state()), r, out, cap);
-}
-
 bool Matcher::allowed_lists(std::span<const int32_t> &first,
                             std::span<const int32_t> &second) const {
-  if (!plain() || state_.phase == Phase::kFailed) return false;
-  const PlainRules &r = rules();
-  const Allowed a = r.allowed(plain_state());
+  if (!plain_ || phase() == Phase::kFailed) return false;
+  const Allowed a = plain_rules_.allowed(plain_state());
   first = children_of(a);
-  second = stops_of(a, r);
+  second = stops_of(a, plain_rules_);
   return true;
 }
 
 size_t Matcher::forced_tokens(int32_t *out, size_t cap) const {
-  if (!plain()) return forced_tokens_modes(out, cap);
-  if (state_.phase != Phase::kActive) return 0;
-  return forced_chain(rules(), state_.node, out, cap);
+  if (plain_) {
+    return phase() == Phase::kActive ? forced_chain(plain_rules_, state_.at.node, out, cap) : 0;
+  }
+  ModeState scout = state_;  // a look-ahead copy of the value
+  size_t n = 0;
+  while (n < kMaxForcedChain) {
+    const std::optional<int32_t> token = sole_forced_token(scout);
+    if (!token) break;
+    if (n < cap) out[n] = *token;
+    ++n;
+    const Result<Step> r = step(scout, *token);
+    if (!r.ok() || r.value() != Step::kAccepted || scout.at.phase == Phase::kTerminated) break;
+  }
+  return n;
 }
 
 size_t Matcher::label_ids(int64_t *out, size_t cap) const {
-  const bool has_node = state_.phase == Phase::kActive ||
-                        (state_.phase == Phase::kTerminated && state_.node != kStateFailed);
+  const MatcherState &s = state_.at;
+  const bool has_node =
+      s.phase == Phase::kActive || (s.phase == Phase::kTerminated && s.node != kStateFailed);
   if (!has_node) return 0;
-  const std::span<const int64_t> labels = trie_->labels(state_.node);
+  const std::span<const int64_t> labels = trie_->labels(s.node);
   std::copy_n(labels.begin(), std::min(cap, labels.size()), out);
   return labels.size();
+}
+
+Status Matcher::set_label_filter(const ExclusionSet *shared, std::span<const int64_t> banned,
+                                 const std::vector<int64_t> *allowed) {
+  if (state_.at.accepted != 0 || phase() != modes_.initial().at.phase) {
+    return error(Code::kInvalidState,
+                 "the label filter can only be set before the first accepted token (after "
+                 "create or reset); this matcher has accepted ",
+                 state_.at.accepted);
+  }
+  const bool leaves_only = modes() && modes()->leaves_only;
+  TM_ASSIGN_OR_RETURN(std::shared_ptr<const LabelFilter> filter,
+                      make_label_filter(*trie_, leaves_only, shared, banned, allowed));
+  if (filter) {
+    const LabelView view(*trie_, node_stats(*trie_, leaves_only), filter.get());
+    if (view.info(0).ends == 0) {
+      return error(Code::kInvalidArgument,
+                   "the label filter leaves no label available: every end is banned",
+                   allowed ? " or outside the allowed subset" : "");
+    }
+  }
+  modes_ = modes_.with_filter(std::move(filter));
+  choose_rules();
+  return Status::Ok();
+}
+
+Status Matcher::set_remaining_tokens(int64_t remaining) {
+  if (remaining < -1) {
+    return error(Code::kInvalidArgument, "remaining_tokens = ", remaining,
+                 " (expected -1 = no budget, or >= 0)");
+  }
+  state_.budget_end = remaining < 0 ? -1 : static_cast<int64_t>(state_.at.accepted) + remaining;
+  choose_rules();
+  return Status::Ok();
 }
 
 }  // namespace treemask

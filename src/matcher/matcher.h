@@ -1,11 +1,13 @@
 // A matcher follows one sequence through a trie. See treemask.h, section 5,
 // for the contract; this class implements it, the C shim only converts.
 //
-// A matcher without decoding modes takes the plain paths of matcher.cc. The
-// modes' rules (labels, leaves-only, think, length budget, label filters)
-// live in src/rules; their matcher paths in matcher_modes.cc, speculative.cc
-// and debug_string.cc. The batch (src/batch) drives every kind of matcher
-// only through fill, next_tokens, accept, rollback and clone.
+// The matcher keeps the lifecycle (create, clone, reset), the rollback
+// history, the failure policy and the counters. What is allowed and where a
+// token leads come from the rules (src/rules): the plain rule where it
+// suffices (no mode changes a step: its fast paths), the mode rules
+// otherwise. Both are chosen once per configuration (create, label filter,
+// budget), not per call. Look-ahead (forced chains, drafts) steps copies of
+// the state, a value (ModeState), never copies of the matcher.
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #pragma once
@@ -24,6 +26,7 @@
 #include "matcher/history.h"
 #include "rules/exclusion_set.h"
 #include "rules/label_view.h"
+#include "rules/mode_rules.h"
 #include "rules/modes.h"
 #include "rules/rules.h"
 #include "trie/trie.h"
@@ -32,32 +35,11 @@ namespace treemask {
 
 enum class FailurePolicy : int32_t { kReject = 0, kFailClosed = 1, kStickyError = 2 };
 
-enum class Phase : uint8_t {
-  kActive,      // at `node`
-  kClosed,      // FAIL_CLOSED after a rejection: only stop tokens allowed
-  kTerminated,  // ended; `node` is where it ended, or kStateFailed if it ended from kClosed
-  kFailed,      // STICKY_ERROR after a rejection: everything fails until reset
-  kThinking,    // think mode; `step` = tokens of the end sequence matched so far
-  kSeparator,   // multi-label; `step` = separator tokens accepted so far (>= 1)
-};
-
 struct MatcherOptions {
   FailurePolicy failure_policy = FailurePolicy::kReject;
   bool terminate_without_stop_token = false;
   size_t max_rollback_tokens = 0;  // 0 = unlimited
   int32_t pad_token = -1;
-};
-
-// Everything that rollback restores. Kept small and trivially copyable: one
-// is pushed per accepted token. Mode state that does not fit (the labels a
-// multi-label matcher has used) is re-derived from `labels` on rollback.
-struct MatcherState {
-  uint32_t node = 0;
-  Phase phase = Phase::kActive;
-  uint32_t step = 0;
-  uint32_t labels = 0;        // labels produced so far (multi-label)
-  uint64_t think_tokens = 0;  // tokens accepted since thinking began
-  uint64_t accepted = 0;      // state-changing accepts since the start (length budget)
 };
 
 // What a matcher did, for metrics (treemask_matcher_counters). Counts only
@@ -82,7 +64,7 @@ class Matcher {
   static Result<std::unique_ptr<Matcher>> create(Ref<const Trie> trie, const MatcherOptions &opts,
                                                  const ModeOptions &modes = {});
 
-  // Copy of this matcher sharing the history (and any mode state)
+  // Copy of this matcher sharing the history (and the produced labels)
   // copy-on-write.
   Result<std::unique_ptr<Matcher>> clone() const;
 
@@ -98,26 +80,25 @@ class Matcher {
   Status rollback(size_t n_tokens);
   void reset();
 
-  bool is_terminated() const { return state_.phase == Phase::kTerminated; }
-  bool is_thinking() const { return state_.phase == Phase::kThinking; }
-  bool can_terminate() const;
-  size_t next_tokens(int32_t *out, size_t cap) const;
+  bool is_terminated() const { return phase() == Phase::kTerminated; }
+  bool is_thinking() const { return phase() == Phase::kThinking; }
+  bool can_terminate() const { return can_terminate(state_); }
+  size_t next_tokens(int32_t *out, size_t cap) const { return list_allowed(state_, out, cap); }
   size_t forced_tokens(int32_t *out, size_t cap) const;
   size_t label_ids(int64_t *out, size_t cap) const;
   size_t rollback_depth() const;
 
   // The stop tokens this matcher uses: the override, or the trie's.
-  std::span<const int32_t> stop_tokens() const {
-    return modes_ && !modes_->stops.empty() ? std::span<const int32_t>(modes_->stops)
-                                            : trie_->stop_tokens();
-  }
-  bool is_stop_token(int32_t token) const;
+  std::span<const int32_t> stop_tokens() const { return modes_.stops(); }
+  bool is_stop_token(int32_t token) const { return modes_.is_stop(token); }
 
-  // ---- Decoding modes (matcher_modes.cc, speculative.cc, debug_string.cc) ----
+  // ---- Decoding modes ----
 
   // The labels produced so far, in order (multi-label: each completed label;
   // otherwise the labels of the node the sequence ended at).
-  size_t produced_labels(int64_t *out, size_t cap) const;
+  size_t produced_labels(int64_t *out, size_t cap) const {
+    return modes_.produced_labels(state_, out, cap);
+  }
   // Exclusions for this matcher; allowed only before the first accept.
   Status set_label_filter(const ExclusionSet *shared, std::span<const int64_t> banned,
                           const std::vector<int64_t> *allowed);
@@ -125,7 +106,10 @@ class Matcher {
   // -1: no budget.
   Status set_remaining_tokens(int64_t remaining);
   // -1 when there is no budget.
-  int64_t remaining_tokens() const;
+  int64_t remaining_tokens() const {
+    const auto r = state_.remaining();
+    return r ? std::max<int64_t>(0, *r) : -1;
+  }
   // Accepts tokens in order until one is rejected (no failure policy) or
   // the sequence terminates; *n_accepted counts the state-changing accepts.
   Status accept_tokens(std::span<const int32_t> tokens, size_t *n_accepted, std::string *why);
@@ -150,132 +134,74 @@ class Matcher {
 
   const Trie &trie() const { return *trie_; }
   const Ref<const Trie> &trie_ref() const { return trie_; }
-  const MatcherState &state() const { return state_; }
+  const MatcherState &state() const { return state_.at; }
   const MatcherOptions &options() const { return opts_; }
-  const ModeConfig *modes() const { return modes_.get(); }
+  const ModeConfig *modes() const { return modes_.modes(); }
   // The allowed set as two disjoint ascending lists (the node's children and
   // the stop tokens, either may be empty), without copying. Only for a
-  // matcher with plain steps outside the failed state; false otherwise
+  // matcher on the plain rule outside the failed state; false otherwise
   // (then use next_tokens). The lists stay valid until the next mutation.
   bool allowed_lists(std::span<const int32_t> &first, std::span<const int32_t> &second) const;
   // True when the state-array form (a bare node id) reproduces this matcher
-  // exactly: no mode changes its steps and the trie's stop tokens apply.
-  bool has_plain_steps() const { return plain() && !(modes_ && !modes_->stops.empty()); }
+  // exactly: the plain rule with the trie's stop tokens.
+  bool has_plain_steps() const { return plain_ && !(modes() && !modes()->stops.empty()); }
 
   // The plain rule with this matcher's stop tokens (fixed at creation).
-  const PlainRules &rules() const { return rules_; }
+  const PlainRules &rules() const { return plain_rules_; }
   // The state of the plain rule: the node while active; closed, terminated
   // and failed matchers allow only the stop tokens, as a reserved state does.
-  uint32_t plain_state() const {
-    return state_.phase == Phase::kActive ? state_.node : kStateTerminated;
-  }
+  uint32_t plain_state() const { return plain_state(state_); }
 
   // The error a call returns in the STICKY_ERROR failed state.
   Status failed_state_error() const;
 
  private:
-  // The labels a multi-label matcher has produced: which terminal nodes, in
-  // order, and the ends they block. Shared between clones until one of them
-  // changes it.
-  struct UsedLabels {
-    Delta delta;
-    std::vector<uint32_t> produced;
+  Matcher(Ref<const Trie> trie, const MatcherOptions &opts, ModeRules modes)
+      : trie_(std::move(trie)),
+        opts_(opts),
+        modes_(std::move(modes)),
+        history_(opts.max_rollback_tokens) {}
+
+  Phase phase() const { return state_.at.phase; }
+  static uint32_t plain_state(const ModeState &s) {
+    return s.at.phase == Phase::kActive ? s.at.node : kStateTerminated;
+  }
+  // Chooses the rule (plain_) for the current configuration.
+  void choose_rules() { plain_ = modes_.plain_suffices(state_); }
+
+  // The questions every state answers, for the current state and for
+  // look-ahead copies alike. remaining: the budget of this fill (none: the
+  // state's own).
+  uint64_t write_row(const ModeState &s, uint32_t *row, std::optional<int64_t> remaining) const;
+  size_t list_allowed(const ModeState &s, int32_t *out, size_t cap) const;
+  bool can_terminate(const ModeState &s) const;
+  std::optional<int32_t> sole_forced_token(const ModeState &s) const;
+  // Steps s by token (lifecycle phases, then the rule). No history, policy
+  // or counters: accept() adds those.
+  enum class Step : uint8_t {
+    kRejected,   // s unchanged
+    kAccepted,   // s moved on (counted in at.accepted)
+    kUnchanged,  // accepted without a change (a stop or pad token after the end)
   };
+  Result<Step> step(ModeState &s, int32_t token) const;
+  // The plain rule's step of an active state: true when accepted.
+  bool step_plain(MatcherState &at, int32_t token) const;
 
-  // What the label phase allows at the current node.
-  struct LabelStep {
-    Children children;
-    bool all_children = true;  // no child is filtered out
-    // Children are filtered out only for having no available end (no budget
-    // binds, no allow-subset): the dead ones can be listed without a scan.
-    bool dead_children_only = false;
-    std::optional<LabelView> view;
-    int64_t child_dist_limit = INT64_MAX;  // a child needs dist <= this
-    bool stop = false;
-    bool separator = false;
-    bool think_begin = false;
-
-    bool allows(NodeInfo child) const {
-      return child.ends > 0 && int64_t{child.dist} <= child_dist_limit;
-    }
-    bool child_allowed(uint32_t index) const {
-      return all_children || allows(view->info(children.first_child + index));
-    }
-    // Indices of the children that are not allowed, ascending; only when
-    // dead_children_only.
-    std::vector<uint32_t> dead_children() const {
-      std::vector<uint32_t> dead;
-      view->for_each_dead_child(children, [&](uint32_t k) { dead.push_back(k); });
-      std::sort(dead.begin(), dead.end());
-      dead.erase(std::unique(dead.begin(), dead.end()), dead.end());
-      return dead;
-    }
-    // Calls f(index) for each allowed child in order while f returns true.
-    template <class F>
-    void for_each_allowed_child(F &&f) const {
-      if (all_children) {
-        for (uint32_t i = 0; i < children.count; ++i) {
-          if (!f(i)) return;
-        }
-        return;
-      }
-      view->for_each_child(children,
-                           [&](uint32_t i, NodeInfo info) { return !allows(info) || f(i); });
-    }
-  };
-
-  Matcher(Ref<const Trie> trie, const MatcherOptions &opts)
-      : trie_(std::move(trie)), opts_(opts), history_(opts.max_rollback_tokens) {}
-
-  // Plain paths (matcher.cc).
   Status accept(int32_t token, bool *accepted, std::string *why, bool apply_policy);
   std::string describe_rejection(int32_t token) const;
   void reject(int32_t token, bool *accepted, std::string *why, bool apply_policy);
-  void finish_fill(uint32_t *row, size_t bitmask_row_words, bool *need_apply,
-                   uint64_t allowed) const;
-  // Pushes the current state for rollback and counts the accept.
-  void push_state();
-
-  // Mode paths (matcher_modes.cc).
-  bool plain() const { return !mode_steps_; }
-  void update_plain();
-  MatcherState initial_state() const;
-  std::optional<int64_t> budget(const FillOptions &fo) const;
-  const NodeStats *stats_if_needed(bool with_budget) const;
-  LabelStep label_step(std::optional<int64_t> remaining) const;
-  bool think_forcing(std::optional<int64_t> remaining) const;
-  Status fill_modes(uint32_t *row, size_t bitmask_row_words, bool *need_apply,
-                    const FillOptions &fo) const;
-  Status accept_modes(int32_t token, bool *accepted, std::string *why, bool apply_policy);
-  Status accept_in_label_phase(int32_t token, bool *accepted, std::string *why, bool apply_policy);
-  Status after_accept();
-  Status produce_label(uint32_t terminal);
-  // After rollback: un-produce the labels the restored state had not produced.
-  Status sync_used_labels();
-  UsedLabels &used_for_write();
-  LabelView filter_view(const NodeStats &stats) const;
-  size_t next_tokens_modes(int32_t *out, size_t cap) const;
-  std::optional<int32_t> sole_forced_token() const;
-  size_t forced_tokens_modes(int32_t *out, size_t cap) const;
-  bool can_terminate_modes() const;
-  std::string describe_mode_rejection(int32_t token) const;
-  // A copy without history, for look-ahead (forced chains, drafts).
-  Matcher fork() const;
 
   Ref<const Trie> trie_;
   MatcherOptions opts_;
-  PlainRules rules_{};
-  std::shared_ptr<const ModeConfig> modes_;
-  std::shared_ptr<const LabelFilter> filter_;
-  std::shared_ptr<UsedLabels> used_;  // null until a label is produced
-  int64_t budget_end_ = -1;           // state_.accepted at which the budget runs out; -1 none
-  bool mode_steps_ = false;           // fill/accept take the mode paths
-  MatcherState state_;
+  ModeRules modes_;
+  PlainRules plain_rules_{};
+  bool plain_ = true;  // the plain rule gives every answer (choose_rules)
+  ModeState state_;
   History<MatcherState> history_;
   int32_t failed_token_ = -1;  // the token whose rejection entered kClosed / kFailed
   MatcherCounters counters_;   // all but fills, which const calls count
   // A relaxed atomic count that copies as a value (a matcher is copied by
-  // clone and look-ahead).
+  // clone).
   struct FillCount {
     mutable std::atomic<uint64_t> n{0};
     FillCount() = default;

@@ -15,7 +15,7 @@ namespace treemask {
 Status Matcher::accept_tokens(std::span<const int32_t> tokens, size_t *n_accepted,
                               std::string *why) {
   *n_accepted = 0;
-  if (state_.phase == Phase::kFailed) return failed_state_error();
+  if (phase() == Phase::kFailed) return failed_state_error();
   for (int32_t token : tokens) {
     // Later tokens could only be stop or pad tokens that change nothing;
     // stopping here keeps *n_accepted equal to the accepts rollback can undo.
@@ -35,7 +35,7 @@ Status Matcher::fill_draft(std::span<const int32_t> tokens, const int32_t *paren
     return error(Code::kBufferTooSmall, "bitmask_row_words is ", bitmask_row_words, ", vocab_size ",
                  trie_->vocab_size(), " needs ", words);
   }
-  if (state_.phase == Phase::kFailed) return failed_state_error();
+  if (phase() == Phase::kFailed) return failed_state_error();
   const size_t n = tokens.size();
   for (size_t i = 0; parents && i < n; ++i) {
     if (parents[i] < -1 || parents[i] >= static_cast<int64_t>(i)) {
@@ -43,21 +43,25 @@ Status Matcher::fill_draft(std::span<const int32_t> tokens, const int32_t *paren
                    "; a draft node's parent must be -1 (the current state) or an earlier node");
     }
   }
-  // states[k]: the state of row k, or empty when row k cannot be reached.
-  std::vector<std::optional<Matcher>> states(n + 1);
-  states[0].emplace(fork());
-  TM_TRY(states[0]->fill(rows, bitmask_row_words, nullptr));
+  // states[k]: the state of row k (a copy of the value, stepped), or empty
+  // when row k cannot be reached.
+  auto write = [&](const ModeState &s, uint32_t *row) {
+    write_row(s, row, std::nullopt);
+    std::memset(row + words, 0, (bitmask_row_words - words) * sizeof(uint32_t));
+  };
+  std::vector<std::optional<ModeState>> states(n + 1);
+  states[0].emplace(state_);
+  write(*states[0], rows);
   size_t valid = 1;
   for (size_t i = 0; i < n; ++i) {
     const size_t from = parents ? static_cast<size_t>(parents[i] + 1) : i;
     uint32_t *row = rows + (i + 1) * bitmask_row_words;
     std::memset(row, 0, bitmask_row_words * sizeof(uint32_t));
     if (!states[from]) continue;
-    Matcher next = states[from]->fork();
-    bool accepted = false;
-    TM_TRY(next.accept(tokens[i], &accepted, nullptr, false));
-    if (!accepted) continue;
-    TM_TRY(next.fill(row, bitmask_row_words, nullptr));
+    ModeState next = *states[from];
+    TM_ASSIGN_OR_RETURN(const Step r, step(next, tokens[i]));
+    if (r == Step::kRejected) continue;
+    write(next, row);
     ++valid;
     states[i + 1].emplace(std::move(next));
     // A chain never looks back: keep only the newest state.
@@ -69,7 +73,7 @@ Status Matcher::fill_draft(std::span<const int32_t> tokens, const int32_t *paren
 
 Status Matcher::accept_forced(int32_t *out, size_t cap, size_t *n_accepted) {
   *n_accepted = 0;
-  if (state_.phase == Phase::kFailed) return failed_state_error();
+  if (phase() == Phase::kFailed) return failed_state_error();
   std::vector<int32_t> chain(forced_tokens(nullptr, 0));
   forced_tokens(chain.data(), chain.size());
   for (int32_t token : chain) {

@@ -11,6 +11,7 @@
 #include "common/test_util.h"
 #include "matcher/matcher.h"
 #include "rules/mode_index.h"
+#include "rules/mode_rules.h"
 
 namespace treemask {
 namespace {
@@ -52,6 +53,87 @@ void take(Matcher &m, const V &tokens) {
     ASSERT_TRUE(m.accept(t, &ok, &why).ok());
     ASSERT_TRUE(ok) << why;
   }
+}
+
+bool same_state(const ModeState &a, const ModeState &b) {
+  return a.at.node == b.at.node && a.at.phase == b.at.phase && a.at.step == b.at.step &&
+         a.at.labels == b.at.labels && a.at.think_tokens == b.at.think_tokens &&
+         a.at.accepted == b.at.accepted && a.used == b.used && a.budget_end == b.budget_end;
+}
+
+TEST(ModeRules, AllowedAndAdvanceAgreeOnRandomWalks) {
+  // Multi-label, leaves-only, think mode and a budget over a random trie:
+  // at every state the row, the list, the sole token and can_end describe
+  // one set; every listed token advances a copy of the state and every
+  // other token leaves it exactly as it was; stepping a copy never changes
+  // the original (its produced labels included: copy-on-write).
+  std::mt19937 rng(11);
+  std::vector<V> paths;
+  for (int i = 0; i < 60; ++i) {
+    V p;
+    const int len = 1 + static_cast<int>(rng() % 4);
+    for (int j = 0; j < len; ++j) p.push_back(3 + static_cast<int32_t>(rng() % 6));
+    paths.push_back(p);
+  }
+  const int32_t vocab = 16;
+  Ref<const Trie> trie = build(paths, vocab, false);
+  size_t steps = 0, phases_seen = 0;
+  for (int config = 0; config < 4; ++config) {
+    ModeOptions o;
+    o.label_separator = {12, 11};
+    o.max_labels = 3;
+    o.leaves_only = config % 2 == 1;
+    if (config >= 2) {
+      o.think_end_tokens = {13, 14};
+      o.think_begin_token = 15;
+      o.max_thinking_tokens = 3;
+      o.max_new_tokens = 14;
+    }
+    auto cfg = make_mode_config(*trie, o);
+    ASSERT_TRUE(cfg.ok()) << cfg.status().message();
+    const ModeRules rules(trie, cfg.value(), nullptr, config == 1);
+    for (int walk = 0; walk < 40; ++walk) {
+      ModeState s = rules.initial();
+      for (int depth = 0; depth < 30; ++depth) {
+        if (s.at.phase == Phase::kTerminated) break;
+        const ModeAllowed a = rules.allowed(s, s.remaining());
+        std::vector<uint32_t> row(trie->row_words());
+        const uint64_t n_row = rules.write_row(a, row.data());
+        V list(rules.list(a, nullptr, 0));
+        ASSERT_EQ(rules.list(a, list.data(), list.size()), list.size());
+        ASSERT_EQ(n_row, list.size());
+        ASSERT_TRUE(std::is_sorted(list.begin(), list.end()));
+        for (int32_t t = 0; t < vocab; ++t) {
+          const bool listed = std::binary_search(list.begin(), list.end(), t);
+          ASSERT_EQ(test_bit(row.data(), t), listed) << "token " << t;
+          ModeState copy = s;
+          auto r = rules.advance(copy, a, t);
+          ASSERT_TRUE(r.ok());
+          ASSERT_EQ(r.value(), listed) << "token " << t << " config " << config;
+          if (!listed) ASSERT_TRUE(same_state(copy, s)) << "a rejection changed the state";
+        }
+        const auto sole = rules.sole_token(a);
+        if (sole) {
+          ASSERT_TRUE(std::binary_search(list.begin(), list.end(), *sole));
+        } else if (list.size() == 1) {
+          ASSERT_TRUE(ModeRules::can_end(a));  // one token, and it is a stop token
+        }
+        ASSERT_FALSE(list.empty());
+        const ModeState before = s;
+        const auto before_used = s.used ? std::make_optional(s.used->produced) : std::nullopt;
+        ModeState next = s;
+        ASSERT_TRUE(rules.advance(next, a, list[rng() % list.size()]).value());
+        ++steps;
+        phases_seen |= 1u << static_cast<int>(next.at.phase);
+        ASSERT_TRUE(same_state(s, before)) << "stepping a copy changed the original";
+        if (before_used) ASSERT_EQ(s.used->produced, *before_used);
+        s = std::move(next);
+      }
+    }
+  }
+  EXPECT_GT(steps, 1000u);
+  // Active, terminated, thinking and separator states were all visited.
+  EXPECT_EQ(phases_seen, (1u << 0) | (1u << 2) | (1u << 4) | (1u << 5));
 }
 
 TEST(ModeIndex, EndsAndDistancesPerNode) {

@@ -1,5 +1,7 @@
-"""A plain-Python model of the trie rules, the reference the tests compare
-treemask with (the Python twin of tests/common/oracle.h).
+"""Test helpers: random token paths, the allowed ids of a bitmask row, and
+TrieModel, the set of paths a trie holds (what the transformers processor
+and the path round trips are checked against; the matcher's rules are
+tested once, in C++, against tests/common/oracle.h).
 
 Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
@@ -54,59 +56,3 @@ class TrieModel:
     def is_prefix(self, prefix):
         n = len(prefix)
         return any(p[:n] == prefix for p in self.paths)
-
-
-class MatcherModel:
-    """What a treemask matcher must do, step by step."""
-
-    def __init__(self, trie: TrieModel, policy="reject"):
-        self.trie = trie
-        self.policy = policy
-        self.reset()
-
-    def reset(self):
-        self.prefix = ()
-        self.terminated = False
-        self.closed = False  # fail_closed after a rejection
-        self.failed = False  # sticky_error
-        self.history = []  # states to roll back to
-
-    def allowed(self):
-        if self.terminated or self.closed or self.failed:
-            return list(self.trie.stops)
-        return self.trie.allowed(self.prefix)
-
-    def accept(self, token):
-        """True iff accepted. (The sticky-error failed state is an error in
-        treemask, not a rejection; callers check `failed` first.)"""
-        stops = self.trie.stops
-        if self.terminated:
-            return token in stops
-        if self.closed:
-            if token in stops:
-                self.terminated = True
-                return True
-            return False
-        if token in stops and self.prefix in self.trie.path_set:
-            self.history.append((self.prefix, self.terminated))
-            self.terminated = True
-            return True
-        if token not in stops and self.trie.is_prefix(self.prefix + (token,)):
-            self.history.append((self.prefix, self.terminated))
-            self.prefix = self.prefix + (token,)
-            return True
-        if self.policy == "fail_closed":
-            self.closed = True
-            self.history = []
-        elif self.policy == "sticky_error":
-            self.failed = True
-        return False
-
-    def rollback(self, n):
-        for _ in range(n):
-            self.prefix, self.terminated = self.history.pop()
-
-    def label_ids(self):
-        if self.closed or self.failed:
-            return []
-        return sorted(self.trie.labels.get(self.prefix, ()))

@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use treemask::{FailurePolicy, MatcherOptions, MatcherRef, Trie, TrieOptions};
+use treemask::{MatcherRef, Trie, TrieOptions};
 
 /// splitmix64: small, seeded, good enough to pick test cases.
 pub struct Rng(u64);
@@ -80,21 +80,6 @@ impl ModelTrie {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
-    Active,
-    Closed,
-    Terminated,
-    Failed,
-}
-
-#[derive(Clone)]
-struct Snapshot {
-    prefix: Seq,
-    phase: Phase,
-    ended_from_closed: bool,
-}
-
 /// What a call returned: Ok(value) or the error kind.
 pub type Outcome<T> = Result<T, treemask::ErrorKind>;
 
@@ -117,170 +102,6 @@ pub fn expect_error<T: std::fmt::Debug>(
 /// The message of the error a call must have returned.
 pub fn message<T: std::fmt::Debug>(result: treemask::Result<T>) -> String {
     result.expect_err("expected an error").message
-}
-
-#[derive(Clone)]
-pub struct ModelMatcher<'a> {
-    pub trie: &'a ModelTrie,
-    pub options: MatcherOptions,
-    pub prefix: Seq,
-    pub phase: Phase,
-    ended_from_closed: bool,
-    history: Vec<Snapshot>,
-}
-
-impl<'a> ModelMatcher<'a> {
-    pub fn new(trie: &'a ModelTrie, options: MatcherOptions) -> ModelMatcher<'a> {
-        ModelMatcher {
-            trie,
-            options,
-            prefix: Vec::new(),
-            phase: Phase::Active,
-            ended_from_closed: false,
-            history: Vec::new(),
-        }
-    }
-
-    fn snapshot(&self) -> Snapshot {
-        Snapshot {
-            prefix: self.prefix.clone(),
-            phase: self.phase,
-            ended_from_closed: self.ended_from_closed,
-        }
-    }
-
-    /// The allowed set, as fill must write it.
-    pub fn allowed(&self) -> Vec<i32> {
-        if self.phase != Phase::Active {
-            return self.trie.stops.clone();
-        }
-        let mut out = self.trie.children(&self.prefix);
-        if self.trie.terminal(&self.prefix) {
-            out.extend_from_slice(&self.trie.stops);
-        }
-        out.sort_unstable();
-        out
-    }
-
-    pub fn accept(&mut self, t: i32) -> Outcome<bool> {
-        match self.phase {
-            Phase::Failed => return Err(treemask::ErrorKind::InvalidState),
-            Phase::Terminated => {
-                return Ok(self.trie.is_stop(t) || self.options.pad_token == Some(t));
-            }
-            Phase::Closed => {
-                if !self.trie.is_stop(t) {
-                    return Ok(false);
-                }
-                self.history.push(self.snapshot());
-                self.phase = Phase::Terminated;
-                self.ended_from_closed = true;
-                return Ok(true);
-            }
-            Phase::Active => {}
-        }
-        if self.trie.children(&self.prefix).binary_search(&t).is_ok() {
-            self.history.push(self.snapshot());
-            self.prefix.push(t);
-            if self.options.terminate_without_stop_token
-                && self.trie.children(&self.prefix).is_empty()
-            {
-                self.phase = Phase::Terminated;
-            }
-            return Ok(true);
-        }
-        if self.trie.terminal(&self.prefix) && self.trie.is_stop(t) {
-            self.history.push(self.snapshot());
-            self.phase = Phase::Terminated;
-            return Ok(true);
-        }
-        match self.options.failure_policy {
-            FailurePolicy::FailClosed => self.phase = Phase::Closed,
-            FailurePolicy::StickyError => self.phase = Phase::Failed,
-            _ => {}
-        }
-        Ok(false)
-    }
-
-    pub fn rollback_depth(&self) -> usize {
-        match (self.phase, self.options.max_rollback_tokens) {
-            (Phase::Closed | Phase::Failed, _) => 0,
-            (_, 0) => self.history.len(),
-            (_, limit) => self.history.len().min(limit),
-        }
-    }
-
-    pub fn rollback(&mut self, n: usize) -> Outcome<()> {
-        if matches!(self.phase, Phase::Closed | Phase::Failed) {
-            return Err(treemask::ErrorKind::InvalidState);
-        }
-        if n == 0 {
-            return Ok(());
-        }
-        if n > self.rollback_depth() {
-            return Err(treemask::ErrorKind::OutOfRange);
-        }
-        let s = self.history[self.history.len() - n].clone();
-        self.history.truncate(self.history.len() - n);
-        self.prefix = s.prefix;
-        self.phase = s.phase;
-        self.ended_from_closed = s.ended_from_closed;
-        Ok(())
-    }
-
-    pub fn reset(&mut self) {
-        self.prefix.clear();
-        self.phase = Phase::Active;
-        self.ended_from_closed = false;
-        self.history.clear();
-    }
-
-    pub fn is_terminated(&self) -> bool {
-        self.phase == Phase::Terminated
-    }
-
-    pub fn can_terminate(&self) -> bool {
-        self.phase == Phase::Closed
-            || (self.phase == Phase::Active && self.trie.terminal(&self.prefix))
-    }
-
-    pub fn next_tokens(&self) -> Vec<i32> {
-        if self.phase == Phase::Failed {
-            Vec::new()
-        } else {
-            self.allowed()
-        }
-    }
-
-    pub fn forced_tokens(&self) -> Vec<i32> {
-        let mut out = Vec::new();
-        if self.phase != Phase::Active {
-            return out;
-        }
-        let mut p = self.prefix.clone();
-        while !self.trie.terminal(&p) {
-            let kids = self.trie.children(&p);
-            if kids.len() != 1 {
-                break;
-            }
-            out.push(kids[0]);
-            p.push(kids[0]);
-        }
-        out
-    }
-
-    pub fn label_ids(&self) -> Vec<i64> {
-        let has_node = self.phase == Phase::Active
-            || (self.phase == Phase::Terminated && !self.ended_from_closed);
-        if !has_node {
-            return Vec::new();
-        }
-        self.trie
-            .labels
-            .get(&self.prefix)
-            .map(|l| l.iter().copied().collect())
-            .unwrap_or_default()
-    }
 }
 
 /// A random trie description: paths (with labels when `explicit_labels`),

@@ -7,7 +7,7 @@
  * a model. Prints the 4 items found per request, best first.
  *
  * Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0 */
-#define TREEMASK_EXPERIMENTAL /* the beam step is in the experimental tier */
+#define TREEMASK_EXPERIMENTAL 1 /* the beam step is in the experimental tier */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,9 @@
 """The CUDA paths of the Python package, on a GPU: apply on CUDA tensors on
 the tensor's current stream, DeviceTrie's fused step against the CPU state
-arrays, a CUDA-graph capture of the step, and the transformers processor
-with scores on the GPU.
+arrays, a CUDA-graph capture of the step, the transformers processor with
+scores on the GPU, and the device beam step and top-k (DeviceTrie,
+BatchMatcher with CUDA logits, treemask.hf.beam_search on CUDA) against the
+host ones.
 
 Without a GPU (or a libtreemask without CUDA) every test skips. On a GPU
 machine without pytest, run it as a script: `python test_cuda.py` (exit 77
@@ -221,6 +223,136 @@ def test_processor_masks_cuda_scores():
     out = processor(torch.tensor([[9, 1], [9, 4]], device="cuda"), scores)
     assert torch.nonzero(torch.isfinite(out[0])).flatten().tolist() == [2, 3]
     assert torch.nonzero(torch.isfinite(out[1])).flatten().tolist() == [151645]
+
+
+def _beam_logits(rng, rows, vocab, dtype):
+    gen = torch.Generator().manual_seed(rng.randrange(1 << 30))
+    return (torch.randn((rows, vocab + 7), generator=gen) * 3).to(dtype)[:, :vocab + 3]
+
+
+def test_device_beam_step_matches_the_host_step():
+    """DeviceTrie.beam_step against treemask.Beam.step_states on the same
+    inputs, whole searches: parents and tokens exactly, scores to fp
+    tolerance, states equal (fp32 rows; fp16/bf16 normalizers may differ in
+    the last bits, so those compare scores loosely and tokens where the
+    scores are apart)."""
+    import treemask.torch as tt
+
+    rng = random.Random(16)
+    for vocab in (33, 1000, 151936):
+        trie, _paths = _random_trie(rng, vocab)
+        dev_trie = tt.DeviceTrie(trie)
+        for B, n_requests in ((1, 2), (3, 3), (8, 2)):
+            n = B * n_requests
+            host = treemask.Beam(B)
+            states = np.zeros(n, dtype=np.uint32)
+            scores = treemask.initial_scores(n_requests, B)
+            d_states = torch.zeros(n, dtype=torch.int32, device="cuda")
+            d_scores = torch.from_numpy(scores.copy()).cuda()
+            bad = torch.zeros(1, dtype=torch.int32, device="cuda")
+            for _step in range(6):
+                logits = _beam_logits(rng, n, vocab, torch.float32)
+                parents, tokens = host.step_states(trie, states, logits, scores)
+                d_parents, d_tokens, d_scores = dev_trie.beam_step(d_states, logits.cuda(), d_scores, B,
+                                                                   n_bad_rows=bad)
+                assert d_parents.cpu().numpy().tolist() == parents.tolist(), (vocab, B)
+                assert d_tokens.cpu().numpy().tolist() == tokens.tolist(), (vocab, B)
+                assert np.allclose(d_scores.cpu().numpy(), scores, rtol=1e-5, atol=1e-4, equal_nan=True)
+                assert d_states.cpu().numpy().view(np.uint32).tolist() == states.tolist()
+            assert int(bad.item()) == 0
+
+
+def test_device_beam_step_half_precision_and_log_probs():
+    import treemask.torch as tt
+
+    rng = random.Random(17)
+    trie, _paths = _random_trie(rng, 1000)
+    dev_trie = tt.DeviceTrie(trie)
+    B, n_requests = 4, 2
+    n = B * n_requests
+    for dtype in (torch.float16, torch.bfloat16):
+        for log_probs in (False, True):
+            host = treemask.Beam(B)
+            states = np.zeros(n, dtype=np.uint32)
+            scores = treemask.initial_scores(n_requests, B)
+            d_states = torch.zeros(n, dtype=torch.int32, device="cuda")
+            d_scores = torch.from_numpy(scores.copy()).cuda()
+            logits = _beam_logits(rng, n, 1000, dtype)
+            host.step_states(trie, states, logits, scores, log_probs=log_probs)
+            _p, _t, d_scores = dev_trie.beam_step(d_states, logits.cuda(), d_scores, B, log_probs=log_probs)
+            got = np.sort(d_scores.cpu().numpy())
+            want = np.sort(scores)
+            assert np.allclose(got, want, rtol=1e-3, atol=1e-3, equal_nan=True), (dtype, log_probs)
+
+
+def test_device_topk_matches_the_host():
+    import treemask.torch as tt
+
+    rng = random.Random(18)
+    for vocab in (33, 151936):
+        trie, _paths = _random_trie(rng, vocab)
+        dev_trie = tt.DeviceTrie(trie)
+        states = np.zeros(5, dtype=np.uint32)
+        states[1] = treemask.STATE_TERMINATED
+        logits = _beam_logits(rng, 5, vocab, torch.float32)
+        for k in (0, 1, 4, 40):
+            want = treemask.topk_states(trie, states, logits, k)
+            tokens, scores, counts = dev_trie.topk(torch.from_numpy(states.view(np.int32)).cuda(), logits.cuda(), k)
+            assert counts.cpu().numpy().tolist() == np.asarray(want.counts).tolist()
+            assert tokens.cpu().numpy().tolist() == np.asarray(want.tokens).tolist()
+            assert np.allclose(scores.cpu().numpy(), np.asarray(want.scores), rtol=1e-5, atol=1e-4)
+
+
+def test_batch_matcher_routes_cuda_logits_through_the_device_trie():
+    rng = random.Random(19)
+    trie, _paths = _random_trie(rng, 1000)
+    B, n_requests = 3, 2
+    n = B * n_requests
+    on_host = treemask.BatchMatcher([treemask.Matcher(trie)] * n)
+    on_device = treemask.BatchMatcher([treemask.Matcher(trie)] * n)
+    scores_h = treemask.initial_scores(n_requests, B)
+    scores_d = torch.from_numpy(scores_h.copy())
+    for _step in range(5):
+        logits = _beam_logits(rng, n, 1000, torch.float32)
+        want = on_host.beam_step(logits.numpy(), scores_h, B)
+        got = on_device.beam_step(logits.cuda(), scores_d, B)
+        assert got.parents.device.type == "cuda"
+        assert got.parents.cpu().numpy().tolist() == want.parents.tolist()
+        assert got.tokens.cpu().numpy().tolist() == want.tokens.tolist()
+        scores_h, scores_d = want.scores, got.scores.cpu()
+        assert [on_device[i].next_tokens() for i in range(n)] == [on_host[i].next_tokens() for i in range(n)]
+    with_modes = treemask.BatchMatcher([treemask.Matcher(trie, leaves_only=True)] * n)
+    raised = False
+    try:
+        with_modes.beam_step(_beam_logits(rng, n, 1000, torch.float32).cuda(), treemask.initial_scores(2, B), B)
+    except treemask.InvalidArgumentError as e:
+        raised = "decoding modes" in str(e)
+    assert raised
+
+
+def test_hf_beam_search_on_cuda_equals_the_cpu_search():
+    try:
+        import transformers
+    except ImportError:
+        if pytest is not None:
+            pytest.skip("transformers is not installed on this machine")
+        return
+    from treemask.hf import beam_search
+
+    config = transformers.Qwen2Config(vocab_size=1100, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                                      tie_word_embeddings=True)
+    torch.manual_seed(0)
+    model = transformers.Qwen2ForCausalLM(config).eval()
+    rng = random.Random(20)
+    paths = [[1000 + rng.randrange(30), 1030 + rng.randrange(30), 1060 + rng.randrange(30)] for _ in range(200)]
+    trie = treemask.Trie.from_paths(paths, 1100, [1099])
+    input_ids = torch.tensor([[5, 6, 7, 8], [9, 10, 11, 12]])
+    cpu = beam_search(model, input_ids, trie, num_beams=6)
+    gpu = beam_search(model.cuda(), input_ids.cuda(), trie, num_beams=6)
+    assert gpu.sequences.device.type == "cuda"
+    assert gpu.sequences.cpu().tolist() == cpu.sequences.tolist()
+    assert torch.allclose(gpu.scores.cpu(), cpu.scores, rtol=1e-3, atol=1e-3)
 
 
 def main():

@@ -20,9 +20,12 @@ the slots' states reordered and advanced. See section 8 of
   request (transformers' convention), else the identical initial beams
   would fill every beam with the same hypothesis (:func:`initial_scores`).
 
-CPU logits only (numpy arrays, CPU torch tensors); CUDA tensors raise
-:class:`DeviceTensorError` (a ``TypeError``) until the CUDA beam step is in
-the C API.
+These functions take CPU logits (numpy arrays, CPU torch tensors); CUDA
+tensors raise :class:`DeviceTensorError` (a ``TypeError``) naming the
+device path: :meth:`treemask.torch.DeviceTrie.beam_step` and
+:meth:`~treemask.torch.DeviceTrie.topk` run the same step on the GPU over
+device state tensors, and :meth:`treemask.BatchMatcher.beam_step` routes
+CUDA logits there itself.
 
 Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
@@ -44,9 +47,9 @@ __all__ = ["Beam", "BeamStep", "TopK", "DeviceTensorError", "beam_step_states", 
 
 
 class DeviceTensorError(UnsupportedError, TypeError):
-    """Logits on a device (CUDA tensor) given to a CPU-only beam step or
-    top-k. Move them with ``.cpu()``, or use a device path once the C API
-    has the CUDA beam step."""
+    """Logits on a device (CUDA tensor) given to the host beam step or
+    top-k. Move them with ``.cpu()``, or use the device path
+    (:class:`treemask.torch.DeviceTrie`'s beam_step and topk)."""
 
 
 class BeamStep(NamedTuple):
@@ -92,8 +95,8 @@ def logits_struct(logits: Any, what: str = "logits"):
     torch = _buffers.torch_tensor_module(logits)
     if torch is not None and logits.device.type != "cpu":
         raise DeviceTensorError(
-            "%s: %s is on a device; the beam step and top-k of this version run on the CPU only"
-            " (the CUDA beam step is not in the C API yet): pass logits.cpu()" % (what, _buffers.describe(logits)))
+            "%s: %s is on a device; this is the host step: pass logits.cpu(), or run the step on the device"
+            " with treemask.torch.DeviceTrie(trie).beam_step / .topk" % (what, _buffers.describe(logits)))
     if not (torch is not None or isinstance(logits, np.ndarray)):
         raise InvalidArgumentError("%s: want a numpy.ndarray or torch.Tensor of float32, float16 or bfloat16,"
                                    " got %s" % (what, _buffers.describe(logits)))

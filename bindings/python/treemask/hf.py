@@ -266,6 +266,76 @@ class BeamSearchOutput(NamedTuple):
     scores: Any
 
 
+def _beam_search_device(model: Any, input_ids: Any, trie: Trie, B: int, R: int, max_new_tokens: int,
+                        attention_mask: Any, pad_token_id: int) -> BeamSearchOutput:
+    """beam_search on a CUDA device: the same loop with the device trie's
+    top-k and beam step; states (int32 views of the uint32 states), scores
+    and sequences stay on the device."""
+    import torch
+
+    from .torch import DeviceTrie
+
+    device = input_ids.device
+    dev = DeviceTrie(trie, device)
+    n_requests = input_ids.shape[0]
+    n_slots = n_requests * B
+    terminated = int(np.array([STATE_TERMINATED], dtype=np.uint32).view(np.int32)[0])
+    mask = attention_mask.to(device=device, dtype=torch.long)
+    positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 0)
+    request_base = torch.arange(n_requests, device=device).repeat_interleave(B) * B
+    generated = torch.empty((n_slots, max_new_tokens), dtype=torch.long, device=device)
+    with torch.no_grad():
+        out = model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True,
+                    logits_to_keep=1)
+        root = torch.zeros(n_requests, dtype=torch.int32, device=device)
+        first_tokens, first_scores, _counts = dev.topk(root, out.logits[:, -1, :], B)
+        cache = out.past_key_values
+        del out
+        tokens = first_tokens.reshape(-1).contiguous()
+        scores = first_scores.reshape(-1).contiguous()
+        states = torch.zeros(n_slots, dtype=torch.int32, device=device)
+        scratch = torch.empty((n_slots, trie.bitmask_words), dtype=torch.int32, device=device)
+        dev.advance_fill_bitmask(states, tokens, scratch)  # -1 (dead slot): no token
+        del scratch
+        states = torch.where(tokens < 0, torch.full_like(states, terminated), states)
+        tok = torch.where(tokens < 0, torch.full_like(tokens, pad_token_id), tokens).long()
+        generated[:, 0] = tok
+        src = torch.arange(n_requests, device=device).repeat_interleave(B)
+        mask = mask.repeat_interleave(B, dim=0)
+        positions = positions[:, -1:].repeat_interleave(B, dim=0)
+        steps = 1
+        for step in range(1, max_new_tokens):
+            if bool((states == terminated).all()):
+                break
+            if hasattr(model, "_reorder_cache"):
+                cache = model._reorder_cache(cache, src)
+            else:
+                cache.reorder_cache(src)
+            mask = torch.cat([mask, mask.new_ones((n_slots, 1))], dim=1)
+            positions = positions + 1
+            out = model(input_ids=tok.view(n_slots, 1), attention_mask=mask, position_ids=positions,
+                        past_key_values=cache, use_cache=True, logits_to_keep=1)
+            logits = out.logits[:, -1, :]
+            cache = out.past_key_values
+            del out
+            was_finished = states == terminated
+            parents, tokens, scores = dev.beam_step(states, logits, scores, B)
+            del logits
+            src = request_base + parents.clamp(min=0).long()
+            # A carried-over finished hypothesis (or a dead slot) gets padding.
+            tok = torch.where((parents < 0) | was_finished[src], torch.full_like(tokens, pad_token_id),
+                              tokens).long()
+            generated[:, :step] = generated[src, :step]
+            generated[:, step] = tok
+            steps = step + 1
+
+    ids = input_ids.repeat_interleave(R, dim=0)
+    keep = (torch.arange(n_requests, device=device)[:, None] * B
+            + torch.arange(R, device=device)[None, :]).reshape(-1)
+    sequences = torch.cat([ids, generated[keep, :steps]], dim=1)
+    return BeamSearchOutput(sequences, scores[keep].clone())
+
+
 def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_new_tokens: Optional[int] = None,
                 attention_mask: Any = None, num_return_sequences: Optional[int] = None,
                 pad_token_id: Optional[int] = None, n_threads: int = 1) -> BeamSearchOutput:
@@ -313,9 +383,12 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
             generation_config.pad_token_id, else the trie's first stop token).
         n_threads: threads of the beam step (requests are split between them).
 
-    CPU only in this version: a model or inputs on a CUDA device raise
-    :class:`treemask.DeviceTensorError` (the CUDA beam step is not in the C
-    API yet).
+    With ``input_ids`` on a CUDA device (and the model there too) every
+    step runs on the device: :class:`treemask.torch.DeviceTrie` (the trie
+    uploaded once) takes the first step's top-B and each beam step, the
+    states, scores and sequences stay device tensors, and the only host
+    synchronisation per step is the "all finished?" test. The result's
+    tensors are then on that device.
     """
     import torch
 
@@ -326,9 +399,9 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
     if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
         raise InvalidArgumentError("input_ids: want a 2-D torch tensor (n_requests, prompt), got %s"
                                    % _buffers.describe(input_ids))
-    if input_ids.device.type != "cpu":
-        raise DeviceTensorError("input_ids: %s is on a device; treemask.hf.beam_search runs on the CPU only in this"
-                                " version (the CUDA beam step is not in the C API yet)" % _buffers.describe(input_ids))
+    if input_ids.device.type not in ("cpu", "cuda"):
+        raise DeviceTensorError("input_ids: %s is on a device treemask has no beam step for (CPU and CUDA only)"
+                                % _buffers.describe(input_ids))
     if not isinstance(num_beams, int) or isinstance(num_beams, bool) or num_beams < 1:
         raise InvalidArgumentError("num_beams must be an int >= 1, got %r" % (num_beams,))
     n_requests, prompt_length = input_ids.shape
@@ -352,10 +425,13 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
     elif tuple(attention_mask.shape) != tuple(input_ids.shape):
         raise InvalidArgumentError("attention_mask has shape %s, input_ids %s"
                                    % (tuple(attention_mask.shape), tuple(input_ids.shape)))
-    beam = Beam(B, n_threads=n_threads)
     n_slots = n_requests * B
     if n_slots == 0:
-        return BeamSearchOutput(input_ids.new_zeros((0, prompt_length)), torch.zeros(0, dtype=torch.float32))
+        return BeamSearchOutput(input_ids.new_zeros((0, prompt_length)),
+                                torch.zeros(0, dtype=torch.float32, device=input_ids.device))
+    if input_ids.device.type == "cuda":
+        return _beam_search_device(model, input_ids, trie, B, R, max_new_tokens, attention_mask, pad_token_id)
+    beam = Beam(B, n_threads=n_threads)
 
     # The prompt runs once per request, not once per beam: every beam of a
     # request starts identical (transformers' scores [0, -inf, ...]), so the

@@ -1,5 +1,6 @@
 """PyTorch interop: bitmasks as tensors, and the device-resident trie whose
-advance + fill step runs on the GPU with no host round trip.
+advance + fill step and exact beam step run on the GPU with no host round
+trip.
 
 Importing this module imports torch; the rest of the package never does.
 
@@ -7,7 +8,7 @@ Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+from typing import Any, Optional, Tuple, Union
 
 import torch
 
@@ -76,7 +77,7 @@ class DeviceTrie:
     Raises UnsupportedError when this libtreemask has no usable CUDA.
     """
 
-    __slots__ = ("_ptr", "device", "vocab_size", "bitmask_words", "__weakref__")
+    __slots__ = ("_ptr", "device", "vocab_size", "bitmask_words", "_workspace", "__weakref__")
 
     def __init__(self, trie: Trie, device: Union[torch.device, str, int, None] = None) -> None:
         if not isinstance(trie, Trie):
@@ -99,6 +100,7 @@ class DeviceTrie:
         self.device = dev
         self.vocab_size = trie.vocab_size
         self.bitmask_words = trie.bitmask_words
+        self._workspace: Optional[torch.Tensor] = None
 
     def new_states(self, batch_size: int) -> torch.Tensor:
         """A device int32 state tensor with every row at the root."""
@@ -161,6 +163,123 @@ class DeviceTrie:
                 ffi.cast("void *", stream))
         if status:
             raise_status(status)
+
+    def _logits(self, logits: torch.Tensor, n: int, log_probs: bool):
+        """The treemask_logits of device rows (one per state); they are read,
+        never written."""
+        if not isinstance(logits, torch.Tensor) or logits.dim() != 2 or logits.shape[0] != n:
+            raise InvalidArgumentError("logits: want a 2-D tensor with %d rows (one per state), got %s"
+                                       % (n, _buffers.describe(logits)))
+        if logits.device != self.device:
+            raise InvalidArgumentError("logits: %s is not on %s, the device of the trie" % (
+                _buffers.describe(logits), self.device))
+        name = str(logits.dtype).replace("torch.", "")
+        if name not in _buffers.DTYPE_CODES:
+            raise InvalidArgumentError("logits: want float32, float16 or bfloat16, got %s"
+                                       % _buffers.describe(logits))
+        if logits.shape[1] < self.vocab_size:
+            raise InvalidArgumentError("logits: %d columns for a trie of vocab_size %d"
+                                       % (logits.shape[1], self.vocab_size))
+        if logits.shape[1] > 1 and logits.stride(1) != 1:
+            raise InvalidArgumentError("logits: the vocab dimension must be contiguous")
+        lg = ffi.new("treemask_logits *")
+        lib.treemask_logits_init(lg)
+        lg.data = ffi.cast("const void *", logits.data_ptr())
+        lg.dtype = _buffers.DTYPE_CODES[name]
+        lg.n_columns = logits.shape[1]
+        lg.row_stride = logits.stride(0) if n > 1 else logits.shape[1]
+        lg.log_probs = bool(log_probs)
+        return lg
+
+    def _counter(self, n_bad_rows: Optional[torch.Tensor]):
+        if n_bad_rows is None:
+            return ffi.NULL
+        return ffi.cast("uint32_t *", _device_array(n_bad_rows, "n_bad_rows", _STATE_DTYPES, self.device, 1))
+
+    def beam_step(self, states: torch.Tensor, logits: torch.Tensor, scores: torch.Tensor, beam_width: int, *,
+                  log_probs: bool = False, n_bad_rows: Optional[torch.Tensor] = None,
+                  out: Optional[Tuple[torch.Tensor, torch.Tensor]] = None) -> Tuple[torch.Tensor, torch.Tensor,
+                                                                                      torch.Tensor]:
+        """The exact beam step of :class:`treemask.Beam` on the device
+        (``treemask_cuda_beam_step``): normalizer, gather of the allowed
+        tokens, top-B per request over beams x candidates, and the states
+        advanced, enqueued on the current stream with no host
+        synchronisation. ``states`` (int32 or uint32) and ``scores``
+        (float32) hold ``n_requests * beam_width`` slots, request-major, and
+        are updated in place; ``logits`` has one row per slot (float32,
+        float16 or bfloat16; the vocab dimension contiguous; width >=
+        vocab_size). Returns ``(parents, tokens, scores)``: int32 device
+        tensors (``out`` reuses two, e.g. inside a CUDA graph) and the
+        updated ``scores``. The workspace is kept between calls and grows
+        only when a larger step needs it.
+
+        A row holding NaN or +inf that a live slot reads cannot fail the
+        call: that slot offers no candidate and ``n_bad_rows`` (a device
+        int32/uint32 tensor of one element, optional) is incremented;
+        fp16/bf16 scores may differ from the CPU's in the last bits (see
+        treemask_cuda.h)."""
+        if not isinstance(beam_width, int) or isinstance(beam_width, bool) or beam_width < 1:
+            raise InvalidArgumentError("beam_width must be an int >= 1, got %r" % (beam_width,))
+        n = states.numel() if isinstance(states, torch.Tensor) else -1
+        if n < 0 or n % beam_width:
+            raise InvalidArgumentError("states: want n_requests * beam_width (%d) entries, got %s"
+                                       % (beam_width, _buffers.describe(states)))
+        n_requests = n // beam_width
+        states_ptr = ffi.cast("uint32_t *", _device_array(states, "states", _STATE_DTYPES, self.device, n))
+        scores_ptr = ffi.cast("float *", _device_array(scores, "scores", (torch.float32,), self.device, n))
+        lg = self._logits(logits, n, log_probs)
+        if out is None:
+            parents = torch.empty(n, dtype=torch.int32, device=self.device)
+            tokens = torch.empty(n, dtype=torch.int32, device=self.device)
+        else:
+            parents, tokens = out
+        parents_ptr = ffi.cast("int32_t *", _device_array(parents, "parents", (torch.int32,), self.device, n))
+        tokens_ptr = ffi.cast("int32_t *", _device_array(tokens, "tokens", (torch.int32,), self.device, n))
+        need = ffi.new("size_t *")
+        status = lib.treemask_cuda_beam_workspace_size(n_requests, beam_width, need)
+        if status:
+            raise_status(status)
+        if self._workspace is None or self._workspace.numel() < need[0]:
+            self._workspace = torch.empty(max(int(need[0]), 8), dtype=torch.uint8, device=self.device)
+        workspace = self._workspace
+        with torch.cuda.device(self.device):
+            stream = torch.cuda.current_stream(self.device).cuda_stream
+            status = lib.treemask_cuda_beam_step(
+                self._ptr, n_requests, beam_width, lg, states_ptr, scores_ptr, parents_ptr, tokens_ptr,
+                ffi.cast("void *", workspace.data_ptr()), workspace.numel(), self._counter(n_bad_rows),
+                ffi.cast("void *", stream))
+        if status:
+            raise_status(status)
+        return parents, tokens, scores
+
+    def topk(self, states: torch.Tensor, logits: torch.Tensor, k: int, *, log_probs: bool = False,
+             n_bad_rows: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Per state the k best allowed tokens by log-probability on the
+        device (``treemask_cuda_trie_topk_states``): ``(tokens int32 (n, k),
+        scores float32 (n, k), counts int32 (n,))``, entries past
+        ``counts[i]`` are token -1, score -inf; the rules of
+        :func:`treemask.topk_states`."""
+        if not isinstance(k, int) or isinstance(k, bool) or k < 0:
+            raise InvalidArgumentError("k must be an int >= 0, got %r" % (k,))
+        n = states.numel() if isinstance(states, torch.Tensor) else -1
+        states_ptr = ffi.cast("const uint32_t *", _device_array(states, "states", _STATE_DTYPES, self.device, n))
+        lg = self._logits(logits, n, log_probs)
+        tokens = torch.full((n, k), -1, dtype=torch.int32, device=self.device)
+        scores = torch.full((n, k), float("-inf"), dtype=torch.float32, device=self.device)
+        counts = torch.zeros(n, dtype=torch.int32, device=self.device)
+        with torch.cuda.device(self.device):
+            stream = torch.cuda.current_stream(self.device).cuda_stream
+            status = lib.treemask_cuda_trie_topk_states(
+                self._ptr, states_ptr, n, lg, k, ffi.cast("int32_t *", tokens.data_ptr()),
+                ffi.cast("float *", scores.data_ptr()), ffi.cast("int32_t *", counts.data_ptr()),
+                self._counter(n_bad_rows), ffi.cast("void *", stream))
+        if status:
+            raise_status(status)
+        # Entries past counts[i] read as token -1, score -inf (as on the CPU).
+        valid = torch.arange(k, device=self.device)[None, :] < counts[:, None]
+        tokens = torch.where(valid, tokens, torch.full_like(tokens, -1))
+        scores = torch.where(valid, scores, torch.full_like(scores, float("-inf")))
+        return tokens, scores, counts
 
     def __repr__(self) -> str:
         return "<treemask.torch.DeviceTrie vocab_size=%d device=%s>" % (self.vocab_size, self.device)

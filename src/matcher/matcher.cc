@@ -180,11 +180,8 @@ Status Matcher::accept(int32_t token, bool *accepted, std::string *why, bool app
     *accepted = true;
     return Status::Ok();
   }
-  // Stepped in place through a moved-out value: a rejection leaves it as it
-  // was, and the labels it shares with nobody are updated without a copy.
-  ModeState next = std::move(state_);
-  Result<Step> r = step(next, token);
-  state_ = std::move(next);
+  // Stepped in place: a rejection leaves the state as it was.
+  const Result<Step> r = step(state_, token);
   TM_TRY(r.status());
   switch (r.value()) {
     case Step::kRejected:

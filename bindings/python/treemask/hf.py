@@ -266,6 +266,23 @@ class BeamSearchOutput(NamedTuple):
     scores: Any
 
 
+def _next_logits(model: Any, cache: Any, src: Any, tok: Any, mask: Any, positions: Any):
+    """One decode step of every slot: the KV cache reordered by src (slot i
+    takes row src[i], an index_select as transformers' beam search does),
+    then one token per slot. Returns (last logits, cache, mask, positions)."""
+    import torch
+
+    if hasattr(model, "_reorder_cache"):
+        cache = model._reorder_cache(cache, src)
+    else:
+        cache.reorder_cache(src)
+    mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=1)
+    positions = positions + 1
+    out = model(input_ids=tok, attention_mask=mask, position_ids=positions, past_key_values=cache,
+                use_cache=True, logits_to_keep=1)
+    return out.logits[:, -1, :], out.past_key_values, mask, positions
+
+
 def _beam_search_device(model: Any, input_ids: Any, trie: Trie, B: int, R: int, max_new_tokens: int,
                         attention_mask: Any, pad_token_id: int) -> BeamSearchOutput:
     """beam_search on a CUDA device: the same loop with the device trie's
@@ -307,17 +324,7 @@ def _beam_search_device(model: Any, input_ids: Any, trie: Trie, B: int, R: int, 
         for step in range(1, max_new_tokens):
             if bool((states == terminated).all()):
                 break
-            if hasattr(model, "_reorder_cache"):
-                cache = model._reorder_cache(cache, src)
-            else:
-                cache.reorder_cache(src)
-            mask = torch.cat([mask, mask.new_ones((n_slots, 1))], dim=1)
-            positions = positions + 1
-            out = model(input_ids=tok.view(n_slots, 1), attention_mask=mask, position_ids=positions,
-                        past_key_values=cache, use_cache=True, logits_to_keep=1)
-            logits = out.logits[:, -1, :]
-            cache = out.past_key_values
-            del out
+            logits, cache, mask, positions = _next_logits(model, cache, src, tok.view(n_slots, 1), mask, positions)
             was_finished = states == terminated
             parents, tokens, scores = dev.beam_step(states, logits, scores, B)
             del logits
@@ -463,18 +470,8 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
         for step in range(1, max_new_tokens):
             if bool((states == STATE_TERMINATED).all()):
                 break
-            src_t = torch.from_numpy(src)
-            if hasattr(model, "_reorder_cache"):
-                cache = model._reorder_cache(cache, src_t)
-            else:
-                cache.reorder_cache(src_t)
-            mask = torch.cat([mask, mask.new_ones((n_slots, 1))], dim=1)
-            positions = positions + 1
-            out = model(input_ids=torch.from_numpy(tok).view(n_slots, 1), attention_mask=mask,
-                        position_ids=positions, past_key_values=cache, use_cache=True, logits_to_keep=1)
-            logits = out.logits[:, -1, :]
-            cache = out.past_key_values
-            del out
+            logits, cache, mask, positions = _next_logits(model, cache, torch.from_numpy(src),
+                                                          torch.from_numpy(tok).view(n_slots, 1), mask, positions)
             was_finished = states == STATE_TERMINATED
             parents, tokens = beam.step_states(trie, states, logits, scores)
             del logits

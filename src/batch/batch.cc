@@ -190,13 +190,13 @@ Status Batch::fill_row(size_t slot, uint32_t *row, size_t bitmask_row_words, boo
     return n;
   };
   if (record && incremental && record->known && listable) {
-    for (uint32_t i = 0; i < record->bitmask_row_words; ++i) row[record->words[i]] = 0;
+    for (uint32_t i = 0; i < record->n_touched; ++i) row[record->words[i]] = 0;
     record->known = false;
     const size_t n = list_allowed();
     if (n <= cap) {
       uint32_t *words = record->words.data();
       const uint32_t k = set_list(row, first, words);
-      record->bitmask_row_words = k + set_list(row, second, words + k);
+      record->n_touched = k + set_list(row, second, words + k);
       record->known = true;
       m.count_fill();
       if (need_apply) need_apply[slot] = n != vocab;
@@ -226,7 +226,7 @@ Status Batch::fill_row(size_t slot, uint32_t *row, size_t bitmask_row_words, boo
           if (w != last) words[k++] = last = w;
         }
       }
-      record->bitmask_row_words = k;
+      record->n_touched = k;
       record->known = true;
     }
   }

@@ -66,11 +66,11 @@ class Batch {
 
  private:
   // What the batch knows about one row of the bound buffer: when `known`, the
-  // row is zero outside words[0 .. bitmask_row_words) (the words the last allowed set
-  // touched), so an incremental fill clears just those.
+  // row is zero outside words[0 .. n_touched) (the words the last allowed
+  // set touched), so an incremental fill clears just those.
   struct RowRecord {
     bool known = false;
-    uint32_t bitmask_row_words = 0;
+    uint32_t n_touched = 0;
     std::vector<uint32_t> words;  // the words that may be non-zero (at most cap)
     std::vector<int32_t> tokens;  // scratch for next_tokens (matchers in modes)
   };

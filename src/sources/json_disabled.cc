@@ -3,7 +3,6 @@
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include "sources/rtp.h"
-#include "sources/semantic_ids.h"
 
 namespace treemask {
 
@@ -23,9 +22,6 @@ Result<Ref<Trie>> load_rtp_json_file(const RtpOptions &, const std::string &, Di
 }
 Result<Ref<Trie>> load_jsonl_paths(const TrieBuildOptions &, std::string_view, Diagnostics &,
                                    const ProgressFn &) {
-  return no_json();
-}
-Result<SemanticIdCatalogue> parse_semantic_ids(std::string_view, int32_t, int32_t) {
   return no_json();
 }
 

@@ -53,30 +53,16 @@ Status Matcher::failed_state_error() const {
 uint64_t Matcher::write_row(const ModeState &s, uint32_t *row,
                             std::optional<int64_t> remaining) const {
   const Trie &t = *trie_;
-  if (plain_ && !remaining) {
+  if ((plain_ && !remaining) || !in_rule_phase(s)) {
     return write_allowed_row(t, plain_rules_, plain_state(s), row, t.row_words());
   }
-  switch (s.at.phase) {
-    case Phase::kClosed:
-    case Phase::kTerminated:
-    case Phase::kFailed: {
-      std::memset(row, 0, t.row_words() * sizeof(uint32_t));
-      for (int32_t stop : stop_tokens()) set_bit(row, stop);
-      return stop_tokens().size();
-    }
-    default: return modes_.write_row(modes_.allowed(s, remaining ? remaining : s.remaining()), row);
-  }
+  return modes_.write_row(modes_.allowed(s, remaining ? remaining : s.remaining()), row);
 }
 
 size_t Matcher::list_allowed(const ModeState &s, int32_t *out, size_t cap) const {
   if (s.at.phase == Phase::kFailed) return 0;  // fill writes the stop tokens
-  if (plain_) {
+  if (plain_ || !in_rule_phase(s)) {
     return treemask::list_allowed(plain_rules_.allowed(plain_state(s)), plain_rules_, out, cap);
-  }
-  if (s.at.phase == Phase::kClosed || s.at.phase == Phase::kTerminated) {
-    const auto stops = stop_tokens();
-    std::copy_n(stops.begin(), std::min(cap, stops.size()), out);
-    return stops.size();
   }
   return modes_.list(modes_.allowed(s, s.remaining()), out, cap);
 }

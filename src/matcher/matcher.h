@@ -166,6 +166,13 @@ class Matcher {
   static uint32_t plain_state(const ModeState &s) {
     return s.at.phase == Phase::kActive ? s.at.node : kStateTerminated;
   }
+  // The phases the rules answer for; the lifecycle phases (closed,
+  // terminated, failed) allow the stop tokens, as the plain rule's reserved
+  // state does (plain_state).
+  static bool in_rule_phase(const ModeState &s) {
+    return s.at.phase == Phase::kActive || s.at.phase == Phase::kThinking ||
+           s.at.phase == Phase::kSeparator;
+  }
   // Chooses the rule (plain_) for the current configuration.
   void choose_rules() { plain_ = modes_.plain_suffices(state_); }
 

@@ -110,7 +110,9 @@ TEST(ModeRules, AllowedAndAdvanceAgreeOnRandomWalks) {
           auto r = rules.advance(copy, a, t);
           ASSERT_TRUE(r.ok());
           ASSERT_EQ(r.value(), listed) << "token " << t << " config " << config;
-          if (!listed) ASSERT_TRUE(same_state(copy, s)) << "a rejection changed the state";
+          if (!listed) {
+            ASSERT_TRUE(same_state(copy, s)) << "a rejection changed the state";
+          }
         }
         const auto sole = rules.sole_token(a);
         if (sole) {
@@ -126,7 +128,9 @@ TEST(ModeRules, AllowedAndAdvanceAgreeOnRandomWalks) {
         ++steps;
         phases_seen |= 1u << static_cast<int>(next.at.phase);
         ASSERT_TRUE(same_state(s, before)) << "stepping a copy changed the original";
-        if (before_used) ASSERT_EQ(s.used->produced, *before_used);
+        if (before_used) {
+          ASSERT_EQ(s.used->produced, *before_used);
+        }
         s = std::move(next);
       }
     }

@@ -143,6 +143,19 @@ class DeviceTrie:
         float16 / bfloat16, shape ``(rows, width)``, width >= vocab_size,
         vocab dimension contiguous) instead of a bitmask."""
         states_ptr, tokens_ptr, n, accepted_ptr = self._step_args(states, tokens, accepted)
+        dtype, row_stride = self._logits_rows(logits, n)
+        with torch.cuda.device(self.device):
+            stream = torch.cuda.current_stream(self.device).cuda_stream
+            status = lib.treemask_cuda_trie_advance_mask_logits(
+                self._ptr, states_ptr, tokens_ptr, n, failure_policy_code(failure_policy), accepted_ptr,
+                ffi.cast("void *", logits.data_ptr()), dtype, row_stride, logits.shape[1],
+                ffi.cast("void *", stream))
+        if status:
+            raise_status(status)
+
+    def _logits_rows(self, logits: torch.Tensor, n: int) -> Tuple[int, int]:
+        """(dtype code, row stride) of n logits rows on this trie's device,
+        the vocab dimension contiguous; the library checks the width."""
         if not isinstance(logits, torch.Tensor) or logits.dim() != 2 or logits.shape[0] != n:
             raise InvalidArgumentError("logits: want a 2-D tensor with %d rows, got %s"
                                        % (n, _buffers.describe(logits)))
@@ -154,40 +167,18 @@ class DeviceTrie:
                                        % _buffers.describe(logits))
         if logits.shape[1] > 1 and logits.stride(1) != 1:
             raise InvalidArgumentError("logits: the vocab dimension must be contiguous")
-        row_stride = logits.stride(0) if n > 1 else logits.shape[1]
-        with torch.cuda.device(self.device):
-            stream = torch.cuda.current_stream(self.device).cuda_stream
-            status = lib.treemask_cuda_trie_advance_mask_logits(
-                self._ptr, states_ptr, tokens_ptr, n, failure_policy_code(failure_policy), accepted_ptr,
-                ffi.cast("void *", logits.data_ptr()), _buffers.DTYPE_CODES[name], row_stride, logits.shape[1],
-                ffi.cast("void *", stream))
-        if status:
-            raise_status(status)
+        return _buffers.DTYPE_CODES[name], logits.stride(0) if n > 1 else logits.shape[1]
 
     def _logits(self, logits: torch.Tensor, n: int, log_probs: bool):
         """The treemask_logits of device rows (one per state); they are read,
         never written."""
-        if not isinstance(logits, torch.Tensor) or logits.dim() != 2 or logits.shape[0] != n:
-            raise InvalidArgumentError("logits: want a 2-D tensor with %d rows (one per state), got %s"
-                                       % (n, _buffers.describe(logits)))
-        if logits.device != self.device:
-            raise InvalidArgumentError("logits: %s is not on %s, the device of the trie" % (
-                _buffers.describe(logits), self.device))
-        name = str(logits.dtype).replace("torch.", "")
-        if name not in _buffers.DTYPE_CODES:
-            raise InvalidArgumentError("logits: want float32, float16 or bfloat16, got %s"
-                                       % _buffers.describe(logits))
-        if logits.shape[1] < self.vocab_size:
-            raise InvalidArgumentError("logits: %d columns for a trie of vocab_size %d"
-                                       % (logits.shape[1], self.vocab_size))
-        if logits.shape[1] > 1 and logits.stride(1) != 1:
-            raise InvalidArgumentError("logits: the vocab dimension must be contiguous")
+        dtype, row_stride = self._logits_rows(logits, n)
         lg = ffi.new("treemask_logits *")
         lib.treemask_logits_init(lg)
         lg.data = ffi.cast("const void *", logits.data_ptr())
-        lg.dtype = _buffers.DTYPE_CODES[name]
+        lg.dtype = dtype
         lg.n_columns = logits.shape[1]
-        lg.row_stride = logits.stride(0) if n > 1 else logits.shape[1]
+        lg.row_stride = row_stride
         lg.log_probs = bool(log_probs)
         return lg
 

@@ -230,6 +230,11 @@ typedef struct treemask_trie_options {
    * instead of setting each bit. Rows are built lazily, thread-safely, and
    * never exceed this budget. init sets 64 MiB; 0 disables the cache. */
   size_t dense_row_cache_bytes;
+  /* Nonzero: terminal nodes carry no label ids (treemask_trie_from_paths then
+   * requires label_ids == NULL; JSON Lines labels are ignored). A catalogue
+   * whose token paths are the items themselves (semantic IDs for beam
+   * search) saves 8 bytes per item. init sets 0 (path i carries label i). */
+  int32_t no_labels;
 } treemask_trie_options;
 
 /* Sets struct_size and every field to its default. */
@@ -244,10 +249,15 @@ TREEMASK_API void treemask_trie_options_init(treemask_trie_options *opts);
  * - tokens: offsets[n_paths] entries, each in [0, vocab_size); a stop token
  *   must not occur inside any path (the error names both).
  * - n_paths >= 1. The empty path makes the root terminal.
- * - label_ids: NULL (path i carries label i) or n_paths entries. Duplicate
- *   paths merge into one terminal node that carries every label given for
- *   them; one label id may sit on several paths.
+ * - label_ids: NULL (path i carries label i; no label with
+ *   opts->no_labels) or n_paths entries. Duplicate paths merge into one
+ *   terminal node that carries every label given for them; one label id
+ *   may sit on several paths.
  * - out: receives the new trie (refcount 1) on success.
+ *
+ * Layout: unary chains down to a leaf (the part of a catalogue below its
+ * branching depth) are stored as tails at 2 bytes per token, not as CSR
+ * nodes at 8 (node ids stay dense; see treemask_trie_get_stats().bytes).
  *
  * Cost: O(total tokens * log fanout) time, O(total tokens) temporary memory.
  * On failure *out is untouched and treemask_last_error() names the offending

@@ -95,6 +95,7 @@ Status trie_build_options(const treemask_trie_options *opts, TrieBuildOptions &o
   out.vocab_size = o.vocab_size;
   out.stop_tokens.assign(o.stop_tokens, o.stop_tokens + o.n_stop_tokens);
   out.dense_row_cache_bytes = o.dense_row_cache_bytes;
+  out.no_labels = o.no_labels != 0;
   return Status::Ok();
 }
 
@@ -150,6 +151,10 @@ treemask_status treemask_trie_from_paths(const treemask_trie_options *opts, cons
     TM_TRY(treemask::capi::check_count("n_paths", n_paths, sizeof(size_t), 1));
     treemask::TrieBuildOptions build;
     TM_TRY(treemask::capi::trie_build_options(opts, build));
+    if (build.no_labels && label_ids) {
+      return treemask::error(Code::kInvalidArgument,
+                             "label_ids is not NULL but opts->no_labels is set");
+    }
     const size_t n_tokens = n_paths > 0 || offsets ? offsets[n_paths] : 0;
     if (n_tokens > 0 && !tokens) {
       return treemask::error(Code::kInvalidArgument, "tokens is NULL but offsets[n_paths] is ",

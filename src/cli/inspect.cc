@@ -41,27 +41,43 @@ int cmd_inspect(int argc, char **argv) {
   const Trie &trie = *loaded.trie.value();
   const TrieArrays &a = trie.arrays();
 
-  // Nodes per depth: in the BFS layout each level is a contiguous id range,
-  // and the next level starts at the first child of the current one.
+  // Nodes per depth: in the BFS layout of the CSR nodes each level is a
+  // contiguous id range, and the next level starts at the first child of the
+  // current one; a tail's nodes lie one per level below its head's.
   std::vector<uint64_t> depth_nodes, depth_terminals;
   std::vector<uint64_t> fanout_buckets;  // 0, 1, 2-3, 4-7, ...
   uint64_t leaves = 0;
-  for (uint64_t lo = 0, hi = 1; lo < hi;) {
-    uint64_t terminals = 0;
-    for (uint64_t n = lo; n < hi; ++n) {
-      const Children c = trie.children(static_cast<uint32_t>(n));
-      terminals += trie.is_terminal(static_cast<uint32_t>(n));
-      leaves += c.count == 0;
-      const size_t bucket = c.count == 0 ? 0 : std::bit_width(c.count);
-      if (fanout_buckets.size() <= bucket) fanout_buckets.resize(bucket + 1);
-      ++fanout_buckets[bucket];
+  auto count = [&](size_t depth, uint32_t node) {
+    if (depth_nodes.size() <= depth) {
+      depth_nodes.resize(depth + 1);
+      depth_terminals.resize(depth + 1);
     }
-    depth_nodes.push_back(hi - lo);
-    depth_terminals.push_back(terminals);
+    const Children c = trie.children(node);
+    ++depth_nodes[depth];
+    depth_terminals[depth] += trie.is_terminal(node);
+    leaves += c.count == 0;
+    const size_t bucket = c.count == 0 ? 0 : std::bit_width(c.count);
+    if (fanout_buckets.size() <= bucket) fanout_buckets.resize(bucket + 1);
+    ++fanout_buckets[bucket];
+  };
+  std::vector<uint64_t> level_ends;  // CSR level d is [level_ends[d - 1], level_ends[d])
+  for (uint64_t lo = 0, hi = 1; lo < hi;) {
+    for (uint64_t n = lo; n < hi; ++n) count(level_ends.size(), static_cast<uint32_t>(n));
+    level_ends.push_back(hi);
     const uint64_t next_lo = uint64_t{a.node_offsets[lo]} + 1;
-    const uint64_t next_hi = std::min<uint64_t>(uint64_t{a.node_offsets[hi]} + 1, a.n_nodes);
+    const uint64_t next_hi = std::min<uint64_t>(uint64_t{a.node_offsets[hi]} + 1, a.n_explicit);
     lo = next_lo;
     hi = std::max(next_lo, next_hi);
+  }
+  for (uint64_t k = 0, level = 0, start = 0, w = 0; w < a.head_words(); ++w) {
+    for (uint64_t bits = a.head_bits[w]; bits != 0; bits &= bits - 1, ++k) {
+      const uint64_t head = w * 64 + static_cast<uint64_t>(std::countr_zero(bits));
+      while (head >= level_ends[level]) ++level;
+      for (uint64_t i = 0; i < a.tail_lengths[k]; ++i) {
+        count(level + 1 + i, static_cast<uint32_t>(a.n_explicit + start + i));
+      }
+      start += a.tail_lengths[k];
+    }
   }
 
   std::printf("%s\n", printable(loaded.input.path).c_str());
@@ -78,6 +94,8 @@ int cmd_inspect(int argc, char **argv) {
   std::printf("  nodes         %s (%s terminal, %s leaves)\n", with_commas(a.n_nodes).c_str(),
               with_commas(a.n_terminals).c_str(), with_commas(leaves).c_str());
   std::printf("  edges         %s\n", with_commas(a.n_edges()).c_str());
+  std::printf("  tails         %s (%s nodes on unary chains to a leaf, 2 bytes each)\n",
+              with_commas(a.n_heads).c_str(), with_commas(a.n_tail_nodes()).c_str());
   std::printf("  labels        %s%s\n", with_commas(a.n_labels()).c_str(),
               a.first_labels ? "" : " (a trie without labels)");
   std::printf("  depth         max %u\n", a.max_depth);

@@ -79,20 +79,13 @@ const LabelIndex &label_index(const Trie &trie) {
   return trie.derived<LabelIndex>([&] { return build_label_index(trie); });
 }
 
-uint32_t parent_of(const Trie &trie, uint32_t node) {
-  const auto &a = trie.arrays();
-  const uint32_t *begin = a.node_offsets;
-  const uint32_t *end = a.node_offsets + a.n_nodes + 1;
-  return static_cast<uint32_t>(std::upper_bound(begin, end, node - 1) - begin) - 1;
-}
+uint32_t parent_of(const Trie &trie, uint32_t node) { return trie.parent(node); }
 
 std::vector<int32_t> path_to(const Trie &trie, uint32_t node) {
   std::vector<int32_t> path;
-  const auto &a = trie.arrays();
-  while (node != 0 && node < a.n_nodes) {
-    const uint32_t parent = parent_of(trie, node);
-    path.push_back(a.edge_tokens[node - 1]);
-    node = parent;
+  while (node != 0 && node < trie.n_nodes()) {
+    path.push_back(trie.token_into(node));
+    node = trie.parent(node);
   }
   std::reverse(path.begin(), path.end());
   return path;

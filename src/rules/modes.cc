@@ -19,10 +19,9 @@ std::string path_text(const Trie &trie, uint32_t node) {
 
 // A node reached through an edge labelled token, for messages; 0 if none.
 uint32_t node_after_token(const Trie &trie, int32_t token, bool from_terminal_only) {
-  const auto &a = trie.arrays();
-  for (uint64_t e = 0; e < a.n_edges(); ++e) {
-    if (a.edge_tokens[e] != token) continue;
-    const auto child = static_cast<uint32_t>(e + 1);
+  for (uint64_t n = 1; n < trie.n_nodes(); ++n) {
+    const auto child = static_cast<uint32_t>(n);
+    if (trie.token_into(child) != token) continue;
     if (!from_terminal_only || trie.is_terminal(parent_of(trie, child))) return child;
   }
   return 0;

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "trie/find_token.h"
+#include "trie/node_edges.h"
 
 namespace treemask {
 
@@ -27,13 +28,22 @@ inline constexpr int32_t kPolicyFailClosed = 1;
 inline constexpr int32_t kPolicyStickyError = 2;
 
 // The arrays the plain rule reads (a view; the trie or the device owns them).
+// (Field names as in TrieArrays, so node_edges reads both.)
 struct PlainTrieView {
-  const uint32_t *node_offsets = nullptr;   // n_nodes + 1
-  const int32_t *edge_tokens = nullptr;     // n_nodes - 1
+  const uint32_t *node_offsets = nullptr;   // n_explicit + 1
+  const int32_t *edge_tokens = nullptr;     // n_explicit - 1
   const uint64_t *terminal_bits = nullptr;  // ceil(n_nodes / 64)
+  const uint64_t *head_bits = nullptr;      // ceil(n_explicit / 64)
+  const uint32_t *head_rank = nullptr;      // same
+  const uint8_t *tail_lengths = nullptr;    // n_heads
+  const uint32_t *tail_samples = nullptr;   // ceil(n_heads / 16)
+  const uint16_t *tail_tokens = nullptr;    // n_nodes - n_explicit
+  const int32_t *tail_values = nullptr;     // the trie's tail token table
   const int32_t *stop_tokens = nullptr;     // n_stop_tokens, ascending, distinct
   uint32_t n_stop_tokens = 0;
   uint32_t n_nodes = 0;
+  uint32_t n_explicit = 0;
+  uint32_t n_heads = 0;
   int32_t vocab_size = 0;
 };
 
@@ -68,16 +78,16 @@ struct PlainRules {
   // terminal; any other state only the stop tokens.
   TREEMASK_HD Allowed allowed(uint32_t s) const {
     if (!is_node(s)) return {nullptr, 0, 0, true};
-    const uint32_t begin = t.node_offsets[s];
-    return {t.edge_tokens + begin, t.node_offsets[s + 1] - begin, begin + 1, is_terminal(s)};
+    const NodeEdges e = node_edges(t, s);
+    return {e.tokens, e.count, e.first_child, is_terminal(s)};
   }
 
   // Where token leads from node: a child id, kStateTerminated (a stop token
   // at a terminal node), or kStateFailed (not allowed; any int32 token).
   TREEMASK_HD uint32_t step_node(uint32_t node, int32_t token) const {
-    const uint32_t begin = t.node_offsets[node];
-    const int64_t i = find_token(t.edge_tokens + begin, t.node_offsets[node + 1] - begin, token);
-    if (i >= 0) return begin + 1 + static_cast<uint32_t>(i);  // edge e leads to node e + 1
+    const NodeEdges e = node_edges(t, node);
+    const int64_t i = find_token(e.tokens, e.count, token);
+    if (i >= 0) return e.first_child + static_cast<uint32_t>(i);
     if (is_terminal(node) && is_stop(token)) return kStateTerminated;
     return kStateFailed;
   }

@@ -96,6 +96,21 @@ Result<Ref<Trie>> build_trie_from_paths(const TrieBuildOptions &opts_in,
   uint64_t n_terminals = 0;
 
   auto path_len = [&](uint32_t p) { return offsets[p + 1] - offsets[p]; };
+  // Tails: unary chains down to a leaf, stored as uint16 deltas from
+  // tail_base (the smallest token of any path) when each fits.
+  auto &head_bits = storage->head_bits;
+  auto &tail_tokens = storage->tail_tokens;
+  std::vector<int64_t> tail_labels;  // by tail, after every CSR terminal in rank
+  int32_t tail_base = 0;
+  if (!tokens.empty()) tail_base = *std::min_element(tokens.begin(), tokens.end());
+  auto fits_tail = [&](uint32_t p) {
+    if (!opts.compress_tails || path_len(p) - depth > 255) return false;
+    if (tail_tokens.size() + path_len(p) - depth + n_nodes >= kMaxNodes) return false;
+    for (size_t j = offsets[p] + depth; j < offsets[p + 1]; ++j) {
+      if (uint32_t(tokens[j]) - uint32_t(tail_base) > 0xFFFFu) return false;
+    }
+    return true;
+  };
   auto mark_terminal = [&](uint32_t node) {
     if (terminal_bits.size() <= node / 64) terminal_bits.resize(node / 64 + 1, 0);
     terminal_bits[node / 64] |= uint64_t{1} << (node % 64);
@@ -131,6 +146,18 @@ Result<Ref<Trie>> build_trie_from_paths(const TrieBuildOptions &opts_in,
         if (path_len(p) == depth) {
           add_label(p);
           mark_terminal(g.node);
+        } else if (fits_tail(p)) {
+          // The rest of the path is a unary chain to a leaf: g.node heads a
+          // tail (its leaf is terminal; its id and bit are set in finish_trie).
+          if (head_bits.size() <= g.node / 64) head_bits.resize(g.node / 64 + 1, 0);
+          head_bits[g.node / 64] |= uint64_t{1} << (g.node % 64);
+          storage->tail_lengths.push_back(static_cast<uint8_t>(path_len(p) - depth));
+          for (size_t j = offsets[p] + depth; j < offsets[p + 1]; ++j) {
+            tail_tokens.push_back(static_cast<uint16_t>(uint32_t(tokens[j]) - uint32_t(tail_base)));
+          }
+          if (!opts.no_labels) tail_labels.push_back(label_ids ? label_ids[p] : int64_t{p});
+          max_depth = std::max<uint32_t>(max_depth, static_cast<uint32_t>(path_len(p)));
+          max_fanout = std::max(max_fanout, 1u);
         } else {
           TM_TRY(add_child(tokens[offsets[p] + depth], g.begin, g.end));
         }
@@ -157,7 +184,7 @@ Result<Ref<Trie>> build_trie_from_paths(const TrieBuildOptions &opts_in,
       max_fanout = std::max(max_fanout, static_cast<uint32_t>(edge_tokens.size() - edges_before));
       node_offsets.push_back(static_cast<uint32_t>(edge_tokens.size()));
     }
-    if (!next_level.empty()) max_depth = ++depth;
+    if (!next_level.empty()) max_depth = std::max(max_depth, ++depth);
     level.swap(next_level);
     next_level.clear();
   }
@@ -165,30 +192,64 @@ Result<Ref<Trie>> build_trie_from_paths(const TrieBuildOptions &opts_in,
   if (multi_labels.size() > 0xFFFFFFFFull) {
     return error(Code::kOutOfRange, "too many labels on duplicate paths: ", multi_labels.size());
   }
+  first_labels.insert(first_labels.end(), tail_labels.begin(), tail_labels.end());
   storage->stop_tokens = opts.stop_tokens;
+  storage->tail_base = tail_tokens.empty() ? 0 : tail_base;
   return finish_trie(std::move(storage), opts, max_depth, max_fanout);
 }
 
 Result<Ref<Trie>> finish_trie(std::unique_ptr<VectorTrieStorage> storage,
                               const TrieBuildOptions &opts, uint32_t max_depth,
                               uint32_t max_fanout) {
-  const uint64_t n_nodes = storage->node_offsets.size() - 1;
+  const uint64_t n_explicit = storage->node_offsets.size() - 1;
+  const uint64_t n_nodes = n_explicit + storage->tail_tokens.size();
+  if (n_nodes > kMaxNodes) {
+    return error(Code::kOutOfRange, "the trie would have more than ", kMaxNodes, " nodes");
+  }
   auto &terminal_bits = storage->terminal_bits;
   terminal_bits.resize((n_nodes + 63) / 64, 0);
-  auto &rank = storage->terminal_rank;
-  rank.resize(terminal_bits.size());
-  uint32_t running = 0;
-  for (size_t w = 0; w < terminal_bits.size(); ++w) {
-    rank[w] = running;
-    running += static_cast<uint32_t>(std::popcount(terminal_bits[w]));
+  // The last node of each tail is its leaf; every 16th tail's start is
+  // sampled.
+  const auto &lengths = storage->tail_lengths;
+  auto &samples = storage->tail_samples;
+  samples.clear();
+  uint64_t end = 0;
+  for (size_t k = 0; k < lengths.size(); ++k) {
+    if (k % kTailSample == 0) samples.push_back(static_cast<uint32_t>(end));
+    end += lengths[k];
+    const uint64_t leaf = n_explicit + end - 1;
+    terminal_bits[leaf / 64] |= uint64_t{1} << (leaf % 64);
   }
+  auto rank_of = [](const std::vector<uint64_t> &bits, std::vector<uint32_t> &rank) {
+    rank.resize(bits.size());
+    uint32_t running = 0;
+    for (size_t w = 0; w < bits.size(); ++w) {
+      rank[w] = running;
+      running += static_cast<uint32_t>(std::popcount(bits[w]));
+    }
+    return running;
+  };
+  const uint32_t running = rank_of(terminal_bits, storage->terminal_rank);
+  storage->head_bits.resize((n_explicit + 63) / 64, 0);
+  rank_of(storage->head_bits, storage->head_rank);
+  uint32_t tail_range = 0;
+  for (uint16_t t : storage->tail_tokens) tail_range = std::max<uint32_t>(tail_range, t + 1u);
   if (storage->multi_offsets.empty()) storage->multi_offsets.push_back(0);
 
   TrieArrays arrays;
   arrays.node_offsets = storage->node_offsets.data();
   arrays.edge_tokens = storage->edge_tokens.data();
   arrays.terminal_bits = terminal_bits.data();
-  arrays.terminal_rank = rank.data();
+  arrays.terminal_rank = storage->terminal_rank.data();
+  arrays.head_bits = storage->head_bits.data();
+  arrays.head_rank = storage->head_rank.data();
+  arrays.tail_lengths = lengths.data();
+  arrays.tail_samples = samples.data();
+  arrays.tail_tokens = storage->tail_tokens.data();
+  arrays.n_explicit = n_explicit;
+  arrays.n_heads = lengths.size();
+  arrays.tail_base = storage->tail_base;
+  arrays.tail_range = tail_range;
   arrays.first_labels = opts.no_labels ? nullptr : storage->first_labels.data();
   arrays.multi_ranks = storage->multi_ranks.data();
   arrays.multi_offsets = storage->multi_offsets.data();
@@ -202,10 +263,12 @@ Result<Ref<Trie>> finish_trie(std::unique_ptr<VectorTrieStorage> storage,
   arrays.vocab_size = opts.vocab_size;
   arrays.max_depth = max_depth;
   arrays.max_fanout = max_fanout;
-  if (Status s = validate_trie_arrays(arrays); !s.ok()) {
+  // Validated with the derived tail_values table in place, as every trie.
+  auto trie = Ref<Trie>::adopt(new Trie(std::move(storage), arrays, opts.dense_row_cache_bytes));
+  if (Status s = validate_trie_arrays(trie->arrays()); !s.ok()) {
     return error(Code::kInternal, "built an inconsistent trie: ", s.message());
   }
-  return Ref<Trie>::adopt(new Trie(std::move(storage), arrays, opts.dense_row_cache_bytes));
+  return trie;
 }
 
 }  // namespace treemask

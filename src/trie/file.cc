@@ -40,10 +40,16 @@ std::string errno_text() { return std::strerror(errno); }
 // Byte sizes every section must have for the header's counts.
 std::array<uint64_t, kSections> expected_bytes(const FileHeader &h) {
   const uint64_t words = (h.n_nodes + 63) / 64;
+  const uint64_t head_words = (h.n_explicit + 63) / 64;
   std::array<uint64_t, kSections> b{};
   auto at = [&b](FileSection s) -> uint64_t & { return b[static_cast<size_t>(s)]; };
-  at(FileSection::kNodeOffsets) = (h.n_nodes + 1) * 4;
-  at(FileSection::kEdgeTokens) = (h.n_nodes - 1) * 4;
+  at(FileSection::kNodeOffsets) = (h.n_explicit + 1) * 4;
+  at(FileSection::kEdgeTokens) = (h.n_explicit - 1) * 4;
+  at(FileSection::kHeadBits) = head_words * 8;
+  at(FileSection::kHeadRank) = head_words * 4;
+  at(FileSection::kTailLengths) = h.n_heads;
+  at(FileSection::kTailSamples) = (h.n_heads + kTailSample - 1) / kTailSample * 4;
+  at(FileSection::kTailTokens) = (h.n_nodes - h.n_explicit) * 2;
   at(FileSection::kTerminalBits) = words * 8;
   at(FileSection::kTerminalRank) = words * 4;
   at(FileSection::kFirstLabels) = (h.flags & kFlagHasLabels) ? h.n_terminals * 8 : 0;
@@ -58,10 +64,11 @@ std::array<uint64_t, kSections> expected_bytes(const FileHeader &h) {
 }
 
 const char *section_name(size_t i) {
-  static const char *const names[kSections] = {"node_offsets",   "edge_tokens",     "terminal_bits",
-                                               "terminal_rank",  "first_labels",    "multi_ranks",
-                                               "multi_offsets",  "multi_labels",    "stop_tokens",
-                                               "metadata_index", "metadata_strings"};
+  static const char *const names[kSections] = {
+      "node_offsets", "edge_tokens", "terminal_bits",  "terminal_rank",
+      "first_labels", "multi_ranks", "multi_offsets",  "multi_labels",
+      "stop_tokens",  "head_bits",   "head_rank",      "tail_lengths",
+      "tail_samples", "tail_tokens", "metadata_index", "metadata_strings"};
   return names[i];
 }
 
@@ -70,6 +77,10 @@ Status check_counts(const FileHeader &h) {
     return error(Code::kCorruptFile, "node count ", h.n_nodes, " is outside [1, ", kMaxNodes, "]");
   }
   if (h.vocab_size <= 0) return error(Code::kCorruptFile, "vocab_size ", h.vocab_size, " <= 0");
+  if (h.n_explicit == 0 || h.n_explicit > h.n_nodes || h.n_heads > h.n_explicit) {
+    return error(Code::kCorruptFile, "inconsistent counts: ", h.n_explicit, " CSR nodes and ",
+                 h.n_heads, " tails for ", h.n_nodes, " nodes");
+  }
   if (h.n_terminals > h.n_nodes || h.n_multi > h.n_terminals || h.n_multi_labels > 0xFFFFFFFFull) {
     return error(Code::kCorruptFile, "inconsistent counts: ", h.n_terminals, " terminals, ",
                  h.n_multi, " multi-label terminals, ", h.n_multi_labels, " labels, for ",
@@ -117,8 +128,9 @@ Status check_sections(const FileHeader &h, uint64_t size) {
 
 Status check_arrays(const unsigned char *data, const FileHeader &h) {
   const auto *offsets = view<uint32_t>(data, h, FileSection::kNodeOffsets);
-  if (offsets[0] != 0 || offsets[h.n_nodes] != h.n_nodes - 1) {
-    return error(Code::kCorruptFile, "node_offsets does not span the ", h.n_nodes - 1, " edges");
+  if (offsets[0] != 0 || offsets[h.n_explicit] != h.n_explicit - 1) {
+    return error(Code::kCorruptFile, "node_offsets does not span the ", h.n_explicit - 1,
+                 " CSR edges");
   }
   const auto *multi = view<uint32_t>(data, h, FileSection::kMultiOffsets);
   if (multi[0] != 0 || multi[h.n_multi] != h.n_multi_labels) {
@@ -212,6 +224,10 @@ void copy_counts(const From &from, To &to) {
   to.vocab_size = from.vocab_size;
   to.max_depth = from.max_depth;
   to.max_fanout = from.max_fanout;
+  to.n_explicit = from.n_explicit;
+  to.n_heads = from.n_heads;
+  to.tail_base = from.tail_base;
+  to.tail_range = from.tail_range;
 }
 
 }  // namespace
@@ -271,6 +287,11 @@ Result<TrieImage> parse_trie_image(const unsigned char *data, size_t size, uint3
   a.multi_offsets = view<uint32_t>(data, h, FileSection::kMultiOffsets);
   a.multi_labels = view<int64_t>(data, h, FileSection::kMultiLabels);
   a.stop_tokens = view<int32_t>(data, h, FileSection::kStopTokens);
+  a.head_bits = view<uint64_t>(data, h, FileSection::kHeadBits);
+  a.head_rank = view<uint32_t>(data, h, FileSection::kHeadRank);
+  a.tail_lengths = view<uint8_t>(data, h, FileSection::kTailLengths);
+  a.tail_samples = view<uint32_t>(data, h, FileSection::kTailSamples);
+  a.tail_tokens = view<uint16_t>(data, h, FileSection::kTailTokens);
   copy_counts(h, a);
   TM_TRY(validate_trie_arrays(a));
   image.metadata = std::move(metadata);
@@ -311,10 +332,12 @@ Status save_trie(const Trie &trie, const std::string &path,
   h.sections[static_cast<size_t>(FileSection::kMetadataStrings)].bytes = strings.size();
   const auto bytes = expected_bytes(h);
   const Piece pieces[kSections] = {
-      {a.node_offsets, bytes[0]},  {a.edge_tokens, bytes[1]},   {a.terminal_bits, bytes[2]},
-      {a.terminal_rank, bytes[3]}, {a.first_labels, bytes[4]},  {a.multi_ranks, bytes[5]},
-      {a.multi_offsets, bytes[6]}, {a.multi_labels, bytes[7]},  {a.stop_tokens, bytes[8]},
-      {index.data(), bytes[9]},    {strings.data(), bytes[10]},
+      {a.node_offsets, bytes[0]},  {a.edge_tokens, bytes[1]},  {a.terminal_bits, bytes[2]},
+      {a.terminal_rank, bytes[3]}, {a.first_labels, bytes[4]}, {a.multi_ranks, bytes[5]},
+      {a.multi_offsets, bytes[6]}, {a.multi_labels, bytes[7]}, {a.stop_tokens, bytes[8]},
+      {a.head_bits, bytes[9]},     {a.head_rank, bytes[10]},   {a.tail_lengths, bytes[11]},
+      {a.tail_samples, bytes[12]}, {a.tail_tokens, bytes[13]}, {index.data(), bytes[14]},
+      {strings.data(), bytes[15]},
   };
   uint64_t offset = sizeof(FileHeader);
   for (size_t i = 0; i < kSections; ++i) {

@@ -1,8 +1,8 @@
 // The .tmtrie file: a compiled trie that loads by mmap plus one linear check.
 //
-// Layout (version 1, little-endian, every section 64-byte aligned):
+// Layout (version 2, little-endian, every section 64-byte aligned):
 //
-//   FileHeader (320 bytes): magic "\x89TMTRIE\n", format version, the file's
+//   FileHeader (400 bytes): magic "\x89TMTRIE\n", format version, the file's
 //     own size, flags, counts, vocab size, max depth / fanout, the XXH64 of the
 //     payload (every byte after the header), a table of (offset, bytes) for
 //     each section, and last the XXH64 of the header bytes before it.
@@ -35,7 +35,9 @@
 
 namespace treemask {
 
-inline constexpr uint32_t kTmtrieFormatVersion = 1;
+// Version 2 added the tail arrays (trie.h); version 1 files are refused
+// with kVersionMismatch (recompile them).
+inline constexpr uint32_t kTmtrieFormatVersion = 2;
 inline constexpr uint32_t kLoadTrusted = 1u;  // TREEMASK_LOAD_TRUSTED
 
 enum class FileSection : uint32_t {
@@ -48,6 +50,11 @@ enum class FileSection : uint32_t {
   kMultiOffsets,
   kMultiLabels,
   kStopTokens,
+  kHeadBits,
+  kHeadRank,
+  kTailLengths,
+  kTailSamples,
+  kTailTokens,
   kMetadataIndex,
   kMetadataStrings,
   kCount,
@@ -76,10 +83,14 @@ struct FileHeader {
   uint32_t n_metadata;
   uint32_t n_sections;
   FileSectionRef sections[static_cast<size_t>(FileSection::kCount)];
-  unsigned char reserved[40];  // zero
+  uint64_t n_explicit;
+  uint64_t n_heads;
+  int32_t tail_base;
+  uint32_t tail_range;
+  unsigned char reserved[16];  // zero
   uint64_t header_checksum;
 };
-static_assert(sizeof(FileHeader) == 320, "the v1 header is 320 bytes");
+static_assert(sizeof(FileHeader) == 400, "the v2 header is 400 bytes");
 
 inline constexpr uint64_t kFlagHasLabels = 1;
 inline constexpr uint32_t kMaxMetadataEntries = 1u << 20;

@@ -28,6 +28,43 @@ Trie::Trie(std::unique_ptr<TrieStorage> storage, const TrieArrays &arrays,
   // read-only, bits are read-modify-write), so cache only nodes whose fanout
   // is at least that.
   dense_threshold_ = std::max(kMinDenseFanout, row_words() / 8);
+  if (a_.tail_range > 0) {
+    tail_values_.resize(a_.tail_range);
+    for (uint32_t k = 0; k < a_.tail_range; ++k) {
+      tail_values_[k] = a_.tail_base + static_cast<int32_t>(k);
+    }
+    a_.tail_values = tail_values_.data();
+  }
+}
+
+int32_t Trie::token_into(uint32_t node) const {
+  if (node < a_.n_explicit) return a_.edge_tokens[node - 1];
+  return a_.tail_base + a_.tail_tokens[node - a_.n_explicit];
+}
+
+uint32_t Trie::parent(uint32_t node) const {
+  if (node < a_.n_explicit) {
+    // The CSR node whose edge range holds edge node - 1.
+    const uint32_t *off = a_.node_offsets;
+    const uint32_t *it = std::upper_bound(off, off + a_.n_explicit + 1, node - 1);
+    return static_cast<uint32_t>(it - off) - 1;
+  }
+  const uint32_t i = node - static_cast<uint32_t>(a_.n_explicit);
+  // The tail holding i: the last sample at or before i, then the lengths.
+  const uint32_t *samples_end = a_.tail_samples + a_.n_tail_samples();
+  const auto j =
+      static_cast<uint64_t>(std::upper_bound(a_.tail_samples, samples_end, i) - a_.tail_samples) -
+      1;
+  uint32_t k = static_cast<uint32_t>(j * kTailSample), start = a_.tail_samples[j];
+  while (start + a_.tail_lengths[k] <= i) start += a_.tail_lengths[k++];
+  if (start != i) return node - 1;
+  // The first node of tail k: its parent is the k-th head (a select).
+  const uint32_t *rank_end = a_.head_rank + a_.head_words();
+  const uint64_t w =
+      static_cast<uint64_t>(std::upper_bound(a_.head_rank, rank_end, k) - a_.head_rank) - 1;
+  uint64_t bits = a_.head_bits[w];
+  for (uint32_t skip = k - a_.head_rank[w]; skip > 0; --skip) bits &= bits - 1;
+  return static_cast<uint32_t>(w * 64 + static_cast<uint64_t>(std::countr_zero(bits)));
 }
 
 Trie::~Trie() {

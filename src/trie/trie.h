@@ -16,8 +16,36 @@
 //     few terminals with more than one label (duplicate paths, semantic-ID
 //     collisions), ascending by rank, with all their labels
 //
-// About 8 bytes per edge plus 8 per labelled terminal. Because a node's first edge index is
-// always >= its own id, child ids strictly increase along any walk. Every
+// Tails. Below the depth where a catalogue stops branching, most nodes lie
+// on unary chains: one child each, down to a leaf. Such a chain is stored as
+// a tail instead of as CSR nodes. Nodes [0, n_explicit) are the CSR nodes
+// above; nodes [n_explicit, n_nodes) are tail nodes, tail by tail:
+//
+//   head_bits[ceil(n_explicit / 64)], head_rank[same]: the explicit nodes
+//                              without CSR edges whose one child starts a
+//                              tail (a head may itself be terminal)
+//   tail_lengths[n_heads]      uint8: the length of head k's tail (1..255;
+//                              a longer chain keeps CSR nodes above its tail)
+//   tail_samples[ceil(n_heads / 16)]  where tails 0, 16, 32, ... start
+//
+// Tail k is the nodes n_explicit + [start(k), start(k) + tail_lengths[k]),
+// start(k) = tail_samples[k / 16] + the lengths of the tails before k in its
+// group of 16 (node_edges.h), so a tail costs 1.25 bytes of index.
+//   tail_tokens[n_nodes - n_explicit]  uint16: the token into tail node
+//                              n_explicit + i is tail_base + tail_tokens[i]
+//
+// Within a tail only the last node (a leaf) is terminal, so a tail node's one
+// child is the next id unless its terminal bit is set. Chains whose tokens
+// do not fit tail_base + [0, 65536) stay CSR nodes. tail_values (derived,
+// not stored in a file) holds tail_base + k at k, so that a tail node's
+// child token is a pointer into the trie like a CSR edge's (node_edges.h).
+// Builders from token paths compress tails; the breadth-first builder (an
+// RTP-LLM dictionary) makes none (n_explicit == n_nodes).
+//
+// About 8 bytes per CSR node, 2 per tail node and 1.25 per tail, plus 8 per
+// labelled terminal. Because a CSR node's first edge index is >= its own id
+// and tail nodes follow every CSR node, child ids strictly increase along
+// any walk. Every
 // trie is validated once when it is built or loaded (validate_trie_arrays),
 // so the accessors below trust the arrays and check nothing.
 //
@@ -39,6 +67,7 @@
 #include "core/refcount.h"
 #include "core/status.h"
 #include "trie/find_token.h"
+#include "trie/node_edges.h"
 
 namespace treemask {
 
@@ -51,8 +80,8 @@ inline constexpr uint64_t kMaxNodes = 0xFFFFFFFDu;
 // Views of the flat arrays. They point into memory owned by a TrieStorage
 // (vectors for a built trie, a file mapping for a loaded one).
 struct TrieArrays {
-  const uint32_t *node_offsets = nullptr;   // n_nodes + 1
-  const int32_t *edge_tokens = nullptr;     // n_edges
+  const uint32_t *node_offsets = nullptr;   // n_explicit + 1
+  const int32_t *edge_tokens = nullptr;     // n_explicit - 1 (the CSR edges)
   const uint64_t *terminal_bits = nullptr;  // terminal_words()
   const uint32_t *terminal_rank = nullptr;  // terminal_words()
   const int64_t *first_labels = nullptr;    // n_terminals, or nullptr: no labels
@@ -60,7 +89,17 @@ struct TrieArrays {
   const uint32_t *multi_offsets = nullptr;  // n_multi + 1
   const int64_t *multi_labels = nullptr;    // n_multi_labels
   const int32_t *stop_tokens = nullptr;     // n_stop_tokens, ascending, distinct
+  const uint64_t *head_bits = nullptr;      // head_words()
+  const uint32_t *head_rank = nullptr;      // head_words()
+  const uint8_t *tail_lengths = nullptr;    // n_heads
+  const uint32_t *tail_samples = nullptr;   // n_tail_samples()
+  const uint16_t *tail_tokens = nullptr;    // n_nodes - n_explicit
+  const int32_t *tail_values = nullptr;     // tail_range (derived; see above)
   uint64_t n_nodes = 0;
+  uint64_t n_explicit = 0;  // the CSR nodes; == n_nodes without tails
+  uint64_t n_heads = 0;
+  int32_t tail_base = 0;
+  uint32_t tail_range = 0;  // every tail token delta is < tail_range <= 65536
   uint64_t n_terminals = 0;
   uint64_t n_multi = 0;
   uint64_t n_multi_labels = 0;
@@ -72,10 +111,15 @@ struct TrieArrays {
   uint32_t max_fanout = 0;
 
   uint64_t n_edges() const { return n_nodes == 0 ? 0 : n_nodes - 1; }
+  uint64_t n_csr_edges() const { return n_explicit == 0 ? 0 : n_explicit - 1; }
+  uint64_t n_tail_nodes() const { return n_nodes - n_explicit; }
   uint64_t terminal_words() const { return (n_nodes + 63) / 64; }
-  // Bytes of the arrays themselves.
+  uint64_t head_words() const { return (n_explicit + 63) / 64; }
+  uint64_t n_tail_samples() const { return (n_heads + kTailSample - 1) / kTailSample; }
+  // Bytes of the arrays themselves (tail_values, derived, not included).
   uint64_t bytes() const {
-    return (n_nodes + 1) * 4 + n_edges() * 4 + terminal_words() * 12 +
+    return (n_explicit + 1) * 4 + n_csr_edges() * 4 + terminal_words() * 12 + head_words() * 12 +
+           n_heads + n_tail_samples() * 4 + n_tail_nodes() * 2 +
            (first_labels ? n_terminals * 8 : 0) + n_multi * 8 + 4 + n_multi_labels * 8 +
            uint64_t{n_stop_tokens} * 4;
   }
@@ -100,6 +144,12 @@ struct VectorTrieStorage final : TrieStorage {
   std::vector<uint32_t> multi_offsets;
   std::vector<int64_t> multi_labels;
   std::vector<int32_t> stop_tokens;
+  std::vector<uint64_t> head_bits;
+  std::vector<uint32_t> head_rank;
+  std::vector<uint8_t> tail_lengths;
+  std::vector<uint32_t> tail_samples;
+  std::vector<uint16_t> tail_tokens;
+  int32_t tail_base = 0;
 };
 
 // A node's outgoing edges: tokens[i] leads to node first_child + i.
@@ -118,6 +168,9 @@ struct TrieBuildOptions {
   // Terminal nodes carry no label ids (sources without labels, such as an
   // RTP-LLM prefix dictionary); label_ids is then ignored.
   bool no_labels = false;
+  // Store unary chains down to a leaf as tails (the layout above). Off only
+  // in tests, which compare both layouts.
+  bool compress_tails = true;
 };
 
 class Trie final : public RefCounted {
@@ -135,9 +188,13 @@ class Trie final : public RefCounted {
 
   // The node id must be < n_nodes (callers check ids they did not make).
   Children children(uint32_t node) const {
-    const uint32_t begin = a_.node_offsets[node];
-    return {a_.edge_tokens + begin, a_.node_offsets[node + 1] - begin, begin + 1};
+    const NodeEdges e = node_edges(a_, node);
+    return {e.tokens, e.count, e.first_child};
   }
+
+  // The token on the edge into node (node >= 1) and the node's parent.
+  int32_t token_into(uint32_t node) const;
+  uint32_t parent(uint32_t node) const;
 
   bool is_terminal(uint32_t node) const {
     return (a_.terminal_bits[node >> 6] >> (node & 63)) & 1u;
@@ -185,6 +242,7 @@ class Trie final : public RefCounted {
 
   std::unique_ptr<TrieStorage> storage_;
   TrieArrays a_;
+  std::vector<int32_t> tail_values_;  // a_.tail_values
   std::shared_ptr<const TrieAnnotations> annotations_;
 
   // Dense-row cache: a fixed open-addressing table (node -> row) allocated on

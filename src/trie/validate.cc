@@ -74,6 +74,7 @@ struct ScanArgs {
   const uint32_t *off;
   const int32_t *tok;
   const uint64_t *terminal;
+  const uint64_t *head;  // CSR leaves that head a tail (not terminal by need)
   uint64_t n_nodes, n_edges;
   uint32_t vocab, stop_lo, stop_span;
 };
@@ -120,7 +121,9 @@ template <class Words>
   const uint64_t node_words = (a.n_nodes + 63) / 64;
   const uint64_t edge_words = (a.n_edges + 63) / 64;
   for (uint64_t w = 0; w < node_words; ++w) {
-    s.bad |= (words.node(a, w, s) & ~a.terminal[w]) != 0;
+    const uint64_t heads = a.head ? a.head[w] : 0;
+    const uint64_t leaves = words.node(a, w, s);
+    s.bad |= ((leaves & ~a.terminal[w] & ~heads) | (heads & ~leaves)) != 0;
   }
   words.finish_nodes(s);
   if (s.bad) return s;  // the offsets may not ascend: no merge below
@@ -239,11 +242,12 @@ bool cpu_has_avx2() {
 // both).
 bool structure_holds(const TrieArrays &a, uint32_t &max_fanout, bool &near_stop,
                      bool vector = true) {
-  const uint64_t n = a.n_nodes;
+  const uint64_t n = a.n_explicit;
   if (a.node_offsets[0] != 0 || a.node_offsets[n] != n - 1) return false;
   ScanArgs args{a.node_offsets,
                 a.edge_tokens,
                 a.terminal_bits,
+                a.head_bits,
                 n,
                 n - 1,
                 static_cast<uint32_t>(a.vocab_size),
@@ -265,7 +269,7 @@ bool structure_holds(const TrieArrays &a, uint32_t &max_fanout, bool &near_stop,
 
 // The first failure of structure_holds, named.
 Status locate_structure_error(const TrieArrays &a, const StopSet &stops) {
-  const uint64_t n = a.n_nodes;
+  const uint64_t n = a.n_explicit;
   const uint64_t n_edges = n - 1;
   const uint32_t *off = a.node_offsets;
   const int32_t *tok = a.edge_tokens;
@@ -277,7 +281,9 @@ Status locate_structure_error(const TrieArrays &a, const StopSet &stops) {
     if (e < b || b < node || e > n_edges) {
       return corrupt("node ", node, " has edges [", b, ", ", e, "): not a breadth-first CSR range");
     }
-    if (b == e && !((a.terminal_bits[node / 64] >> (node % 64)) & 1)) {
+    const bool head = a.head_bits && ((a.head_bits[node / 64] >> (node % 64)) & 1);
+    if (head && b != e) return corrupt("node ", node, " heads a tail but has CSR edges");
+    if (b == e && !((a.terminal_bits[node / 64] >> (node % 64)) & 1) && !head) {
       return corrupt("node ", node, " has no children and is not terminal");
     }
     for (uint32_t k = b; k < e; ++k) {
@@ -291,6 +297,117 @@ Status locate_structure_error(const TrieArrays &a, const StopSet &stops) {
       }
     }
   }
+  if (a.head_bits && n % 64 != 0 && (a.head_bits[(n - 1) / 64] >> (n % 64)) != 0) {
+    return corrupt("head_bits has bits set past the last CSR node");
+  }
+  return Status::Ok();
+}
+
+// Heads and tails (trie.h): head bits only on CSR nodes without edges, with
+// their rank; tail lengths >= 1, covering the tail nodes exactly, with
+// every 16th start sampled; in the tail nodes exactly the last node of each tail is
+// terminal; tail tokens below tail_range, inside [0, vocab_size) and never a
+// stop token. Sets *depth to the longest path through a tail.
+Status validate_tails(const TrieArrays &a, const StopSet &stops, uint32_t *depth) {
+  const uint64_t ne = a.n_explicit, n_tail = a.n_tail_nodes(), heads = a.n_heads;
+  const uint64_t words = a.head_words();
+  *depth = 0;
+  if (!a.head_bits || !a.head_rank) {  // arrays made without tails (tests)
+    if (heads != 0 || n_tail != 0) return corrupt(heads, " tails but no head bits");
+    return Status::Ok();
+  }
+  if (ne % 64 != 0 && (a.head_bits[words - 1] >> (ne % 64)) != 0) {
+    return corrupt("head_bits has bits set past the last CSR node");
+  }
+  uint64_t running = 0;
+  for (uint64_t w = 0; w < words; ++w) {
+    if (a.head_rank[w] != running) {
+      return corrupt("head_rank[", w, "] is ", a.head_rank[w], ", expected ", running);
+    }
+    running += static_cast<uint64_t>(std::popcount(a.head_bits[w]));
+  }
+  if (running != heads) return corrupt(running, " head bits set but n_heads is ", heads);
+  if ((heads == 0) != (n_tail == 0)) {
+    return corrupt(heads, " tail heads for ", n_tail, " tail nodes");
+  }
+  *depth = 0;
+  if (heads == 0) return Status::Ok();
+  if (a.tail_range == 0 || a.tail_range > 0x10000u || a.tail_base < 0 ||
+      int64_t{a.tail_base} + a.tail_range > a.vocab_size) {
+    return corrupt("tail tokens [", a.tail_base, ", +", a.tail_range,
+                   ") are not inside [0, vocab_size=", a.vocab_size, ") or span more than 65536");
+  }
+  // One pass over the tails: every 16th start sampled, lengths >= 1 and
+  // covering the tail nodes, and the terminal bits of the tail nodes exactly
+  // the tails' last nodes (compared a word at a time; the CSR nodes' bits in
+  // the first word are not the tails').
+  {
+    const uint64_t first = ne / 64, csr_bits = (uint64_t{1} << (ne % 64)) - 1;
+    uint64_t w = first, expect = 0;
+    auto compare_to = [&](uint64_t upto) -> Status {
+      for (; w < upto; ++w, expect = 0) {
+        const uint64_t actual = a.terminal_bits[w] & (w == first ? ~csr_bits : ~uint64_t{0});
+        if (actual == expect) continue;
+        const uint64_t node = w * 64 + static_cast<uint64_t>(std::countr_zero(actual ^ expect));
+        return corrupt("tail node ", node,
+                       (actual & ~expect) ? " is terminal but not" : " is not terminal but is",
+                       " the last node of its tail");
+      }
+      return Status::Ok();
+    };
+    uint64_t at = 0;
+    for (uint64_t k = 0; k < heads; ++k) {
+      if (k % kTailSample == 0 && a.tail_samples[k / kTailSample] != at) {
+        return corrupt("tail_samples[", k / kTailSample, "] is ", a.tail_samples[k / kTailSample],
+                       ", but tail ", k, " starts at ", at);
+      }
+      const uint32_t len = a.tail_lengths[k];
+      if (len == 0) return corrupt("tail ", k, " is empty");
+      at += len;
+      if (at > n_tail) return corrupt("the tails hold more than the ", n_tail, " tail nodes");
+      const uint64_t leaf = ne + at - 1;
+      if (leaf / 64 != w) TM_TRY(compare_to(leaf / 64));
+      expect |= uint64_t{1} << (leaf % 64);
+    }
+    if (at != n_tail) return corrupt("the tails hold ", at, " nodes, not ", n_tail);
+    TM_TRY(compare_to(a.terminal_words()));
+  }
+  // The longest path through a tail: per breadth-first level of the CSR
+  // nodes (a contiguous id range), its depth plus the longest tail of the
+  // heads in it (a rank range).
+  uint32_t longest = 0;
+  auto heads_before = [&](uint64_t x) -> uint64_t {
+    return x >= ne ? heads : rank64(a.head_bits, a.head_rank, static_cast<uint32_t>(x));
+  };
+  for (uint64_t lb = 0, le = 1, d = 0; lb < ne; ++d) {
+    uint32_t m = 0;
+    for (uint64_t r = heads_before(lb), r1 = heads_before(le); r < r1; ++r) {
+      m = std::max<uint32_t>(m, a.tail_lengths[r]);
+    }
+    if (m > 0) longest = std::max(longest, static_cast<uint32_t>(d) + m);
+    lb = le;
+    if (le < ne) le = uint64_t{a.node_offsets[le]} + 1;
+  }
+  uint32_t top = 0;
+  for (uint64_t i = 0; i < n_tail; ++i) top = std::max<uint32_t>(top, a.tail_tokens[i]);
+  if (top >= a.tail_range) {
+    for (uint64_t i = 0; i < n_tail; ++i) {
+      if (a.tail_tokens[i] < a.tail_range) continue;
+      return corrupt("tail node ", ne + i, " has token ", int64_t{a.tail_base} + a.tail_tokens[i],
+                     ", out of range of the tail tokens [", a.tail_base, ", ",
+                     int64_t{a.tail_base} + a.tail_range, ")");
+    }
+  }
+  const int32_t lo = a.tail_base, hi = a.tail_base + static_cast<int32_t>(a.tail_range) - 1;
+  if (a.stop_tokens[a.n_stop_tokens - 1] >= lo && a.stop_tokens[0] <= hi) {
+    for (uint64_t i = 0; i < n_tail; ++i) {
+      if (stops.contains(lo + a.tail_tokens[i])) {
+        return corrupt("tail node ", ne + i, " is reached by the stop token ",
+                       lo + a.tail_tokens[i]);
+      }
+    }
+  }
+  *depth = longest;
   return Status::Ok();
 }
 
@@ -307,6 +424,10 @@ bool trie_structure_holds(const TrieArrays &a, bool vector, uint32_t *max_fanout
 Status validate_trie_arrays(const TrieArrays &a) {
   const uint64_t n = a.n_nodes;
   if (n == 0 || n > kMaxNodes) return corrupt("node count ", n, " is outside [1, ", kMaxNodes, "]");
+  if (a.n_explicit == 0 || a.n_explicit > n || a.n_heads > a.n_explicit) {
+    return corrupt(a.n_explicit, " CSR nodes and ", a.n_heads, " tails for ", n, " nodes");
+  }
+  const uint64_t ne = a.n_explicit;
   if (a.vocab_size <= 0) return corrupt("vocab_size ", a.vocab_size, " <= 0");
 
   // Stop tokens: at least one, ascending, distinct, < vocab_size.
@@ -332,12 +453,15 @@ Status validate_trie_arrays(const TrieArrays &a) {
     return corrupt("node_offsets and edge_tokens are inconsistent");
   }
   if (near_stop) {
-    for (uint64_t e = 0; e < n - 1; ++e) {
+    for (uint64_t e = 0; e < ne - 1; ++e) {
       if (stops.contains(a.edge_tokens[e])) {
         return corrupt("edge ", e, " has the stop token ", a.edge_tokens[e]);
       }
     }
   }
+  uint32_t tail_depth = 0;
+  TM_TRY(validate_tails(a, stops, &tail_depth));
+  if (a.n_heads > 0) max_fanout = std::max(max_fanout, 1u);
   if (max_fanout != a.max_fanout) {
     return corrupt("max_fanout is ", a.max_fanout, " but the nodes have up to ", max_fanout);
   }
@@ -345,10 +469,11 @@ Status validate_trie_arrays(const TrieArrays &a) {
     // Depth: level l + 1 is the children of level l, a contiguous id range.
     uint64_t level_end = 1;
     uint32_t depth = 0;
-    while (level_end < n) {
+    while (level_end < ne) {
       level_end = uint64_t{a.node_offsets[level_end]} + 1;
       ++depth;
     }
+    depth = std::max(depth, tail_depth);
     if (depth != a.max_depth) {
       return corrupt("max_depth is ", a.max_depth, " but the paths are up to ", depth,
                      " tokens long");

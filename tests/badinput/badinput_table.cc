@@ -177,8 +177,8 @@ void make_files() {
   write_bytes("payload-flipped.tmtrie", payload);
   header[40] ^= 0x01;  // the node count
   write_bytes("header-flipped.tmtrie", header);
-  version[8] = 2;  // the format version field
-  write_bytes("version2.tmtrie", version);
+  version[8] = 3;  // the format version field: a future version
+  write_bytes("version3.tmtrie", version);
   write_bytes("empty.tmtrie", "");
   write_bytes("dict.json", R"({"start_token_id": 225, "end_token_id": 2, "prefix_dict": {}})");
   mkdir("directory.tmtrie", 0755);
@@ -290,8 +290,8 @@ std::vector<Case> cases() {
       [] { return load("payload-flipped.tmtrie"); });
   add("`.tmtrie`: one header bit flipped", load_call, TREEMASK_ERR_CORRUPT_FILE,
       [] { return load("header-flipped.tmtrie"); });
-  add("`.tmtrie`: format version 2", load_call, TREEMASK_ERR_VERSION_MISMATCH,
-      [] { return load("version2.tmtrie"); });
+  add("`.tmtrie`: format version 3", load_call, TREEMASK_ERR_VERSION_MISMATCH,
+      [] { return load("version3.tmtrie"); });
   add("`.tmtrie`: unknown load flag", load_call, TREEMASK_ERR_INVALID_ARGUMENT,
       [] { return load("labels.tmtrie", 6); });
 

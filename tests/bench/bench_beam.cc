@@ -62,14 +62,18 @@ struct Shape {
 
 // A catalogue of distinct random items; level l's code c is token
 // base + l * codebook + c (MiniOneRec's layout). Stop token 151,643 (or base - 1).
-treemask_trie *make_catalogue(const Shape &s, std::mt19937_64 &rng) {
+struct Catalogue {
   std::vector<int32_t> tokens;
-  tokens.reserve(s.items * static_cast<size_t>(s.levels));
   std::vector<size_t> offsets{0};
-  offsets.reserve(s.items + 1);
+};
+
+Catalogue generate_catalogue(const Shape &s, std::mt19937_64 &rng) {
+  Catalogue c;
+  c.tokens.reserve(s.items * static_cast<size_t>(s.levels));
+  c.offsets.reserve(s.items + 1);
   std::unordered_set<uint64_t> seen;
   seen.reserve(s.items * 2);
-  while (offsets.size() <= s.items) {
+  while (c.offsets.size() <= s.items) {
     // Distinct items: a 64-bit hash of the codes stands for the item (a
     // collision only drops an item that would have been new).
     uint64_t key = 0x9E3779B97F4A7C15ull;
@@ -80,21 +84,32 @@ treemask_trie *make_catalogue(const Shape &s, std::mt19937_64 &rng) {
       key ^= key >> 29;
     }
     if (!seen.insert(key).second) continue;
-    for (int l = 0; l < s.levels; ++l) tokens.push_back(s.base + l * s.codebook + codes[l]);
-    offsets.push_back(tokens.size());
+    for (int l = 0; l < s.levels; ++l) c.tokens.push_back(s.base + l * s.codebook + codes[l]);
+    c.offsets.push_back(c.tokens.size());
   }
+  return c;
+}
+
+// labels: path i carries label i (the item id); else the paths are the
+// items and terminals carry no labels (what a beam search needs).
+treemask_trie *build_catalogue(const Shape &s, const Catalogue &c, bool labels) {
   const int32_t stop = std::min(151643, s.base - 1);  // <|endoftext|> in the real shapes
   treemask_trie_options opts;
   treemask_trie_options_init(&opts);
   opts.vocab_size = s.vocab();
   opts.stop_tokens = &stop;
   opts.n_stop_tokens = 1;
+  opts.no_labels = labels ? 0 : 1;
   treemask_trie *t = nullptr;
-  if (treemask_trie_from_paths(&opts, tokens.data(), offsets.data(), s.items, nullptr, &t) !=
+  if (treemask_trie_from_paths(&opts, c.tokens.data(), c.offsets.data(), s.items, nullptr, &t) !=
       TREEMASK_OK) {
     bench::die("treemask_trie_from_paths");
   }
   return t;
+}
+
+treemask_trie *make_catalogue(const Shape &s, std::mt19937_64 &rng) {
+  return build_catalogue(s, generate_catalogue(s, rng), false);
 }
 
 struct Step {
@@ -261,23 +276,34 @@ double run_shape(const Shape &s, std::mt19937_64 &rng) {
 
 }  // namespace
 
-// Catalogue scale: build time, bytes per item and the process's peak memory
-// for a catalogue of `items` items of `levels` codes.
+// Catalogue scale: bytes per item, build time and the process's peak memory
+// for a catalogue of `items` items of `levels` codes, without labels (a
+// beam search's catalogue: the paths are the items) and with item labels.
 void catalogue_scale(const Shape &s, std::mt19937_64 &rng) {
-  const double t0 = bench::now_ns();
-  const TrieBox trie(make_catalogue(s, rng));
-  const double took = (bench::now_ns() - t0) / 1e9;
-  treemask_trie_stats st;
-  st.struct_size = sizeof st;
-  if (treemask_trie_get_stats(trie.get(), &st) != TREEMASK_OK) bench::die("stats");
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
+  double t0 = bench::now_ns();
+  const Catalogue c = generate_catalogue(s, rng);
+  const double generated = (bench::now_ns() - t0) / 1e9;
+  const double paths_bytes =
+      static_cast<double>(c.tokens.size() * 4 + c.offsets.size() * sizeof(size_t));
   std::printf(
-      "%-28s items %9zu x %d codes of %d: %llu nodes, %.1f bytes/item (%.1f MB), "
-      "generated + built in %.1f s, peak RSS %.2f GB\n",
-      s.name, s.items, s.levels, s.codebook, static_cast<unsigned long long>(st.n_nodes),
-      static_cast<double>(st.bytes) / static_cast<double>(s.items),
-      static_cast<double>(st.bytes) / 1e6, took, static_cast<double>(ru.ru_maxrss) / 1e6);
+      "%-28s items %9zu x %d codes of %d (generated in %.1f s; the input paths: %.1f bytes/item)\n",
+      s.name, s.items, s.levels, s.codebook, generated, paths_bytes / double(s.items));
+  for (const bool labels : {false, true}) {
+    t0 = bench::now_ns();
+    const TrieBox trie(build_catalogue(s, c, labels));
+    const double took = (bench::now_ns() - t0) / 1e9;
+    treemask_trie_stats st;
+    st.struct_size = sizeof st;
+    if (treemask_trie_get_stats(trie.get(), &st) != TREEMASK_OK) bench::die("stats");
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    std::printf(
+        "  %-26s %llu nodes: %5.1f bytes/item (%.1f MB; target <= 24), built in %.1f s, "
+        "peak RSS so far %.2f GB\n",
+        labels ? "with item labels" : "without labels", static_cast<unsigned long long>(st.n_nodes),
+        static_cast<double>(st.bytes) / static_cast<double>(s.items),
+        static_cast<double>(st.bytes) / 1e6, took, static_cast<double>(ru.ru_maxrss) / 1e6);
+  }
 }
 
 int main(int argc, char **argv) {

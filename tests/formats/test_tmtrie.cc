@@ -76,8 +76,18 @@ void expect_same_arrays(const treemask_trie *x, const treemask_trie *y) {
   EXPECT_EQ(a.max_depth, b.max_depth);
   EXPECT_EQ(a.max_fanout, b.max_fanout);
   EXPECT_EQ(a.first_labels == nullptr, b.first_labels == nullptr);
-  expect_same_array(a.node_offsets, b.node_offsets, a.n_nodes + 1, "node_offsets");
-  expect_same_array(a.edge_tokens, b.edge_tokens, a.n_edges(), "edge_tokens");
+  ASSERT_EQ(a.n_explicit, b.n_explicit);
+  ASSERT_EQ(a.n_heads, b.n_heads);
+  EXPECT_EQ(a.tail_base, b.tail_base);
+  EXPECT_EQ(a.tail_range, b.tail_range);
+  expect_same_array(a.node_offsets, b.node_offsets, a.n_explicit + 1, "node_offsets");
+  expect_same_array(a.edge_tokens, b.edge_tokens, a.n_csr_edges(), "edge_tokens");
+  expect_same_array(a.head_bits, b.head_bits, a.head_words(), "head_bits");
+  expect_same_array(a.head_rank, b.head_rank, a.head_words(), "head_rank");
+  expect_same_array(a.tail_lengths, b.tail_lengths, a.n_heads, "tail_lengths");
+  expect_same_array(a.tail_samples, b.tail_samples, a.n_tail_samples(), "tail_samples");
+  expect_same_array(a.tail_tokens, b.tail_tokens, a.n_tail_nodes(), "tail_tokens");
+  expect_same_array(a.tail_values, b.tail_values, a.tail_range, "tail_values");
   expect_same_array(a.terminal_bits, b.terminal_bits, a.terminal_words(), "terminal_bits");
   expect_same_array(a.terminal_rank, b.terminal_rank, a.terminal_words(), "terminal_rank");
   if (a.first_labels) expect_same_array(a.first_labels, b.first_labels, a.n_terminals, "labels");
@@ -396,15 +406,16 @@ TEST_F(TmtrieTest, EveryFlippedBitFailsToLoadOrAgreesEverywhere) {
 // (the fuzz regression inputs tests/fuzz/inputs/tmtrie/regression-* are).
 TEST_F(TmtrieTest, CorruptionsOfTheHardeningIssueAreRefusedAtLoad) {
   // Paths 1 t for t in 10..29 (node 1 has fanout 20, above the 16 where
-  // find_child switches to a binary search) and 2 5 6 (a forced chain of two
-  // after 2). BFS: edges 0, 1 (tokens 1, 2) lead to nodes 1, 2; node 1 owns
-  // edges 2..21 (tokens 10..29), node 2 edge 22 (token 5) to node 23, which
-  // owns edge 23 (token 6) to node 24.
-  std::vector<std::vector<int32_t>> paths{{2, 5, 6}};
+  // find_child switches to a binary search), 2 5 6 and 2 7. BFS: edges 0, 1
+  // (tokens 1, 2) lead to nodes 1, 2; node 1 owns edges 2..21 (tokens
+  // 10..29), node 2 edges 22, 23 (tokens 5, 7) to nodes 23, 24. Node 23
+  // heads a tail: node 25, token 6, stored as 6 - 1 (the smallest token).
+  std::vector<std::vector<int32_t>> paths{{2, 5, 6}, {2, 7}};
   for (int32_t tok = 10; tok < 30; ++tok) paths.push_back({1, tok});
   TrieHandle t;
   ASSERT_EQ(testutil::make_trie(paths, 40, {0}, t), TREEMASK_OK);
-  ASSERT_EQ(internal(t.p).n_nodes(), 25u);
+  ASSERT_EQ(internal(t.p).n_nodes(), 26u);
+  ASSERT_EQ(internal(t.p).arrays().n_explicit, 25u);
   const std::string file = path("c.tmtrie");
   ASSERT_EQ(treemask_trie_save(t.p, file.c_str(), nullptr), TREEMASK_OK);
   const auto bytes = read_bytes(file);
@@ -413,25 +424,28 @@ TEST_F(TmtrieTest, CorruptionsOfTheHardeningIssueAreRefusedAtLoad) {
   auto section = [&](treemask::FileSection s) { return h.sections[static_cast<size_t>(s)].offset; };
   const uint64_t edges = section(treemask::FileSection::kEdgeTokens);
   const uint64_t offsets = section(treemask::FileSection::kNodeOffsets);
+  const uint64_t tails = section(treemask::FileSection::kTailTokens);
   struct Case {
     const char *name;
     uint64_t at;
     uint32_t value;  // written little-endian at `at`
+    size_t bytes;    // of value
     const char *message;
   };
   const Case cases[] = {
-      {"edge-token-past-vocab", edges + 4 * 5, 47, "out of range"},
-      {"forced-chain-token-past-vocab", edges + 4 * 23, 1000, "out of range"},
+      {"edge-token-past-vocab", edges + 4 * 5, 47, 4, "out of range"},
+      // The forced chain after 2 5 is the tail: its token 6 becomes 1000.
+      {"forced-chain-token-past-vocab", tails, 999, 2, "out of range"},
       // node_offsets[2] = 22 -> 23 (bit 0): node 1 owns edges 2..22, tokens
       // 10..29 then 5, so a binary search misses 5 that a fill sets.
-      {"node-offsets-bit-flip", offsets + 4 * 2, 23, "not strictly ascending"},
+      {"node-offsets-bit-flip", offsets + 4 * 2, 23, 4, "not strictly ascending"},
   };
   const char *seed_dir = std::getenv("TREEMASK_WRITE_SEEDS");
   for (const Case &c : cases) {
     std::vector<uint64_t> image((bytes.size() + 7) / 8);
     auto *data = reinterpret_cast<unsigned char *>(image.data());
     std::memcpy(data, bytes.data(), bytes.size());
-    std::memcpy(data + c.at, &c.value, sizeof(c.value));
+    std::memcpy(data + c.at, &c.value, c.bytes);
     fix_checksums(data, bytes.size());
     const std::string bad = path(std::string(c.name) + ".tmtrie");
     write_bytes(bad, data, bytes.size());
@@ -451,13 +465,17 @@ TEST_F(TmtrieTest, WrongMagicVersionAndFilesThatAreNotTries) {
   auto bytes = read_bytes(saved_sample(path("s.tmtrie")));
   const std::string f = path("x.tmtrie");
   TrieHandle t;
-  auto v2 = bytes;
-  v2[8] = 2;  // format_version, little-endian
-  write_bytes(f, v2.data(), v2.size());
+  auto v3 = bytes;
+  v3[8] = 3;  // format_version, little-endian
+  write_bytes(f, v3.data(), v3.size());
   EXPECT_EQ(treemask_trie_load(f.c_str(), TREEMASK_LOAD_TRUSTED, &t.p),
             TREEMASK_ERR_VERSION_MISMATCH);
-  EXPECT_NE(last_error().find("format version 2; this library reads version 1"), std::string::npos)
+  EXPECT_NE(last_error().find("format version 3; this library reads version 2"), std::string::npos)
       << last_error();
+  auto v1 = bytes;  // files of treemask 0.2 and before (no tails)
+  v1[8] = 1;
+  write_bytes(f, v1.data(), v1.size());
+  EXPECT_EQ(treemask_trie_load(f.c_str(), 0, &t.p), TREEMASK_ERR_VERSION_MISMATCH);
   auto magic = bytes;
   magic[1] = 'X';
   write_bytes(f, magic.data(), magic.size());

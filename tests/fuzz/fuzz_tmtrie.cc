@@ -31,24 +31,56 @@ using treemask::TrieArrays;
 struct BorrowedStorage final : treemask::TrieStorage {};
 
 // Everything trie.h promises about a built trie's arrays.
+bool bit(const uint64_t *bits, uint64_t i) { return (bits[i / 64] >> (i % 64)) & 1; }
+
 bool sound(const TrieArrays &a) {
-  const uint64_t n = a.n_nodes;
-  if (n == 0 || a.node_offsets[0] != 0 || a.node_offsets[n] != n - 1) return false;
-  uint64_t terminals = 0;
-  for (uint64_t node = 0; node < n; ++node) {
+  const uint64_t n = a.n_nodes, ne = a.n_explicit;
+  if (n == 0 || ne == 0 || ne > n) return false;
+  if (a.node_offsets[0] != 0 || a.node_offsets[ne] != ne - 1) return false;
+  auto is_stop = [&](int32_t t) {
+    return std::binary_search(a.stop_tokens, a.stop_tokens + a.n_stop_tokens, t);
+  };
+  // The CSR nodes: breadth-first ranges, children ascending and in range, a
+  // node without children terminal unless it heads a tail.
+  uint64_t heads = 0;
+  for (uint64_t node = 0; node < ne; ++node) {
     const uint32_t begin = a.node_offsets[node], end = a.node_offsets[node + 1];
-    if (begin > end || end > n - 1 || begin < node) return false;
+    if (begin > end || end > ne - 1 || begin < node) return false;
     for (uint32_t e = begin; e < end; ++e) {
       const int32_t t = a.edge_tokens[e];
-      if (t < 0 || t >= a.vocab_size || (e > begin && t <= a.edge_tokens[e - 1]) ||
-          std::binary_search(a.stop_tokens, a.stop_tokens + a.n_stop_tokens, t)) {
+      if (t < 0 || t >= a.vocab_size || (e > begin && t <= a.edge_tokens[e - 1]) || is_stop(t)) {
         return false;
       }
     }
-    const bool terminal = (a.terminal_bits[node / 64] >> (node % 64)) & 1;
-    if (begin == end && !terminal) return false;  // a dead end: no sequence ends here
+    const bool head = bit(a.head_bits, node);
+    if (node % 64 == 0 && a.head_rank[node / 64] != heads) return false;
+    heads += head;
+    if (head && begin != end) return false;
+    if (begin == end && !head && !bit(a.terminal_bits, node)) return false;
+  }
+  if (ne % 64 != 0 && (a.head_bits[(ne - 1) / 64] >> (ne % 64)) != 0) return false;
+  if (heads != a.n_heads) return false;
+  // The tails: consecutive, non-empty, covering every tail node; only the
+  // last node of each terminal; tokens in range and no stop token.
+  uint64_t end = 0;
+  for (uint64_t k = 0; k < heads; ++k) {
+    const uint64_t begin = end;
+    if (k % 16 == 0 && a.tail_samples[k / 16] != begin) return false;
+    end += a.tail_lengths[k];
+    if (end <= begin || end > n - ne) return false;
+    for (uint64_t i = begin; i < end; ++i) {
+      if (bit(a.terminal_bits, ne + i) != (i + 1 == end)) return false;
+      if (a.tail_tokens[i] >= a.tail_range) return false;
+      const int64_t t = int64_t{a.tail_base} + a.tail_tokens[i];
+      if (t < 0 || t >= a.vocab_size || is_stop(static_cast<int32_t>(t))) return false;
+    }
+  }
+  if (end != n - ne) return false;  // the tails cover every tail node
+  if (heads > 0 && a.tail_range > 0x10000u) return false;
+  uint64_t terminals = 0;
+  for (uint64_t node = 0; node < n; ++node) {
     if (node % 64 == 0 && a.terminal_rank[node / 64] != terminals) return false;
-    terminals += terminal;
+    terminals += bit(a.terminal_bits, node);
   }
   const uint64_t words = (n + 63) / 64;
   if (n % 64 != 0 && (a.terminal_bits[words - 1] >> (n % 64)) != 0) return false;

@@ -62,6 +62,115 @@ TEST(Builder, NumbersNodesBreadthFirstWithImplicitChildren) {
   EXPECT_EQ(Trie::find_child(c, 7), -1);
 }
 
+TEST(Builder, StoresUnaryChainsDownToALeafAsTails) {
+  // Paths: [5 1 2 3] [5 4] [7 8 9]. CSR nodes: root, 5 -> 1, 7 -> 2, then
+  // node 1's children 1 -> 3 and 4 -> 4 (a leaf). Nodes 2 and 3 each head a
+  // tail, in head order: node 2's [8 9] is nodes 5, 6; node 3's [2 3] is
+  // nodes 7, 8. Tail tokens are deltas from the smallest token, 1.
+  auto r = build(Paths{{5, 1, 2, 3}, {5, 4}, {7, 8, 9}}, 10, {0});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const Trie &t = *r.value();
+  const TrieArrays &a = t.arrays();
+  EXPECT_EQ(a.n_nodes, 9u);
+  EXPECT_EQ(a.n_explicit, 5u);
+  EXPECT_EQ(a.n_heads, 2u);
+  EXPECT_EQ(vec(a.node_offsets, 6), (std::vector<uint32_t>{0, 2, 4, 4, 4, 4}));
+  EXPECT_EQ(vec(a.edge_tokens, 4), (std::vector<int32_t>{5, 7, 1, 4}));
+  EXPECT_EQ(a.head_bits[0], (1u << 2) | (1u << 3));
+  EXPECT_EQ(vec(a.tail_lengths, 2), (std::vector<uint8_t>{2, 2}));
+  EXPECT_EQ(vec(a.tail_samples, 1), (std::vector<uint32_t>{0}));
+  EXPECT_EQ(a.tail_base, 1);
+  EXPECT_EQ(vec(a.tail_tokens, 4), (std::vector<uint16_t>{7, 8, 1, 2}));
+  EXPECT_EQ(a.tail_range, 9u);
+  EXPECT_EQ(a.terminal_bits[0], (1u << 4) | (1u << 6) | (1u << 8));
+  EXPECT_EQ(vec(a.first_labels, 3), (std::vector<int64_t>{1, 2, 0}));  // by terminal rank
+  EXPECT_EQ(a.max_depth, 4u);
+  EXPECT_EQ(a.max_fanout, 2u);
+  // The head's one child is the first node of its tail; inside a tail the
+  // next id; the leaf has none.
+  Children c = t.children(3);
+  ASSERT_EQ(c.count, 1u);
+  EXPECT_EQ(c.tokens[0], 2);
+  EXPECT_EQ(c.first_child, 7u);
+  c = t.children(7);
+  ASSERT_EQ(c.count, 1u);
+  EXPECT_EQ(c.tokens[0], 3);
+  EXPECT_EQ(c.first_child, 8u);
+  EXPECT_EQ(t.children(8).count, 0u);
+  EXPECT_EQ(t.labels(8).size(), 1u);
+  EXPECT_EQ(t.labels(8)[0], 0);
+  // Parents and incoming tokens, across the CSR / tail boundary.
+  const std::vector<uint32_t> parent{0, 0, 0, 1, 1, 2, 5, 3, 7};
+  const std::vector<int32_t> into{0, 5, 7, 1, 4, 8, 9, 2, 3};
+  for (uint32_t n = 1; n < 9; ++n) {
+    EXPECT_EQ(t.parent(n), parent[n]) << "node " << n;
+    EXPECT_EQ(t.token_into(n), into[n]) << "node " << n;
+  }
+  // A token more than 65535 above the smallest stays in the CSR arrays; the
+  // chain below it is a tail.
+  auto wide = build(Paths{{1, 70000, 2}, {3}}, 70001, {0});
+  ASSERT_TRUE(wide.ok());
+  EXPECT_EQ(wide.value()->arrays().n_heads, 1u);
+  EXPECT_EQ(wide.value()->arrays().n_explicit, 4u);
+  EXPECT_EQ(wide.value()->children(1).tokens[0], 70000);
+}
+
+// Every path and its labels, walked through children(), in token order.
+void walk_all(const Trie &t, uint32_t node, std::vector<int32_t> &path,
+              std::vector<std::pair<std::vector<int32_t>, std::vector<int64_t>>> &out) {
+  if (t.is_terminal(node)) {
+    const auto l = t.labels(node);
+    out.push_back({path, {l.begin(), l.end()}});
+  }
+  const Children c = t.children(node);
+  for (uint32_t i = 0; i < c.count; ++i) {
+    ASSERT_GT(c.first_child + i, node);
+    ASSERT_EQ(t.parent(c.first_child + i), node);
+    ASSERT_EQ(t.token_into(c.first_child + i), c.tokens[i]);
+    path.push_back(c.tokens[i]);
+    walk_all(t, c.first_child + i, path, out);
+    path.pop_back();
+  }
+}
+
+TEST(Builder, TailsAndCsrLayoutsHoldTheSamePaths) {
+  // Random tries (shared prefixes, duplicates, prefixes of other paths,
+  // tokens far apart) built with and without tails: the same paths with the
+  // same labels, the same depth and fanout, fewer bytes with tails.
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 40; ++trial) {
+    std::vector<int32_t> tokens;
+    std::vector<size_t> offsets{0};
+    const int n = 1 + static_cast<int>(rng() % 300);
+    const int32_t spread = trial % 3 == 0 ? 200000 : 50;
+    for (int i = 0; i < n; ++i) {
+      const int len = static_cast<int>(rng() % 9);
+      for (int j = 0; j < len; ++j)
+        tokens.push_back(1 + static_cast<int32_t>(rng() % (j < 2 ? 4 : spread)));
+      offsets.push_back(tokens.size());
+    }
+    TrieBuildOptions o;
+    o.vocab_size = 200001;
+    o.stop_tokens = {0};
+    auto with = build_trie_from_paths(o, tokens, offsets, nullptr);
+    o.compress_tails = false;
+    auto without = build_trie_from_paths(o, tokens, offsets, nullptr);
+    ASSERT_TRUE(with.ok()) << with.status().message();
+    ASSERT_TRUE(without.ok()) << without.status().message();
+    std::vector<std::pair<std::vector<int32_t>, std::vector<int64_t>>> pw, po;
+    std::vector<int32_t> path;
+    walk_all(*with.value(), 0, path, pw);
+    walk_all(*without.value(), 0, path, po);
+    ASSERT_EQ(pw, po) << "trial " << trial;
+    const TrieArrays &a = with.value()->arrays(), &b = without.value()->arrays();
+    EXPECT_EQ(a.n_nodes, b.n_nodes);
+    EXPECT_EQ(a.max_depth, b.max_depth);
+    EXPECT_EQ(a.max_fanout, b.max_fanout);
+    EXPECT_EQ(b.n_heads, 0u);
+    if (a.n_heads > 0) EXPECT_LT(a.bytes(), b.bytes());
+  }
+}
+
 TEST(Builder, DuplicatePathsMergeAndKeepEveryLabel) {
   const int64_t labels[] = {7, 3, 7, 9};
   auto r = build(Paths{{1, 2}, {1, 2}, {1, 2}, {1}}, 4, {0}, labels);
@@ -181,6 +290,7 @@ TEST(TrieAccessors, RejectCorruptOffsetsInsteadOfWalkingOutOfBounds) {
   a.stop_tokens = stops.data();
   a.n_stop_tokens = 1;
   a.n_nodes = 3;
+  a.n_explicit = 3;  // no tails
   a.vocab_size = 4;
   Status s = validate_trie_arrays(a);
   EXPECT_EQ(s.code(), Code::kCorruptFile);
@@ -250,6 +360,7 @@ TEST(Validation, VectorAndScalarScansAgreeWithTheOracleOnCorruptions) {
   TrieBuildOptions o;
   o.vocab_size = 3001;
   o.stop_tokens = {0};
+  o.compress_tails = false;  // every node in the CSR arrays these scans check
   auto r = build_trie_from_paths(o, tokens, offsets, nullptr);
   ASSERT_TRUE(r.ok());
   const TrieArrays &orig = r.value()->arrays();
@@ -305,6 +416,78 @@ TEST(Validation, VectorAndScalarScansAgreeWithTheOracleOnCorruptions) {
   }
   EXPECT_GT(refused, 1000);
   EXPECT_TRUE(validate_trie_arrays(a).ok());
+}
+
+TEST(Validation, TailCorruptionsAreRefusedByNameOrStillWalkable) {
+  // A catalogue-like trie (3 branching levels, then chains), then single
+  // corruptions of the head bits, tail lengths, samples, tokens and the
+  // terminal bits: each is refused with a message naming the problem, or,
+  // when the result is still a well-formed trie, every node is reached
+  // exactly once by walking it.
+  std::mt19937 rng(5);
+  std::vector<int32_t> tokens;
+  std::vector<size_t> offsets{0};
+  for (int i = 0; i < 4000; ++i) {
+    const int len = 3 + static_cast<int>(rng() % 6);
+    for (int j = 0; j < len; ++j) tokens.push_back(1 + j * 8 + static_cast<int32_t>(rng() % 8));
+    offsets.push_back(tokens.size());
+  }
+  TrieBuildOptions o;
+  o.vocab_size = 100;
+  o.stop_tokens = {0};
+  auto r = build_trie_from_paths(o, tokens, offsets, nullptr);
+  ASSERT_TRUE(r.ok());
+  const TrieArrays &orig = r.value()->arrays();
+  ASSERT_GT(orig.n_heads, 1000u);
+  auto heads = vec(orig.head_bits, orig.head_words());
+  auto lengths = vec(orig.tail_lengths, orig.n_heads);
+  auto samples = vec(orig.tail_samples, orig.n_tail_samples());
+  auto tail = vec(orig.tail_tokens, orig.n_tail_nodes());
+  auto bits = vec(orig.terminal_bits, orig.terminal_words());
+  TrieArrays a = orig;
+  a.head_bits = heads.data();
+  a.tail_lengths = lengths.data();
+  a.tail_samples = samples.data();
+  a.tail_tokens = tail.data();
+  a.terminal_bits = bits.data();
+  int refused = 0, kept = 0;
+  for (int trial = 0; trial < 2000; ++trial) {
+    const auto h0 = heads;
+    const auto l0 = lengths;
+    const auto s0 = samples;
+    const auto t0 = tail;
+    const auto b0 = bits;
+    switch (rng() % 5) {
+      case 0: heads[rng() % heads.size()] ^= uint64_t{1} << (rng() % 64); break;
+      case 1: lengths[rng() % lengths.size()] += (rng() % 2) ? 1 : 255; break;
+      case 2: samples[rng() % samples.size()] += (rng() % 2) ? 1 : ~0u; break;
+      case 3: tail[rng() % tail.size()] = static_cast<uint16_t>(rng() % 120); break;
+      default: {
+        const uint64_t node = orig.n_explicit + rng() % orig.n_tail_nodes();
+        bits[node / 64] ^= uint64_t{1} << (node % 64);
+      }
+    }
+    const Status st = validate_trie_arrays(a);
+    if (!st.ok()) {
+      ++refused;
+      ASSERT_EQ(st.code(), Code::kCorruptFile);
+      EXPECT_EQ(st.message().find("inconsistent"), std::string::npos) << st.message();
+    } else {
+      ++kept;  // e.g. a tail token changed to another in range
+      const Trie t(std::make_unique<VectorTrieStorage>(), a, 0);
+      std::vector<std::pair<std::vector<int32_t>, std::vector<int64_t>>> paths;
+      std::vector<int32_t> path;
+      walk_all(t, 0, path, paths);
+      EXPECT_EQ(paths.size(), a.n_terminals) << "trial " << trial;
+    }
+    heads = h0;
+    lengths = l0;
+    samples = s0;
+    tail = t0;
+    bits = b0;
+  }
+  EXPECT_GT(refused, 1000);
+  EXPECT_GT(kept, 0);
 }
 
 TEST(History, ClonesShareChunksCopyOnWrite) {

@@ -187,7 +187,7 @@ class Trie:
     @classmethod
     def from_paths(cls, paths: Union[Iterable[Sequence[int]], np.ndarray], vocab_size: int,
                    stop_tokens: Union[int, Iterable[int]], labels: Optional[Iterable[int]] = None, *,
-                   dense_row_cache_bytes: Optional[int] = None) -> "Trie":
+                   dense_row_cache_bytes: Optional[int] = None, no_labels: bool = False) -> "Trie":
         """Builds a trie from token sequences.
 
         Args:
@@ -200,6 +200,9 @@ class Trie:
                 label i), reported by :meth:`Matcher.label_ids`.
             dense_row_cache_bytes: memory budget for cached dense rows of
                 high-fanout nodes (default 64 MiB; 0 disables).
+            no_labels: terminals carry no label ids (``labels`` must then be
+                None): a catalogue whose paths are the items themselves
+                saves 8 bytes per item.
 
         Raises:
             InvalidArgumentError / OutOfRangeError: naming the path and
@@ -211,6 +214,7 @@ class Trie:
             raise InvalidArgumentError("paths is empty: a trie needs at least one path")
         stops = _stop_token_list(stop_tokens)
         opts = _options(vocab_size, stops, dense_row_cache_bytes)
+        opts.no_labels = 1 if no_labels else 0
         label_ptr = ffi.NULL
         if labels is not None:
             label_arr = _buffers.int64_array(list(labels), "labels")

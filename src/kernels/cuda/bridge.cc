@@ -245,15 +245,42 @@ Result<DeviceTrie *> upload_trie(const Trie &trie, void *stream) {
   const TrieArrays &a = trie.arrays();
   // The arrays hold together (every trie is validated when built or loaded,
   // trie/validate.cc), so the kernels follow them without bounds checks.
-  const size_t offsets_bytes = (a.n_nodes + 1) * sizeof(uint32_t);
-  const size_t edges_bytes = a.n_edges() * sizeof(int32_t);
-  const size_t terminal_bytes = a.terminal_words() * sizeof(uint64_t);
-  const size_t stops_bytes = size_t{a.n_stop_tokens} * sizeof(int32_t);
+  struct Part {
+    const void *src;
+    size_t bytes;
+    size_t at = 0;
+  };
+  enum {
+    kOffsets,
+    kEdges,
+    kTerminals,
+    kHeads,
+    kHeadRank,
+    kTailLengths,
+    kTailSamples,
+    kTailTokens,
+    kTailValues,
+    kStops,
+    kParts
+  };
+  Part parts[kParts] = {
+      {a.node_offsets, (a.n_explicit + 1) * sizeof(uint32_t)},
+      {a.edge_tokens, a.n_csr_edges() * sizeof(int32_t)},
+      {a.terminal_bits, a.terminal_words() * sizeof(uint64_t)},
+      {a.head_bits, a.head_words() * sizeof(uint64_t)},
+      {a.head_rank, a.head_words() * sizeof(uint32_t)},
+      {a.tail_lengths, a.n_heads * sizeof(uint8_t)},
+      {a.tail_samples, a.n_tail_samples() * sizeof(uint32_t)},
+      {a.tail_tokens, a.n_tail_nodes() * sizeof(uint16_t)},
+      {a.tail_values, size_t{a.tail_range} * sizeof(int32_t)},
+      {a.stop_tokens, size_t{a.n_stop_tokens} * sizeof(int32_t)},
+  };
   constexpr size_t kAlign = 256;
-  const size_t at_edges = align_up(offsets_bytes, kAlign);
-  const size_t at_terminals = at_edges + align_up(edges_bytes, kAlign);
-  const size_t at_stops = at_terminals + align_up(terminal_bytes, kAlign);
-  const size_t total = at_stops + align_up(std::max<size_t>(stops_bytes, 1), kAlign);
+  size_t total = 0;
+  for (Part &p : parts) {
+    p.at = total;
+    total += align_up(std::max<size_t>(p.bytes, 1), kAlign);
+  }
 
   auto dt = std::make_unique<DeviceTrie>();
   dt->device = device;
@@ -261,15 +288,6 @@ Result<DeviceTrie *> upload_trie(const Trie &trie, void *stream) {
   if (e != cudaSuccess) return cuda_error(e, cat("cudaMalloc of ", total, " bytes").c_str());
   auto *base = static_cast<char *>(dt->memory);
   const auto s = static_cast<cudaStream_t>(stream);
-  struct Part {
-    size_t at;
-    const void *src;
-    size_t bytes;
-  };
-  const Part parts[] = {{0, a.node_offsets, offsets_bytes},
-                        {at_edges, a.edge_tokens, edges_bytes},
-                        {at_terminals, a.terminal_bits, terminal_bytes},
-                        {at_stops, a.stop_tokens, stops_bytes}};
   for (const Part &p : parts) {
     if (p.bytes == 0) continue;
     e = cudaMemcpyAsync(base + p.at, p.src, p.bytes, cudaMemcpyHostToDevice, s);
@@ -282,12 +300,21 @@ Result<DeviceTrie *> upload_trie(const Trie &trie, void *stream) {
     cudaGetLastError();
     return failed;
   }
+  auto at = [&](int i) { return base + parts[i].at; };
   launch::TrieView &v = dt->view;
-  v.node_offsets = reinterpret_cast<const uint32_t *>(base);
-  v.edge_tokens = reinterpret_cast<const int32_t *>(base + at_edges);
-  v.terminal_bits = reinterpret_cast<const uint64_t *>(base + at_terminals);
-  v.stop_tokens = reinterpret_cast<const int32_t *>(base + at_stops);
+  v.node_offsets = reinterpret_cast<const uint32_t *>(at(kOffsets));
+  v.edge_tokens = reinterpret_cast<const int32_t *>(at(kEdges));
+  v.terminal_bits = reinterpret_cast<const uint64_t *>(at(kTerminals));
+  v.head_bits = reinterpret_cast<const uint64_t *>(at(kHeads));
+  v.head_rank = reinterpret_cast<const uint32_t *>(at(kHeadRank));
+  v.tail_lengths = reinterpret_cast<const uint8_t *>(at(kTailLengths));
+  v.tail_samples = reinterpret_cast<const uint32_t *>(at(kTailSamples));
+  v.tail_tokens = reinterpret_cast<const uint16_t *>(at(kTailTokens));
+  v.tail_values = reinterpret_cast<const int32_t *>(at(kTailValues));
+  v.stop_tokens = reinterpret_cast<const int32_t *>(at(kStops));
   v.n_nodes = static_cast<uint32_t>(a.n_nodes);
+  v.n_explicit = static_cast<uint32_t>(a.n_explicit);
+  v.n_heads = static_cast<uint32_t>(a.n_heads);
   v.n_stop_tokens = a.n_stop_tokens;
   v.vocab_size = a.vocab_size;
   return dt.release();

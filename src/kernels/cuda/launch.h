@@ -40,16 +40,24 @@ struct Rows {
   size_t n_rows = 0;
 };
 
-// A trie in device memory (see trie/trie.h for the BFS layout: the edges of
-// node n are [node_offsets[n], node_offsets[n + 1]) and edge e leads to node
-// e + 1). Checked at upload: offsets are monotone and within the edges,
-// tokens ascend within a node and lie in [0, vocab_size).
+// A trie in device memory: the arrays of trie/trie.h (the BFS layout of the
+// CSR nodes, whose edges are [node_offsets[n], node_offsets[n + 1]) with edge
+// e leading to node e + 1, and the tails below them), copied from a
+// validated trie.
 struct TrieView {
-  const uint32_t *node_offsets = nullptr;   // n_nodes + 1
-  const int32_t *edge_tokens = nullptr;     // n_nodes - 1
+  const uint32_t *node_offsets = nullptr;   // n_explicit + 1
+  const int32_t *edge_tokens = nullptr;     // n_explicit - 1
   const uint64_t *terminal_bits = nullptr;  // ceil(n_nodes / 64)
+  const uint64_t *head_bits = nullptr;      // ceil(n_explicit / 64)
+  const uint32_t *head_rank = nullptr;      // same
+  const uint8_t *tail_lengths = nullptr;    // n_heads
+  const uint32_t *tail_samples = nullptr;   // ceil(n_heads / 16)
+  const uint16_t *tail_tokens = nullptr;    // n_nodes - n_explicit
+  const int32_t *tail_values = nullptr;     // tail_range
   const int32_t *stop_tokens = nullptr;     // n_stop_tokens, ascending
   uint32_t n_nodes = 0;
+  uint32_t n_explicit = 0;
+  uint32_t n_heads = 0;
   uint32_t n_stop_tokens = 0;
   int32_t vocab_size = 0;
 };

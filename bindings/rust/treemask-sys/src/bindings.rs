@@ -70,6 +70,7 @@ pub struct treemask_trie_options {
     pub stop_tokens: *const i32,
     pub n_stop_tokens: usize,
     pub dense_row_cache_bytes: usize,
+    pub no_labels: i32,
 }
 extern "C" {
     pub fn treemask_trie_options_init(opts: *mut treemask_trie_options);

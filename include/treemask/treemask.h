@@ -233,7 +233,8 @@ typedef struct treemask_trie_options {
   /* Nonzero: terminal nodes carry no label ids (treemask_trie_from_paths then
    * requires label_ids == NULL; JSON Lines labels are ignored). A catalogue
    * whose token paths are the items themselves (semantic IDs for beam
-   * search) saves 8 bytes per item. init sets 0 (path i carries label i). */
+   * search) saves the label array: 4 bytes per item when every label is in
+   * [0, 2^32), else 8. init sets 0 (path i carries label i). */
   int32_t no_labels;
 } treemask_trie_options;
 

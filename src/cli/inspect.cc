@@ -97,7 +97,7 @@ int cmd_inspect(int argc, char **argv) {
   std::printf("  tails         %s (%s nodes on unary chains to a leaf, 2 bytes each)\n",
               with_commas(a.n_heads).c_str(), with_commas(a.n_tail_nodes()).c_str());
   std::printf("  labels        %s%s\n", with_commas(a.n_labels()).c_str(),
-              a.first_labels ? "" : " (a trie without labels)");
+              a.has_labels() ? "" : " (a trie without labels)");
   std::printf("  depth         max %u\n", a.max_depth);
   std::printf("  fanout        max %u\n", a.max_fanout);
   std::printf("  memory        %s bytes = %.2f bytes/edge (flat arrays, no dense-row cache)\n",

@@ -75,7 +75,7 @@ Status write_paths(const Trie &trie, bool with_stop, bool labels) {
       out.text("(empty)");
     }
     // The load validated the arrays: labels() cannot fail.
-    const std::span<const int64_t> ids = labels ? trie.labels(node) : std::span<const int64_t>{};
+    const LabelIds ids = labels ? trie.labels(node) : LabelIds{};
     if (!ids.empty()) out.label_ids(ids);
     out.end_line();
     return Status::Ok();

@@ -54,7 +54,7 @@ struct LabelIndex {
 
 const LabelIndex &label_index(const Trie &trie);
 
-inline bool trie_has_labels(const Trie &trie) { return trie.arrays().first_labels != nullptr; }
+inline bool trie_has_labels(const Trie &trie) { return trie.arrays().has_labels(); }
 
 // Calls f(key) for each label key of a terminal node, ascending.
 template <class F>

@@ -193,6 +193,13 @@ Result<Ref<Trie>> build_trie_from_paths(const TrieBuildOptions &opts_in,
     return error(Code::kOutOfRange, "too many labels on duplicate paths: ", multi_labels.size());
   }
   first_labels.insert(first_labels.end(), tail_labels.begin(), tail_labels.end());
+  // Labels that all fit in [0, 2^32) (item ids, path indices) take 4 bytes.
+  if (!opts.no_labels && std::all_of(first_labels.begin(), first_labels.end(), [](int64_t l) {
+        return l >= 0 && l <= int64_t{0xFFFFFFFF};
+      })) {
+    storage->first_labels32.assign(first_labels.begin(), first_labels.end());
+    std::vector<int64_t>().swap(first_labels);
+  }
   storage->stop_tokens = opts.stop_tokens;
   storage->tail_base = tail_tokens.empty() ? 0 : tail_base;
   return finish_trie(std::move(storage), opts, max_depth, max_fanout);
@@ -230,7 +237,7 @@ Result<Ref<Trie>> finish_trie(std::unique_ptr<VectorTrieStorage> storage,
     return running;
   };
   const uint32_t running = rank_of(terminal_bits, storage->terminal_rank);
-  storage->head_bits.resize((n_explicit + 63) / 64, 0);
+  storage->head_bits.resize(lengths.empty() ? 0 : (n_explicit + 63) / 64, 0);
   rank_of(storage->head_bits, storage->head_rank);
   uint32_t tail_range = 0;
   for (uint16_t t : storage->tail_tokens) tail_range = std::max<uint32_t>(tail_range, t + 1u);
@@ -241,8 +248,10 @@ Result<Ref<Trie>> finish_trie(std::unique_ptr<VectorTrieStorage> storage,
   arrays.edge_tokens = storage->edge_tokens.data();
   arrays.terminal_bits = terminal_bits.data();
   arrays.terminal_rank = storage->terminal_rank.data();
-  arrays.head_bits = storage->head_bits.data();
-  arrays.head_rank = storage->head_rank.data();
+  if (!lengths.empty()) {
+    arrays.head_bits = storage->head_bits.data();
+    arrays.head_rank = storage->head_rank.data();
+  }
   arrays.tail_lengths = lengths.data();
   arrays.tail_samples = samples.data();
   arrays.tail_tokens = storage->tail_tokens.data();
@@ -250,7 +259,11 @@ Result<Ref<Trie>> finish_trie(std::unique_ptr<VectorTrieStorage> storage,
   arrays.n_heads = lengths.size();
   arrays.tail_base = storage->tail_base;
   arrays.tail_range = tail_range;
-  arrays.first_labels = opts.no_labels ? nullptr : storage->first_labels.data();
+  if (!opts.no_labels && !storage->first_labels32.empty()) {
+    arrays.first_labels32 = storage->first_labels32.data();
+  } else if (!opts.no_labels) {
+    arrays.first_labels = storage->first_labels.data();
+  }
   arrays.multi_ranks = storage->multi_ranks.data();
   arrays.multi_offsets = storage->multi_offsets.data();
   arrays.multi_labels = storage->multi_labels.data();

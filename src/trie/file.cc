@@ -40,7 +40,7 @@ std::string errno_text() { return std::strerror(errno); }
 // Byte sizes every section must have for the header's counts.
 std::array<uint64_t, kSections> expected_bytes(const FileHeader &h) {
   const uint64_t words = (h.n_nodes + 63) / 64;
-  const uint64_t head_words = (h.n_explicit + 63) / 64;
+  const uint64_t head_words = h.n_heads ? (h.n_explicit + 63) / 64 : 0;
   std::array<uint64_t, kSections> b{};
   auto at = [&b](FileSection s) -> uint64_t & { return b[static_cast<size_t>(s)]; };
   at(FileSection::kNodeOffsets) = (h.n_explicit + 1) * 4;
@@ -52,7 +52,8 @@ std::array<uint64_t, kSections> expected_bytes(const FileHeader &h) {
   at(FileSection::kTailTokens) = (h.n_nodes - h.n_explicit) * 2;
   at(FileSection::kTerminalBits) = words * 8;
   at(FileSection::kTerminalRank) = words * 4;
-  at(FileSection::kFirstLabels) = (h.flags & kFlagHasLabels) ? h.n_terminals * 8 : 0;
+  at(FileSection::kFirstLabels) =
+      (h.flags & kFlagHasLabels) ? h.n_terminals * ((h.flags & kFlagLabels32) ? 4 : 8) : 0;
   at(FileSection::kMultiRanks) = h.n_multi * 4;
   at(FileSection::kMultiOffsets) = (h.n_multi + 1) * 4;
   at(FileSection::kMultiLabels) = h.n_multi_labels * 8;
@@ -94,8 +95,10 @@ Status check_counts(const FileHeader &h) {
     return error(Code::kCorruptFile, "metadata entry count ", h.n_metadata, " exceeds ",
                  kMaxMetadataEntries);
   }
-  if (h.flags & ~kFlagHasLabels) {
-    return error(Code::kCorruptFile, "unknown flags ", Hex{h.flags & ~kFlagHasLabels});
+  constexpr uint64_t kKnown = kFlagHasLabels | kFlagLabels32;
+  if (h.flags & ~kKnown) return error(Code::kCorruptFile, "unknown flags ", Hex{h.flags & ~kKnown});
+  if ((h.flags & kFlagLabels32) && !(h.flags & kFlagHasLabels)) {
+    return error(Code::kCorruptFile, "flags ", Hex{h.flags}, ": 32-bit labels without labels");
   }
   if (h.n_sections != kSections) {
     return error(Code::kCorruptFile, "section count ", h.n_sections, ", expected ", kSections);
@@ -281,14 +284,19 @@ Result<TrieImage> parse_trie_image(const unsigned char *data, size_t size, uint3
   a.edge_tokens = view<int32_t>(data, h, FileSection::kEdgeTokens);
   a.terminal_bits = view<uint64_t>(data, h, FileSection::kTerminalBits);
   a.terminal_rank = view<uint32_t>(data, h, FileSection::kTerminalRank);
-  a.first_labels =
-      (h.flags & kFlagHasLabels) ? view<int64_t>(data, h, FileSection::kFirstLabels) : nullptr;
+  if (h.flags & kFlagLabels32) {
+    a.first_labels32 = view<uint32_t>(data, h, FileSection::kFirstLabels);
+  } else if (h.flags & kFlagHasLabels) {
+    a.first_labels = view<int64_t>(data, h, FileSection::kFirstLabels);
+  }
   a.multi_ranks = view<uint32_t>(data, h, FileSection::kMultiRanks);
   a.multi_offsets = view<uint32_t>(data, h, FileSection::kMultiOffsets);
   a.multi_labels = view<int64_t>(data, h, FileSection::kMultiLabels);
   a.stop_tokens = view<int32_t>(data, h, FileSection::kStopTokens);
-  a.head_bits = view<uint64_t>(data, h, FileSection::kHeadBits);
-  a.head_rank = view<uint32_t>(data, h, FileSection::kHeadRank);
+  if (h.n_heads > 0) {
+    a.head_bits = view<uint64_t>(data, h, FileSection::kHeadBits);
+    a.head_rank = view<uint32_t>(data, h, FileSection::kHeadRank);
+  }
   a.tail_lengths = view<uint8_t>(data, h, FileSection::kTailLengths);
   a.tail_samples = view<uint32_t>(data, h, FileSection::kTailSamples);
   a.tail_tokens = view<uint16_t>(data, h, FileSection::kTailTokens);
@@ -319,24 +327,34 @@ Status save_trie(const Trie &trie, const std::string &path,
   }
 
   const TrieArrays &a = trie.arrays();
-  const bool has_labels = a.first_labels != nullptr;
+  const bool has_labels = a.has_labels();
   FileHeader h;
   std::memset(&h, 0, sizeof(h));
   std::memcpy(h.magic, kMagic, sizeof(kMagic));
   h.format_version = kTmtrieFormatVersion;
   h.header_bytes = sizeof(FileHeader);
-  h.flags = has_labels ? kFlagHasLabels : 0;
+  h.flags = (has_labels ? kFlagHasLabels : 0) | (a.first_labels32 ? kFlagLabels32 : 0);
   copy_counts(a, h);
   h.n_metadata = static_cast<uint32_t>(index.size());
   h.n_sections = kSections;
   h.sections[static_cast<size_t>(FileSection::kMetadataStrings)].bytes = strings.size();
   const auto bytes = expected_bytes(h);
   const Piece pieces[kSections] = {
-      {a.node_offsets, bytes[0]},  {a.edge_tokens, bytes[1]},  {a.terminal_bits, bytes[2]},
-      {a.terminal_rank, bytes[3]}, {a.first_labels, bytes[4]}, {a.multi_ranks, bytes[5]},
-      {a.multi_offsets, bytes[6]}, {a.multi_labels, bytes[7]}, {a.stop_tokens, bytes[8]},
-      {a.head_bits, bytes[9]},     {a.head_rank, bytes[10]},   {a.tail_lengths, bytes[11]},
-      {a.tail_samples, bytes[12]}, {a.tail_tokens, bytes[13]}, {index.data(), bytes[14]},
+      {a.node_offsets, bytes[0]},
+      {a.edge_tokens, bytes[1]},
+      {a.terminal_bits, bytes[2]},
+      {a.terminal_rank, bytes[3]},
+      {a.first_labels32 ? static_cast<const void *>(a.first_labels32) : a.first_labels, bytes[4]},
+      {a.multi_ranks, bytes[5]},
+      {a.multi_offsets, bytes[6]},
+      {a.multi_labels, bytes[7]},
+      {a.stop_tokens, bytes[8]},
+      {a.head_bits, bytes[9]},
+      {a.head_rank, bytes[10]},
+      {a.tail_lengths, bytes[11]},
+      {a.tail_samples, bytes[12]},
+      {a.tail_tokens, bytes[13]},
+      {index.data(), bytes[14]},
       {strings.data(), bytes[15]},
   };
   uint64_t offset = sizeof(FileHeader);

@@ -70,7 +70,7 @@ struct FileHeader {
   uint32_t format_version;
   uint32_t header_bytes;
   uint64_t file_bytes;
-  uint64_t flags;  // kFlagHasLabels
+  uint64_t flags;  // kFlagHasLabels, kFlagLabels32
   uint64_t payload_checksum;
   uint64_t n_nodes;
   uint64_t n_terminals;
@@ -93,6 +93,7 @@ struct FileHeader {
 static_assert(sizeof(FileHeader) == 400, "the v2 header is 400 bytes");
 
 inline constexpr uint64_t kFlagHasLabels = 1;
+inline constexpr uint64_t kFlagLabels32 = 2;  // first_labels holds uint32 values
 inline constexpr uint32_t kMaxMetadataEntries = 1u << 20;
 
 struct MetadataEntry {

@@ -11,7 +11,8 @@
 //   edge_tokens[n_edges]       sorted ascending within a node
 //   terminal_bits[ceil(n_nodes / 64)], terminal_rank[same]: bitset + rank
 //   first_labels[n_terminals]  by terminal rank: the smallest label of each
-//                              terminal (absent when the trie has no labels)
+//                              terminal (absent when the trie has no labels);
+//                              uint32 (first_labels32) when every one fits
 //   multi_ranks[n_multi], multi_offsets[n_multi + 1], multi_labels[...]: the
 //     few terminals with more than one label (duplicate paths, semantic-ID
 //     collisions), ascending by rank, with all their labels
@@ -80,21 +81,22 @@ inline constexpr uint64_t kMaxNodes = 0xFFFFFFFDu;
 // Views of the flat arrays. They point into memory owned by a TrieStorage
 // (vectors for a built trie, a file mapping for a loaded one).
 struct TrieArrays {
-  const uint32_t *node_offsets = nullptr;   // n_explicit + 1
-  const int32_t *edge_tokens = nullptr;     // n_explicit - 1 (the CSR edges)
-  const uint64_t *terminal_bits = nullptr;  // terminal_words()
-  const uint32_t *terminal_rank = nullptr;  // terminal_words()
-  const int64_t *first_labels = nullptr;    // n_terminals, or nullptr: no labels
-  const uint32_t *multi_ranks = nullptr;    // n_multi, ascending
-  const uint32_t *multi_offsets = nullptr;  // n_multi + 1
-  const int64_t *multi_labels = nullptr;    // n_multi_labels
-  const int32_t *stop_tokens = nullptr;     // n_stop_tokens, ascending, distinct
-  const uint64_t *head_bits = nullptr;      // head_words()
-  const uint32_t *head_rank = nullptr;      // head_words()
-  const uint8_t *tail_lengths = nullptr;    // n_heads
-  const uint32_t *tail_samples = nullptr;   // n_tail_samples()
-  const uint16_t *tail_tokens = nullptr;    // n_nodes - n_explicit
-  const int32_t *tail_values = nullptr;     // tail_range (derived; see above)
+  const uint32_t *node_offsets = nullptr;    // n_explicit + 1
+  const int32_t *edge_tokens = nullptr;      // n_explicit - 1 (the CSR edges)
+  const uint64_t *terminal_bits = nullptr;   // terminal_words()
+  const uint32_t *terminal_rank = nullptr;   // terminal_words()
+  const int64_t *first_labels = nullptr;     // n_terminals, or nullptr: see first_labels32
+  const uint32_t *first_labels32 = nullptr;  // n_terminals, when every first label fits
+  const uint32_t *multi_ranks = nullptr;     // n_multi, ascending
+  const uint32_t *multi_offsets = nullptr;   // n_multi + 1
+  const int64_t *multi_labels = nullptr;     // n_multi_labels
+  const int32_t *stop_tokens = nullptr;      // n_stop_tokens, ascending, distinct
+  const uint64_t *head_bits = nullptr;       // head_words(); null without tails
+  const uint32_t *head_rank = nullptr;       // head_words(); null without tails
+  const uint8_t *tail_lengths = nullptr;     // n_heads
+  const uint32_t *tail_samples = nullptr;    // n_tail_samples()
+  const uint16_t *tail_tokens = nullptr;     // n_nodes - n_explicit
+  const int32_t *tail_values = nullptr;      // tail_range (derived; see above)
   uint64_t n_nodes = 0;
   uint64_t n_explicit = 0;  // the CSR nodes; == n_nodes without tails
   uint64_t n_heads = 0;
@@ -114,17 +116,23 @@ struct TrieArrays {
   uint64_t n_csr_edges() const { return n_explicit == 0 ? 0 : n_explicit - 1; }
   uint64_t n_tail_nodes() const { return n_nodes - n_explicit; }
   uint64_t terminal_words() const { return (n_nodes + 63) / 64; }
-  uint64_t head_words() const { return (n_explicit + 63) / 64; }
+  // The head arrays are empty (and their pointers null) in a trie without tails.
+  uint64_t head_words() const { return n_heads ? (n_explicit + 63) / 64 : 0; }
   uint64_t n_tail_samples() const { return (n_heads + kTailSample - 1) / kTailSample; }
   // Bytes of the arrays themselves (tail_values, derived, not included).
   uint64_t bytes() const {
     return (n_explicit + 1) * 4 + n_csr_edges() * 4 + terminal_words() * 12 + head_words() * 12 +
-           n_heads + n_tail_samples() * 4 + n_tail_nodes() * 2 +
-           (first_labels ? n_terminals * 8 : 0) + n_multi * 8 + 4 + n_multi_labels * 8 +
-           uint64_t{n_stop_tokens} * 4;
+           n_heads + n_tail_samples() * 4 + n_tail_nodes() * 2 + n_terminals * label_bytes() +
+           n_multi * 8 + 4 + n_multi_labels * 8 + uint64_t{n_stop_tokens} * 4;
+  }
+  bool has_labels() const { return first_labels || first_labels32; }
+  // Bytes per entry of the first-label array (0 without labels).
+  uint64_t label_bytes() const { return first_labels32 ? 4 : first_labels ? 8 : 0; }
+  int64_t first_label(uint64_t rank) const {
+    return first_labels32 ? int64_t{first_labels32[rank]} : first_labels[rank];
   }
   // Label ids stored over all terminals.
-  uint64_t n_labels() const { return first_labels ? n_terminals + n_multi_labels - n_multi : 0; }
+  uint64_t n_labels() const { return has_labels() ? n_terminals + n_multi_labels - n_multi : 0; }
 };
 
 // Keeps the memory behind a TrieArrays alive.
@@ -140,6 +148,7 @@ struct VectorTrieStorage final : TrieStorage {
   std::vector<uint64_t> terminal_bits;
   std::vector<uint32_t> terminal_rank;
   std::vector<int64_t> first_labels;
+  std::vector<uint32_t> first_labels32;  // instead, when every first label fits
   std::vector<uint32_t> multi_ranks;
   std::vector<uint32_t> multi_offsets;
   std::vector<int64_t> multi_labels;
@@ -159,6 +168,25 @@ struct Children {
   uint32_t first_child = 0;
 
   std::span<const int32_t> span() const { return {tokens, count}; }
+};
+
+// The labels of one terminal: one (held by value) or several (a view of the
+// trie's multi-label array). Iterate it while it lives.
+class LabelIds {
+ public:
+  LabelIds() = default;
+  explicit LabelIds(int64_t one) : one_(one), n_(1) {}
+  explicit LabelIds(std::span<const int64_t> many) : many_(many.data()), n_(many.size()) {}
+  const int64_t *begin() const { return many_ ? many_ : &one_; }
+  const int64_t *end() const { return begin() + n_; }
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  int64_t operator[](size_t i) const { return begin()[i]; }
+
+ private:
+  const int64_t *many_ = nullptr;
+  int64_t one_ = 0;
+  size_t n_ = 0;
 };
 
 struct TrieBuildOptions {
@@ -202,7 +230,7 @@ class Trie final : public RefCounted {
 
   // Labels of a terminal node (empty for a non-terminal one or a trie
   // without labels).
-  std::span<const int64_t> labels(uint32_t node) const;
+  LabelIds labels(uint32_t node) const;
 
   // Index of token among children.tokens, or -1 (the rules' find_token).
   static int64_t find_child(const Children &c, int32_t token) {

@@ -500,7 +500,8 @@ Status validate_trie_arrays(const TrieArrays &a) {
 
   // Labels: the multi-label terminals ascending by rank, each with >= 2
   // strictly ascending labels, the first of which is its first_labels entry.
-  if (!a.first_labels) {
+  if (a.first_labels && a.first_labels32) return corrupt("two first-label arrays");
+  if (!a.has_labels()) {
     if (a.n_multi != 0 || a.n_multi_labels != 0) {
       return corrupt("a trie without labels lists ", a.n_multi, " multi-label terminals");
     }
@@ -522,7 +523,7 @@ Status validate_trie_arrays(const TrieArrays &a) {
           return corrupt("labels of multi-label terminal ", i, " are not strictly ascending");
         }
       }
-      if (a.first_labels[rank] != a.multi_labels[b]) {
+      if (a.first_label(rank) != a.multi_labels[b]) {
         return corrupt("first label of terminal rank ", rank, " is not its smallest label");
       }
     }

@@ -76,6 +76,7 @@ void expect_same_arrays(const treemask_trie *x, const treemask_trie *y) {
   EXPECT_EQ(a.max_depth, b.max_depth);
   EXPECT_EQ(a.max_fanout, b.max_fanout);
   EXPECT_EQ(a.first_labels == nullptr, b.first_labels == nullptr);
+  EXPECT_EQ(a.first_labels32 == nullptr, b.first_labels32 == nullptr);
   ASSERT_EQ(a.n_explicit, b.n_explicit);
   ASSERT_EQ(a.n_heads, b.n_heads);
   EXPECT_EQ(a.tail_base, b.tail_base);
@@ -91,6 +92,9 @@ void expect_same_arrays(const treemask_trie *x, const treemask_trie *y) {
   expect_same_array(a.terminal_bits, b.terminal_bits, a.terminal_words(), "terminal_bits");
   expect_same_array(a.terminal_rank, b.terminal_rank, a.terminal_words(), "terminal_rank");
   if (a.first_labels) expect_same_array(a.first_labels, b.first_labels, a.n_terminals, "labels");
+  if (a.first_labels32) {
+    expect_same_array(a.first_labels32, b.first_labels32, a.n_terminals, "labels32");
+  }
   expect_same_array(a.multi_ranks, b.multi_ranks, a.n_multi, "multi_ranks");
   expect_same_array(a.multi_offsets, b.multi_offsets, a.n_multi + 1, "multi_offsets");
   expect_same_array(a.multi_labels, b.multi_labels, a.n_multi_labels, "multi_labels");
@@ -181,7 +185,7 @@ TEST_F(TmtrieTest, RtpTrieWithoutLabelsRoundTrips) {
   const std::string file = path("rtp.tmtrie");
   ASSERT_EQ(treemask_trie_save(built.p, file.c_str(), nullptr), TREEMASK_OK) << last_error();
   ASSERT_EQ(treemask_trie_load(file.c_str(), 0, &loaded.p), TREEMASK_OK) << last_error();
-  EXPECT_EQ(internal(loaded.p).arrays().first_labels, nullptr);
+  EXPECT_FALSE(internal(loaded.p).arrays().has_labels());
   expect_same_arrays(built.p, loaded.p);
 }
 
@@ -313,6 +317,8 @@ TEST_F(TmtrieTest, EveryFlippedByteFailsVerificationAndNeverCrashesTrusted) {
         rebase(a.node_offsets), rebase(a.edge_tokens), rebase(a.terminal_bits);
         rebase(a.terminal_rank), rebase(a.first_labels), rebase(a.multi_ranks);
         rebase(a.multi_offsets), rebase(a.multi_labels), rebase(a.stop_tokens);
+        rebase(a.first_labels32), rebase(a.head_bits), rebase(a.head_rank);
+        rebase(a.tail_lengths), rebase(a.tail_samples), rebase(a.tail_tokens);
         auto *trie = new treemask::Trie(std::move(storage), a, size_t{1} << 20);
         TrieHandle t(reinterpret_cast<treemask_trie *>(trie));
         // Whatever passes the structural validation is sound.

@@ -52,13 +52,14 @@ bool sound(const TrieArrays &a) {
         return false;
       }
     }
-    const bool head = bit(a.head_bits, node);
-    if (node % 64 == 0 && a.head_rank[node / 64] != heads) return false;
+    const bool head = a.head_bits && bit(a.head_bits, node);
+    if (a.head_bits && node % 64 == 0 && a.head_rank[node / 64] != heads) return false;
     heads += head;
     if (head && begin != end) return false;
     if (begin == end && !head && !bit(a.terminal_bits, node)) return false;
   }
-  if (ne % 64 != 0 && (a.head_bits[(ne - 1) / 64] >> (ne % 64)) != 0) return false;
+  if (a.head_bits && ne % 64 != 0 && (a.head_bits[(ne - 1) / 64] >> (ne % 64)) != 0) return false;
+  if (!a.head_bits && a.n_heads != 0) return false;
   if (heads != a.n_heads) return false;
   // The tails: consecutive, non-empty, covering every tail node; only the
   // last node of each terminal; tokens in range and no stop token.
@@ -91,7 +92,7 @@ bool sound(const TrieArrays &a) {
       return false;
     }
   }
-  return a.first_labels != nullptr || a.n_multi == 0;
+  return a.has_labels() || a.n_multi == 0;
 }
 
 void exercise_image(const unsigned char *image, size_t size, uint32_t flags) {

@@ -66,13 +66,13 @@ def test_from_paths_accepts_arrays_and_label_ids():
 
 def test_no_labels_catalogue_keeps_its_paths_and_saves_the_label_bytes():
     # Semantic IDs: the paths are the items. Without labels every path is
-    # still allowed and ends, no labels are reported, and the 8 bytes per
+    # still allowed and ends, no labels are reported, and the 4 bytes per
     # item of the label array are gone.
     rng = np.random.default_rng(5)
     codes = np.unique(rng.integers(0, 64, size=(2000, 4)), axis=0) + np.array([100, 164, 228, 292])
     with_labels = treemask.Trie.from_paths(codes, 400, stop_tokens=0)
     plain = treemask.Trie.from_paths(codes, 400, stop_tokens=0, no_labels=True)
-    assert with_labels.stats().bytes - plain.stats().bytes == 8 * len(codes)
+    assert with_labels.stats().bytes - plain.stats().bytes == 4 * len(codes)  # path indices fit 32 bits
     assert plain.stats().n_labels == 0
     for row in codes[::97]:
         m = treemask.Matcher(plain)

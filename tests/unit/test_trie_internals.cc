@@ -50,7 +50,7 @@ TEST(Builder, NumbersNodesBreadthFirstWithImplicitChildren) {
   EXPECT_EQ(a.n_terminals, 3u);
   // Labels by terminal rank: node 1 (path 2), node 3 (path 0), node 4 (path 1);
   // one label each, so the overflow table is empty.
-  EXPECT_EQ(vec(a.first_labels, 3), (std::vector<int64_t>{2, 0, 1}));
+  EXPECT_EQ(vec(a.first_labels32, 3), (std::vector<uint32_t>{2, 0, 1}));  // all fit 32 bits
   EXPECT_EQ(a.n_multi, 0u);
   EXPECT_EQ(a.n_labels(), 3u);
   EXPECT_EQ(a.max_depth, 2u);
@@ -83,7 +83,7 @@ TEST(Builder, StoresUnaryChainsDownToALeafAsTails) {
   EXPECT_EQ(vec(a.tail_tokens, 4), (std::vector<uint16_t>{7, 8, 1, 2}));
   EXPECT_EQ(a.tail_range, 9u);
   EXPECT_EQ(a.terminal_bits[0], (1u << 4) | (1u << 6) | (1u << 8));
-  EXPECT_EQ(vec(a.first_labels, 3), (std::vector<int64_t>{1, 2, 0}));  // by terminal rank
+  EXPECT_EQ(vec(a.first_labels32, 3), (std::vector<uint32_t>{1, 2, 0}));  // by terminal rank
   EXPECT_EQ(a.max_depth, 4u);
   EXPECT_EQ(a.max_fanout, 2u);
   // The head's one child is the first node of its tail; inside a tail the
@@ -177,7 +177,7 @@ TEST(Builder, DuplicatePathsMergeAndKeepEveryLabel) {
   ASSERT_TRUE(r.ok());
   const Trie &t = *r.value();
   EXPECT_EQ(t.n_nodes(), 3u);
-  std::span<const int64_t> got = t.labels(2);
+  LabelIds got = t.labels(2);
   EXPECT_EQ(std::vector<int64_t>(got.begin(), got.end()), (std::vector<int64_t>{3, 7}));
   got = t.labels(1);
   EXPECT_EQ(std::vector<int64_t>(got.begin(), got.end()), (std::vector<int64_t>{9}));
@@ -187,6 +187,24 @@ TEST(Builder, DuplicatePathsMergeAndKeepEveryLabel) {
   EXPECT_EQ(t.arrays().n_multi, 1u);
   EXPECT_EQ(t.arrays().multi_ranks[0], 1u);
   EXPECT_EQ(t.arrays().n_labels(), 3u);
+  EXPECT_EQ(t.arrays().label_bytes(), 4u);
+}
+
+TEST(Builder, LabelsOutsideUint32KeepEightBytes) {
+  // A negative label or one past 2^32 - 1 keeps the int64 array; both widths
+  // report the same labels.
+  for (int64_t big : {int64_t{-1}, int64_t{1} << 32, int64_t{0xFFFFFFFF}}) {
+    const int64_t labels[] = {big, 5, 6};
+    auto r = build(Paths{{1, 2}, {1, 3}, {4}}, 10, {0}, labels);
+    ASSERT_TRUE(r.ok());
+    const Trie &t = *r.value();
+    EXPECT_EQ(t.arrays().label_bytes(), big == int64_t{0xFFFFFFFF} ? 4u : 8u);
+    // Nodes: 1 (token 1), 2 (token 4, path 2), 3 (1 2, path 0), 4 (1 3, path 1).
+    EXPECT_EQ(t.labels(3)[0], big);
+    EXPECT_EQ(t.labels(4)[0], 5);
+    EXPECT_EQ(t.labels(2)[0], 6);
+    EXPECT_EQ(t.arrays().n_terminals, 3u);
+  }
 }
 
 TEST(Builder, EmptyPathMakesRootTerminal) {

@@ -202,7 +202,7 @@ class Trie:
                 high-fanout nodes (default 64 MiB; 0 disables).
             no_labels: terminals carry no label ids (``labels`` must then be
                 None): a catalogue whose paths are the items themselves
-                saves 8 bytes per item.
+                saves the label array (4 or 8 bytes per item).
 
         Raises:
             InvalidArgumentError / OutOfRangeError: naming the path and

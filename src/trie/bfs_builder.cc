@@ -50,6 +50,77 @@ Status BfsTrieBuilder::add_node(std::span<const int32_t> children, bool terminal
   return Status::Ok();
 }
 
+namespace {
+
+// Rewrites a breadth-first trie without labels into the tail layout of
+// trie.h: every unary chain down to a leaf (at most 255 nodes, tokens within
+// 65,536 of the smallest edge token) below a node becomes that node's tail;
+// the other nodes keep their breadth-first order. Node ids change (they are
+// opaque); the paths do not.
+void compress_tails(VectorTrieStorage &s, uint64_t n) {
+  const auto &off = s.node_offsets;
+  const auto &tok = s.edge_tokens;
+  if (n < 2) return;
+  auto terminal = [&](uint64_t v) { return (s.terminal_bits[v / 64] >> (v % 64)) & 1; };
+  const int32_t base = *std::min_element(tok.begin(), tok.end());
+  auto fits = [&](uint64_t child) { return uint32_t(tok[child - 1]) - uint32_t(base) <= 0xFFFFu; };
+  // chain[v]: the nodes of the unary chain down to a leaf that starts at v
+  // (v included), 0 if v starts none; children have larger ids.
+  std::vector<uint8_t> chain(n, 0);
+  for (uint64_t v = n; v-- > 1;) {
+    if (!fits(v)) continue;
+    const uint32_t b = off[v], e = off[v + 1];
+    if (b == e) {
+      chain[v] = 1;  // a leaf (terminal: every leaf is)
+    } else if (e - b == 1 && !terminal(v) && chain[b + 1] != 0 && chain[b + 1] < 255) {
+      chain[v] = static_cast<uint8_t>(chain[b + 1] + 1);
+    }
+  }
+  // Which nodes stay CSR nodes, in order; which head a tail.
+  std::vector<uint32_t> new_id(n, 0);
+  std::vector<uint8_t> kind(n, 0);  // 0 CSR, 1 head, 2 tail
+  uint64_t n_explicit = 0;
+  for (uint64_t v = 0; v < n; ++v) {
+    if (kind[v] == 2) continue;
+    new_id[v] = static_cast<uint32_t>(n_explicit++);
+    const uint32_t b = off[v], e = off[v + 1];
+    if (e - b == 1 && chain[b + 1] != 0) {
+      kind[v] = 1;
+      for (uint64_t c = b + 1; c != 0;) {  // mark the whole chain
+        kind[c] = 2;
+        c = off[c] != off[c + 1] ? off[c] + 1 : 0;
+      }
+    }
+  }
+  if (n_explicit == n) return;
+  VectorTrieStorage out;
+  out.node_offsets.reserve(n_explicit + 1);
+  out.terminal_bits.assign((n + 63) / 64, 0);
+  out.head_bits.assign((n_explicit + 63) / 64, 0);
+  for (uint64_t v = 0; v < n; ++v) {
+    if (kind[v] == 2) continue;
+    const uint64_t id = new_id[v];
+    out.node_offsets.push_back(static_cast<uint32_t>(out.edge_tokens.size()));
+    if (terminal(v)) out.terminal_bits[id / 64] |= uint64_t{1} << (id % 64);
+    const uint32_t b = off[v], e = off[v + 1];
+    if (kind[v] == 1) {
+      out.head_bits[id / 64] |= uint64_t{1} << (id % 64);
+      out.tail_lengths.push_back(chain[b + 1]);
+      for (uint64_t c = b + 1; c != 0; c = off[c] != off[c + 1] ? off[c] + 1 : 0) {
+        out.tail_tokens.push_back(static_cast<uint16_t>(uint32_t(tok[c - 1]) - uint32_t(base)));
+      }
+    } else {
+      out.edge_tokens.insert(out.edge_tokens.end(), tok.begin() + b, tok.begin() + e);
+    }
+  }
+  out.node_offsets.push_back(static_cast<uint32_t>(out.edge_tokens.size()));
+  out.tail_base = base;
+  out.stop_tokens = std::move(s.stop_tokens);
+  s = std::move(out);  // tail leaves' terminal bits: finish_trie
+}
+
+}  // namespace
+
 Result<Ref<Trie>> BfsTrieBuilder::finish() {
   if (n_nodes_ != nodes_expected()) {
     return error(Code::kInternal, "BFS build incomplete: ", n_nodes_, " nodes added, ",
@@ -57,6 +128,7 @@ Result<Ref<Trie>> BfsTrieBuilder::finish() {
   }
   storage_->node_offsets.push_back(static_cast<uint32_t>(storage_->edge_tokens.size()));
   storage_->stop_tokens = opts_.stop_tokens;
+  if (opts_.compress_tails) compress_tails(*storage_, n_nodes_);
   return finish_trie(std::move(storage_), opts_, max_depth_, max_fanout_);
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "matcher/history.h"
+#include "trie/bfs_builder.h"
 #include "trie/trie.h"
 
 namespace treemask {
@@ -357,6 +358,55 @@ bool structure_sound(const TrieArrays &a) {
     }
   }
   return true;
+}
+
+TEST(BfsBuilder, CompressesTailsLikeThePathBuilder) {
+  // Random tries fed node by node in breadth-first order (as the RTP-LLM
+  // loader does) come out with tails, holding the same paths as the CSR
+  // layout; chains longer than 255 keep CSR nodes above their tail.
+  std::mt19937 rng(13);
+  for (int trial = 0; trial < 30; ++trial) {
+    std::vector<int32_t> tokens;
+    std::vector<size_t> offsets{0};
+    const int n = 1 + static_cast<int>(rng() % 200);
+    for (int i = 0; i < n; ++i) {
+      const int len = trial == 0 && i == 0 ? 600 : static_cast<int>(rng() % 10);
+      for (int j = 0; j < len; ++j) {
+        tokens.push_back(1 + static_cast<int32_t>(rng() % (j < 2 ? 3 : 90000)));
+      }
+      offsets.push_back(tokens.size());
+    }
+    TrieBuildOptions o;
+    o.vocab_size = 90001;
+    o.stop_tokens = {0};
+    o.no_labels = true;
+    o.compress_tails = false;
+    auto csr = build_trie_from_paths(o, tokens, offsets, nullptr);
+    ASSERT_TRUE(csr.ok()) << csr.status().message();
+    const Trie &ref = *csr.value();
+    std::vector<std::pair<std::vector<int32_t>, std::vector<int64_t>>> want;
+    std::vector<int32_t> path;
+    walk_all(ref, 0, path, want);
+    for (bool compress : {false, true}) {
+      o.compress_tails = compress;
+      auto b = BfsTrieBuilder::create(o);
+      ASSERT_TRUE(b.ok());
+      for (uint32_t v = 0; v < ref.n_nodes(); ++v) {
+        const Children c = ref.children(v);
+        ASSERT_TRUE(b.value().add_node(c.span(), ref.is_terminal(v)).ok());
+      }
+      auto got = b.value().finish();
+      ASSERT_TRUE(got.ok()) << got.status().message();
+      std::vector<std::pair<std::vector<int32_t>, std::vector<int64_t>>> have;
+      walk_all(*got.value(), 0, path, have);
+      EXPECT_EQ(have, want) << "trial " << trial;
+      const TrieArrays &a = got.value()->arrays();
+      EXPECT_EQ(a.n_nodes, ref.n_nodes());
+      EXPECT_EQ(a.max_depth, ref.arrays().max_depth);
+      if (!compress) EXPECT_EQ(a.n_heads, 0u);
+      if (compress && trial == 0) EXPECT_GT(a.n_heads, 0u);
+    }
+  }
 }
 
 TEST(Validation, VectorAndScalarScansAgreeWithTheOracleOnCorruptions) {

@@ -24,6 +24,10 @@ pub struct TrieOptions {
     /// Memory budget for cached dense bitmask rows of high-fanout nodes;
     /// 0 disables the cache. Defaults to the C library's default (64 MiB).
     pub dense_row_cache_bytes: usize,
+    /// Terminals carry no label ids (`Trie::from_paths` then takes no
+    /// labels): a catalogue whose paths are the items themselves saves the
+    /// label array. Defaults to false.
+    pub no_labels: bool,
 }
 
 impl TrieOptions {
@@ -35,6 +39,7 @@ impl TrieOptions {
             vocab_size,
             stop_tokens: stop_tokens.into(),
             dense_row_cache_bytes: defaults.dense_row_cache_bytes,
+            no_labels: defaults.no_labels != 0,
         }
     }
 
@@ -46,6 +51,7 @@ impl TrieOptions {
         raw.stop_tokens = self.stop_tokens.as_ptr();
         raw.n_stop_tokens = self.stop_tokens.len();
         raw.dense_row_cache_bytes = self.dense_row_cache_bytes;
+        raw.no_labels = i32::from(self.no_labels);
         raw
     }
 }

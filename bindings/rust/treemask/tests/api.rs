@@ -389,3 +389,27 @@ fn options_defaults_come_from_the_library() {
     assert_eq!(defaults.pad_token, None);
     assert!(format!("{trie:?}").contains("stop_tokens: [1]"));
 }
+
+#[test]
+fn a_catalogue_without_labels_keeps_its_paths_and_drops_the_label_array() {
+    let items: Vec<Vec<i32>> = (0..300)
+        .map(|i| vec![10 + i % 7, 20 + i % 11, 40 + i])
+        .collect();
+    let mut options = TrieOptions::new(400, [0]);
+    let labelled = Trie::from_paths(&options, &items).unwrap();
+    options.no_labels = true;
+    let plain = Trie::from_paths(&options, &items).unwrap();
+    let (a, b) = (labelled.stats().unwrap(), plain.stats().unwrap());
+    assert_eq!(b.n_labels, 0);
+    assert_eq!(a.bytes - b.bytes, 4 * items.len() as u64); // path indices fit 32 bits
+    for item in items.iter().step_by(37) {
+        let mut m = Matcher::new(&plain).unwrap();
+        for &t in item {
+            assert!(m.accept_token(t).unwrap());
+        }
+        assert!(m.can_terminate());
+        assert!(m.label_ids().is_empty());
+    }
+    let err = Trie::from_labeled_paths(&options, items.iter().map(|p| (p, 1i64))).unwrap_err();
+    assert!(err.to_string().contains("no_labels"), "{err}");
+}

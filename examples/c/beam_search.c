@@ -71,6 +71,7 @@ int main(void) {
   opts.vocab_size = VOCAB;
   opts.stop_tokens = &stop;
   opts.n_stop_tokens = 1;
+  opts.no_labels = 1; /* the paths are the items: no label array */
   if (treemask_trie_from_paths(&opts, paths, offsets, ITEMS, NULL, &trie) != TREEMASK_OK)
     return fail("trie");
 

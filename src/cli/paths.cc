@@ -41,7 +41,7 @@ class Output {
     buf_.append(digits, r.ptr);
   }
   void text(std::string_view s) { buf_.append(s); }
-  void label_ids(std::span<const int64_t> ids) {
+  void label_ids(const LabelIds &ids) {
     buf_.push_back('\t');
     for (size_t i = 0; i < ids.size(); ++i) {
       if (i > 0) buf_.push_back(',');

@@ -304,7 +304,7 @@ size_t Matcher::label_ids(int64_t *out, size_t cap) const {
   const bool has_node =
       s.phase == Phase::kActive || (s.phase == Phase::kTerminated && s.node != kStateFailed);
   if (!has_node) return 0;
-  const std::span<const int64_t> labels = trie_->labels(s.node);
+  const LabelIds labels = trie_->labels(s.node);
   std::copy_n(labels.begin(), std::min(cap, labels.size()), out);
   return labels.size();
 }

@@ -57,6 +57,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -171,19 +172,49 @@ struct Children {
 };
 
 // The labels of one terminal: one (held by value) or several (a view of the
-// trie's multi-label array). Iterate it while it lives.
+// trie's multi-label array). Iterate it while it lives. Its iterator is
+// deliberately not a pointer, so that a temporary LabelIds cannot turn into
+// a std::span that outlives it (span's range constructor wants a contiguous
+// range): copy it, or keep the LabelIds.
 class LabelIds {
  public:
+  class Iterator {
+   public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = int64_t;
+    using difference_type = std::ptrdiff_t;
+    using reference = int64_t;
+    using pointer = void;
+    Iterator() = default;
+    explicit Iterator(const int64_t *p) : p_(p) {}
+    int64_t operator*() const { return *p_; }
+    Iterator &operator++() {
+      ++p_;
+      return *this;
+    }
+    Iterator operator++(int) {
+      Iterator old = *this;
+      ++p_;
+      return old;
+    }
+    bool operator==(const Iterator &o) const { return p_ == o.p_; }
+
+   private:
+    const int64_t *p_ = nullptr;
+  };
+
   LabelIds() = default;
   explicit LabelIds(int64_t one) : one_(one), n_(1) {}
   explicit LabelIds(std::span<const int64_t> many) : many_(many.data()), n_(many.size()) {}
-  const int64_t *begin() const { return many_ ? many_ : &one_; }
-  const int64_t *end() const { return begin() + n_; }
+  Iterator begin() const { return Iterator(data()); }
+  Iterator end() const { return Iterator(data() + n_); }
   size_t size() const { return n_; }
   bool empty() const { return n_ == 0; }
-  int64_t operator[](size_t i) const { return begin()[i]; }
+  int64_t operator[](size_t i) const { return data()[i]; }
 
  private:
+  const int64_t *data() const { return many_ ? many_ : &one_; }
+
   const int64_t *many_ = nullptr;
   int64_t one_ = 0;
   size_t n_ = 0;

@@ -5,6 +5,8 @@
 
 #include <numeric>
 #include <random>
+#include <span>
+#include <type_traits>
 #include <vector>
 
 #include "matcher/history.h"
@@ -190,6 +192,12 @@ TEST(Builder, DuplicatePathsMergeAndKeepEveryLabel) {
   EXPECT_EQ(t.arrays().n_labels(), 3u);
   EXPECT_EQ(t.arrays().label_bytes(), 4u);
 }
+
+// A temporary LabelIds may hold its one label itself, so it must not
+// convert to a span that would outlive it (the fuzzers' ASan build caught
+// matcher.cc doing that).
+static_assert(!std::is_constructible_v<std::span<const int64_t>, LabelIds>);
+static_assert(!std::is_constructible_v<std::span<const int64_t>, const LabelIds &>);
 
 TEST(Builder, LabelsOutsideUint32KeepEightBytes) {
   // A negative label or one past 2^32 - 1 keeps the int64 array; both widths

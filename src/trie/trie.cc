@@ -28,7 +28,7 @@ Trie::Trie(std::unique_ptr<TrieStorage> storage, const TrieArrays &arrays,
   // read-only, bits are read-modify-write), so cache only nodes whose fanout
   // is at least that.
   dense_threshold_ = std::max(kMinDenseFanout, row_words() / 8);
-  if (a_.tail_range > 0) {
+  if (a_.n_heads > 0 && a_.tail_range > 0) {  // validated: <= 65,536
     tail_values_.resize(a_.tail_range);
     for (uint32_t k = 0; k < a_.tail_range; ++k) {
       tail_values_[k] = a_.tail_base + static_cast<int32_t>(k);

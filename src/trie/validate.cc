@@ -352,6 +352,11 @@ Status validate_tails(const TrieArrays &a, const StopSet &stops, uint32_t *depth
   const uint64_t ne = a.n_explicit, n_tail = a.n_tail_nodes(), heads = a.n_heads;
   const uint64_t words = a.head_words();
   *depth = 0;
+  // The tail token range sizes a table the trie allocates: without tails it
+  // must be empty, with them at most 65,536 entries (checked below).
+  if (heads == 0 && (a.tail_range != 0 || a.tail_base != 0)) {
+    return corrupt("a trie without tails has tail tokens [", a.tail_base, ", +", a.tail_range, ")");
+  }
   if (!a.head_bits || !a.head_rank) {  // arrays made without tails (tests)
     if (heads != 0 || n_tail != 0) return corrupt(heads, " tails but no head bits");
     return Status::Ok();

@@ -467,6 +467,48 @@ TEST_F(TmtrieTest, CorruptionsOfTheHardeningIssueAreRefusedAtLoad) {
   }
 }
 
+// The header's tail token range sizes the table a loaded trie allocates
+// (4 bytes per entry): a file claiming 2^32 entries without any tail made a
+// 1 KB file take 16 GB (found by the fuzzer). It is refused, with or without
+// tails, before anything is allocated.
+TEST_F(TmtrieTest, TailRangeInTheHeaderIsBoundedBeforeItIsAllocated) {
+  struct Case {
+    std::vector<std::vector<int32_t>> paths;
+    uint32_t tail_range;
+    int32_t tail_base;
+    const char *message;
+  };
+  const Case cases[] = {
+      {{{1}, {2}}, 0xFFFE0000u, 0, "a trie without tails has tail tokens"},
+      {{{1}, {2}}, 0, 3, "a trie without tails has tail tokens"},
+      {{{1, 5, 6}, {2}}, 70000, 1, "span more than 65536"},
+      {{{1, 5, 6}, {2}}, 3, -1, "are not inside [0, vocab_size=40)"},
+  };
+  for (const Case &c : cases) {
+    TrieHandle t;
+    ASSERT_EQ(testutil::make_trie(c.paths, 40, {0}, t), TREEMASK_OK);
+    ASSERT_EQ(internal(t.p).arrays().n_heads > 0, c.paths[0].size() > 1);
+    const std::string file = path("range.tmtrie");
+    ASSERT_EQ(treemask_trie_save(t.p, file.c_str(), nullptr), TREEMASK_OK);
+    auto bytes = read_bytes(file);
+    std::vector<uint64_t> image((bytes.size() + 7) / 8);
+    auto *data = reinterpret_cast<unsigned char *>(image.data());
+    std::memcpy(data, bytes.data(), bytes.size());
+    treemask::FileHeader h;
+    std::memcpy(&h, data, sizeof(h));
+    h.tail_range = c.tail_range;
+    h.tail_base = c.tail_base;
+    std::memcpy(data, &h, sizeof(h));
+    fix_checksums(data, bytes.size());
+    write_bytes(file, data, bytes.size());
+    for (uint32_t flags : {0u, uint32_t{TREEMASK_LOAD_TRUSTED}}) {
+      TrieHandle loaded;
+      EXPECT_EQ(treemask_trie_load(file.c_str(), flags, &loaded.p), TREEMASK_ERR_CORRUPT_FILE);
+      EXPECT_NE(last_error().find(c.message), std::string::npos) << last_error();
+    }
+  }
+}
+
 TEST_F(TmtrieTest, WrongMagicVersionAndFilesThatAreNotTries) {
   auto bytes = read_bytes(saved_sample(path("s.tmtrie")));
   const std::string f = path("x.tmtrie");

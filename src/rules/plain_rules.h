@@ -67,9 +67,7 @@ struct PlainRules {
   PlainTrieView t;
 
   TREEMASK_HD bool is_node(uint32_t s) const { return s < t.n_nodes; }
-  TREEMASK_HD bool is_terminal(uint32_t node) const {
-    return (t.terminal_bits[node >> 6] >> (node & 63)) & 1u;
-  }
+  TREEMASK_HD bool is_terminal(uint32_t node) const { return test_bit64(t.terminal_bits, node); }
   TREEMASK_HD bool is_stop(int32_t token) const {
     return find_token(t.stop_tokens, t.n_stop_tokens, token) >= 0;
   }

@@ -61,7 +61,6 @@ void compress_tails(VectorTrieStorage &s, uint64_t n) {
   const auto &off = s.node_offsets;
   const auto &tok = s.edge_tokens;
   if (n < 2) return;
-  auto terminal = [&](uint64_t v) { return (s.terminal_bits[v / 64] >> (v % 64)) & 1; };
   const int32_t base = *std::min_element(tok.begin(), tok.end());
   auto fits = [&](uint64_t child) { return uint32_t(tok[child - 1]) - uint32_t(base) <= 0xFFFFu; };
   // chain[v]: the nodes of the unary chain down to a leaf that starts at v
@@ -72,46 +71,50 @@ void compress_tails(VectorTrieStorage &s, uint64_t n) {
     const uint32_t b = off[v], e = off[v + 1];
     if (b == e) {
       chain[v] = 1;  // a leaf (terminal: every leaf is)
-    } else if (e - b == 1 && !terminal(v) && chain[b + 1] != 0 && chain[b + 1] < 255) {
+    } else if (e - b == 1 && !test_bit64(s.terminal_bits.data(), static_cast<uint32_t>(v)) &&
+               chain[b + 1] != 0 && chain[b + 1] < 255) {
       chain[v] = static_cast<uint8_t>(chain[b + 1] + 1);
     }
   }
-  // Which nodes stay CSR nodes, in order; which head a tail.
-  std::vector<uint32_t> new_id(n, 0);
-  std::vector<uint8_t> kind(n, 0);  // 0 CSR, 1 head, 2 tail
+  // A CSR node heads a tail when its one child starts a chain; the chain's
+  // nodes follow one another by their single edges.
+  auto heads_tail = [&](uint64_t v) { return off[v + 1] - off[v] == 1 && chain[off[v] + 1] != 0; };
+  auto next_in_chain = [&](uint64_t c) -> uint64_t {
+    return off[c] != off[c + 1] ? off[c] + 1 : 0;
+  };
+  std::vector<bool> in_tail(n, false);
   uint64_t n_explicit = 0;
   for (uint64_t v = 0; v < n; ++v) {
-    if (kind[v] == 2) continue;
-    new_id[v] = static_cast<uint32_t>(n_explicit++);
-    const uint32_t b = off[v], e = off[v + 1];
-    if (e - b == 1 && chain[b + 1] != 0) {
-      kind[v] = 1;
-      for (uint64_t c = b + 1; c != 0;) {  // mark the whole chain
-        kind[c] = 2;
-        c = off[c] != off[c + 1] ? off[c] + 1 : 0;
-      }
-    }
+    if (in_tail[v]) continue;
+    ++n_explicit;
+    if (!heads_tail(v)) continue;
+    for (uint64_t c = off[v] + 1; c != 0; c = next_in_chain(c)) in_tail[c] = true;
   }
   if (n_explicit == n) return;
+  // The CSR nodes keep their order (new id = rank among them); each tail
+  // follows in the order of its head.
   VectorTrieStorage out;
   out.node_offsets.reserve(n_explicit + 1);
   out.terminal_bits.assign((n + 63) / 64, 0);
   out.head_bits.assign((n_explicit + 63) / 64, 0);
+  uint64_t id = 0;
   for (uint64_t v = 0; v < n; ++v) {
-    if (kind[v] == 2) continue;
-    const uint64_t id = new_id[v];
+    if (in_tail[v]) continue;
     out.node_offsets.push_back(static_cast<uint32_t>(out.edge_tokens.size()));
-    if (terminal(v)) out.terminal_bits[id / 64] |= uint64_t{1} << (id % 64);
+    if (test_bit64(s.terminal_bits.data(), static_cast<uint32_t>(v))) {
+      out.terminal_bits[id / 64] |= uint64_t{1} << (id % 64);
+    }
     const uint32_t b = off[v], e = off[v + 1];
-    if (kind[v] == 1) {
+    if (heads_tail(v)) {
       out.head_bits[id / 64] |= uint64_t{1} << (id % 64);
       out.tail_lengths.push_back(chain[b + 1]);
-      for (uint64_t c = b + 1; c != 0; c = off[c] != off[c + 1] ? off[c] + 1 : 0) {
+      for (uint64_t c = b + 1; c != 0; c = next_in_chain(c)) {
         out.tail_tokens.push_back(static_cast<uint16_t>(uint32_t(tok[c - 1]) - uint32_t(base)));
       }
     } else {
       out.edge_tokens.insert(out.edge_tokens.end(), tok.begin() + b, tok.begin() + e);
     }
+    ++id;
   }
   out.node_offsets.push_back(static_cast<uint32_t>(out.edge_tokens.size()));
   out.tail_base = base;

@@ -87,11 +87,9 @@ bool Trie::is_stop_token(int32_t token) const {
 
 LabelIds Trie::labels(uint32_t node) const {
   if (!is_terminal(node) || !a_.has_labels()) return {};
-  const uint32_t word = node >> 6;
-  const uint64_t below = a_.terminal_bits[word] & ((uint64_t{1} << (node & 63)) - 1);
-  const uint64_t rank = uint64_t{a_.terminal_rank[word]} + std::popcount(below);
+  const uint32_t rank = rank64(a_.terminal_bits, a_.terminal_rank, node);
   const uint32_t *multi_end = a_.multi_ranks + a_.n_multi;
-  const uint32_t *it = std::lower_bound(a_.multi_ranks, multi_end, static_cast<uint32_t>(rank));
+  const uint32_t *it = std::lower_bound(a_.multi_ranks, multi_end, rank);
   if (it == multi_end || *it != rank) return LabelIds(a_.first_label(rank));
   const uint64_t i = static_cast<uint64_t>(it - a_.multi_ranks);
   const uint32_t begin = a_.multi_offsets[i];

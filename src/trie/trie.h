@@ -40,15 +40,17 @@
 // do not fit tail_base + [0, 65536) stay CSR nodes. tail_values (derived,
 // not stored in a file) holds tail_base + k at k, so that a tail node's
 // child token is a pointer into the trie like a CSR edge's (node_edges.h).
-// Builders from token paths compress tails; the breadth-first builder (an
-// RTP-LLM dictionary) makes none (n_explicit == n_nodes).
+// The path builder emits a tail as soon as one path is left below a node;
+// the breadth-first builder (an RTP-LLM dictionary) rewrites its chains into
+// tails once complete. A trie without tails has empty head arrays
+// (n_explicit == n_nodes).
 //
-// About 8 bytes per CSR node, 2 per tail node and 1.25 per tail, plus 8 per
-// labelled terminal. Because a CSR node's first edge index is >= its own id
-// and tail nodes follow every CSR node, child ids strictly increase along
-// any walk. Every
-// trie is validated once when it is built or loaded (validate_trie_arrays),
-// so the accessors below trust the arrays and check nothing.
+// About 8 bytes per CSR node, 2 per tail node and 1.25 per tail, plus 4 per
+// labelled terminal (8 when a label lies outside [0, 2^32)). Because a CSR
+// node's first edge index is >= its own id and tail nodes follow every CSR
+// node, child ids strictly increase along any walk. Every trie is validated
+// once when it is built or loaded (validate_trie_arrays), so the accessors
+// below trust the arrays and check nothing.
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #pragma once
@@ -255,9 +257,7 @@ class Trie final : public RefCounted {
   int32_t token_into(uint32_t node) const;
   uint32_t parent(uint32_t node) const;
 
-  bool is_terminal(uint32_t node) const {
-    return (a_.terminal_bits[node >> 6] >> (node & 63)) & 1u;
-  }
+  bool is_terminal(uint32_t node) const { return test_bit64(a_.terminal_bits, node); }
 
   // Labels of a terminal node (empty for a non-terminal one or a trie
   // without labels).

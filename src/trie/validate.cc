@@ -267,6 +267,26 @@ bool structure_holds(const TrieArrays &a, uint32_t &max_fanout, bool &near_stop,
   return !s.bad;
 }
 
+// A bitset over n ids and its rank directory (one uint32 per word: the set
+// bits before it): no bit past id n - 1, every rank right. *set receives
+// the number of set bits. `ids` names what the bits are over, for messages.
+Status check_ranked_bits(const char *bits_name, const char *rank_name, const char *ids,
+                         const uint64_t *bits, const uint32_t *rank, uint64_t n, uint64_t *set) {
+  const uint64_t words = (n + 63) / 64;
+  if (n % 64 != 0 && (bits[words - 1] >> (n % 64)) != 0) {
+    return corrupt(bits_name, " has bits set past the last ", ids);
+  }
+  uint64_t running = 0;
+  for (uint64_t w = 0; w < words; ++w) {
+    if (rank[w] != running) {
+      return corrupt(rank_name, "[", w, "] is ", rank[w], ", expected ", running);
+    }
+    running += static_cast<uint64_t>(std::popcount(bits[w]));
+  }
+  *set = running;
+  return Status::Ok();
+}
+
 // The first failure of structure_holds, named.
 Status locate_structure_error(const TrieArrays &a, const StopSet &stops) {
   const uint64_t n = a.n_explicit;
@@ -281,9 +301,10 @@ Status locate_structure_error(const TrieArrays &a, const StopSet &stops) {
     if (e < b || b < node || e > n_edges) {
       return corrupt("node ", node, " has edges [", b, ", ", e, "): not a breadth-first CSR range");
     }
-    const bool head = a.head_bits && ((a.head_bits[node / 64] >> (node % 64)) & 1);
+    const auto id = static_cast<uint32_t>(node);
+    const bool head = a.head_bits && test_bit64(a.head_bits, id);
     if (head && b != e) return corrupt("node ", node, " heads a tail but has CSR edges");
-    if (b == e && !((a.terminal_bits[node / 64] >> (node % 64)) & 1) && !head) {
+    if (b == e && !test_bit64(a.terminal_bits, id) && !head) {
       return corrupt("node ", node, " has no children and is not terminal");
     }
     for (uint32_t k = b; k < e; ++k) {
@@ -297,8 +318,10 @@ Status locate_structure_error(const TrieArrays &a, const StopSet &stops) {
       }
     }
   }
-  if (a.head_bits && n % 64 != 0 && (a.head_bits[(n - 1) / 64] >> (n % 64)) != 0) {
-    return corrupt("head_bits has bits set past the last CSR node");
+  if (a.head_bits) {  // the scan also refuses head bits past the last node
+    uint64_t set = 0;
+    TM_TRY(
+        check_ranked_bits("head_bits", "head_rank", "CSR node", a.head_bits, a.head_rank, n, &set));
   }
   return Status::Ok();
 }
@@ -318,7 +341,7 @@ bool tails_hold(const TrieArrays &a) {
         at += a.tail_lengths[k];
         if (a.tail_lengths[k] == 0 || at > n_tail) return false;
         const uint64_t leaf = ne + at - 1;
-        ok &= (bits[leaf / 64] >> (leaf % 64)) & 1;
+        ok &= test_bit64(bits, static_cast<uint32_t>(leaf));
       }
       continue;
     }
@@ -328,7 +351,7 @@ bool tails_hold(const TrieArrays &a) {
       min_len = std::min(min_len, len);
       at += len;
       const uint64_t leaf = ne + at - 1;
-      ok &= (bits[leaf / 64] >> (leaf % 64)) & 1;
+      ok &= test_bit64(bits, static_cast<uint32_t>(leaf));
     }
     ok &= min_len > 0;
   }
@@ -347,11 +370,9 @@ bool tails_hold(const TrieArrays &a) {
 // their rank; tail lengths >= 1, covering the tail nodes exactly, with
 // every 16th start sampled; in the tail nodes exactly the last node of each tail is
 // terminal; tail tokens below tail_range, inside [0, vocab_size) and never a
-// stop token. Sets *depth to the longest path through a tail.
-Status validate_tails(const TrieArrays &a, const StopSet &stops, uint32_t *depth) {
+// stop token.
+Status validate_tails(const TrieArrays &a, const StopSet &stops) {
   const uint64_t ne = a.n_explicit, n_tail = a.n_tail_nodes(), heads = a.n_heads;
-  const uint64_t words = a.head_words();
-  *depth = 0;
   // The tail token range sizes a table the trie allocates: without tails it
   // must be empty, with them at most 65,536 entries (checked below).
   if (heads == 0 && (a.tail_range != 0 || a.tail_base != 0)) {
@@ -361,21 +382,13 @@ Status validate_tails(const TrieArrays &a, const StopSet &stops, uint32_t *depth
     if (heads != 0 || n_tail != 0) return corrupt(heads, " tails but no head bits");
     return Status::Ok();
   }
-  if (ne % 64 != 0 && (a.head_bits[words - 1] >> (ne % 64)) != 0) {
-    return corrupt("head_bits has bits set past the last CSR node");
-  }
-  uint64_t running = 0;
-  for (uint64_t w = 0; w < words; ++w) {
-    if (a.head_rank[w] != running) {
-      return corrupt("head_rank[", w, "] is ", a.head_rank[w], ", expected ", running);
-    }
-    running += static_cast<uint64_t>(std::popcount(a.head_bits[w]));
-  }
-  if (running != heads) return corrupt(running, " head bits set but n_heads is ", heads);
+  uint64_t set = 0;
+  TM_TRY(
+      check_ranked_bits("head_bits", "head_rank", "CSR node", a.head_bits, a.head_rank, ne, &set));
+  if (set != heads) return corrupt(set, " head bits set but n_heads is ", heads);
   if ((heads == 0) != (n_tail == 0)) {
     return corrupt(heads, " tail heads for ", n_tail, " tail nodes");
   }
-  *depth = 0;
   if (heads == 0) return Status::Ok();
   if (a.tail_range == 0 || a.tail_range > 0x10000u || a.tail_base < 0 ||
       int64_t{a.tail_base} + a.tail_range > a.vocab_size) {
@@ -419,22 +432,6 @@ Status validate_tails(const TrieArrays &a, const StopSet &stops, uint32_t *depth
     TM_TRY(compare_to(a.terminal_words()));
     return corrupt("the tail arrays are inconsistent");
   }
-  // The longest path through a tail: per breadth-first level of the CSR
-  // nodes (a contiguous id range), its depth plus the longest tail of the
-  // heads in it (a rank range).
-  uint32_t longest = 0;
-  auto heads_before = [&](uint64_t x) -> uint64_t {
-    return x >= ne ? heads : rank64(a.head_bits, a.head_rank, static_cast<uint32_t>(x));
-  };
-  for (uint64_t lb = 0, le = 1, d = 0; lb < ne; ++d) {
-    uint32_t m = 0;
-    for (uint64_t r = heads_before(lb), r1 = heads_before(le); r < r1; ++r) {
-      m = std::max<uint32_t>(m, a.tail_lengths[r]);
-    }
-    if (m > 0) longest = std::max(longest, static_cast<uint32_t>(d) + m);
-    lb = le;
-    if (le < ne) le = uint64_t{a.node_offsets[le]} + 1;
-  }
   uint32_t top = 0;
   for (uint64_t i = 0; i < n_tail; ++i) top = std::max<uint32_t>(top, a.tail_tokens[i]);
   if (top >= a.tail_range) {
@@ -454,7 +451,6 @@ Status validate_tails(const TrieArrays &a, const StopSet &stops, uint32_t *depth
       }
     }
   }
-  *depth = longest;
   return Status::Ok();
 }
 
@@ -506,21 +502,30 @@ Status validate_trie_arrays(const TrieArrays &a) {
       }
     }
   }
-  uint32_t tail_depth = 0;
-  TM_TRY(validate_tails(a, stops, &tail_depth));
+  TM_TRY(validate_tails(a, stops));
   if (a.n_heads > 0) max_fanout = std::max(max_fanout, 1u);
   if (max_fanout != a.max_fanout) {
     return corrupt("max_fanout is ", a.max_fanout, " but the nodes have up to ", max_fanout);
   }
   {
-    // Depth: level l + 1 is the children of level l, a contiguous id range.
-    uint64_t level_end = 1;
+    // Depth: level d + 1 of the CSR nodes is the children of level d, a
+    // contiguous id range; the heads in a level are a rank range, and a
+    // tail reaches its length below its head.
+    auto heads_before = [&](uint64_t x) -> uint64_t {
+      return x >= ne ? a.n_heads : rank64(a.head_bits, a.head_rank, static_cast<uint32_t>(x));
+    };
     uint32_t depth = 0;
-    while (level_end < ne) {
-      level_end = uint64_t{a.node_offsets[level_end]} + 1;
-      ++depth;
+    for (uint64_t begin = 0, end = 1, d = 0; begin < ne; ++d) {
+      uint32_t longest_tail = 0;
+      if (a.n_heads > 0) {
+        for (uint64_t r = heads_before(begin), r1 = heads_before(end); r < r1; ++r) {
+          longest_tail = std::max<uint32_t>(longest_tail, a.tail_lengths[r]);
+        }
+      }
+      depth = std::max(depth, static_cast<uint32_t>(d) + longest_tail);
+      begin = end;
+      if (end < ne) end = uint64_t{a.node_offsets[end]} + 1;
     }
-    depth = std::max(depth, tail_depth);
     if (depth != a.max_depth) {
       return corrupt("max_depth is ", a.max_depth, " but the paths are up to ", depth,
                      " tokens long");
@@ -529,19 +534,11 @@ Status validate_trie_arrays(const TrieArrays &a) {
 
   // Terminal bits and their rank directory.
   {
-    const uint64_t words = a.terminal_words();
-    if (n % 64 != 0 && (a.terminal_bits[words - 1] >> (n % 64)) != 0) {
-      return corrupt("terminal_bits has bits set past the last node");
-    }
-    uint64_t running = 0;
-    for (uint64_t w = 0; w < words; ++w) {
-      if (a.terminal_rank[w] != running) {
-        return corrupt("terminal_rank[", w, "] is ", a.terminal_rank[w], ", expected ", running);
-      }
-      running += static_cast<uint64_t>(std::popcount(a.terminal_bits[w]));
-    }
-    if (running != a.n_terminals) {
-      return corrupt(running, " terminal bits set but n_terminals is ", a.n_terminals);
+    uint64_t set = 0;
+    TM_TRY(check_ranked_bits("terminal_bits", "terminal_rank", "node", a.terminal_bits,
+                             a.terminal_rank, n, &set));
+    if (set != a.n_terminals) {
+      return corrupt(set, " terminal bits set but n_terminals is ", a.n_terminals);
     }
   }
 

@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "kernels/dtype.h"
+#include "rules/plain_rules.h"
 
 namespace treemask::cuda::launch {
 
@@ -40,27 +41,10 @@ struct Rows {
   size_t n_rows = 0;
 };
 
-// A trie in device memory: the arrays of trie/trie.h (the BFS layout of the
-// CSR nodes, whose edges are [node_offsets[n], node_offsets[n + 1]) with edge
-// e leading to node e + 1, and the tails below them), copied from a
-// validated trie.
-struct TrieView {
-  const uint32_t *node_offsets = nullptr;   // n_explicit + 1
-  const int32_t *edge_tokens = nullptr;     // n_explicit - 1
-  const uint64_t *terminal_bits = nullptr;  // ceil(n_nodes / 64)
-  const uint64_t *head_bits = nullptr;      // ceil(n_explicit / 64)
-  const uint32_t *head_rank = nullptr;      // same
-  const uint8_t *tail_lengths = nullptr;    // n_heads
-  const uint32_t *tail_samples = nullptr;   // ceil(n_heads / 16)
-  const uint16_t *tail_tokens = nullptr;    // n_nodes - n_explicit
-  const int32_t *tail_values = nullptr;     // tail_range
-  const int32_t *stop_tokens = nullptr;     // n_stop_tokens, ascending
-  uint32_t n_nodes = 0;
-  uint32_t n_explicit = 0;
-  uint32_t n_heads = 0;
-  uint32_t n_stop_tokens = 0;
-  int32_t vocab_size = 0;
-};
+// A trie in device memory: the arrays the plain rule reads
+// (rules/plain_rules.h; the layout is trie/trie.h's), copied from a validated
+// trie, so the device runs the host's rule over the same view type.
+using TrieView = PlainTrieView;
 
 // How many blocks keep the device busy; the list kernels size their column
 // tiles from it so that a single row still spreads over the whole GPU.

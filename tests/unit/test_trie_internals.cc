@@ -170,7 +170,9 @@ TEST(Builder, TailsAndCsrLayoutsHoldTheSamePaths) {
     EXPECT_EQ(a.max_depth, b.max_depth);
     EXPECT_EQ(a.max_fanout, b.max_fanout);
     EXPECT_EQ(b.n_heads, 0u);
-    if (a.n_heads > 0) EXPECT_LT(a.bytes(), b.bytes());
+    if (a.n_heads > 0) {
+      EXPECT_LT(a.bytes(), b.bytes());
+    }
   }
 }
 
@@ -411,8 +413,11 @@ TEST(BfsBuilder, CompressesTailsLikeThePathBuilder) {
       const TrieArrays &a = got.value()->arrays();
       EXPECT_EQ(a.n_nodes, ref.n_nodes());
       EXPECT_EQ(a.max_depth, ref.arrays().max_depth);
-      if (!compress) EXPECT_EQ(a.n_heads, 0u);
-      if (compress && trial == 0) EXPECT_GT(a.n_heads, 0u);
+      if (!compress) {
+        EXPECT_EQ(a.n_heads, 0u);
+      } else if (trial == 0) {
+        EXPECT_GT(a.n_heads, 0u);
+      }
     }
   }
 }

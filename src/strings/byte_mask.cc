@@ -43,6 +43,7 @@
 #include <bit>
 #include <cstring>
 #include <memory>
+#include <mutex>
 
 #include "strings/string_trie.h"
 
@@ -57,33 +58,38 @@ class DenseRowCache {
       : row_words_(row_words), row_bytes_((row_words + 2) * sizeof(uint32_t)) {
     const size_t max_rows = std::min(budget_bytes / row_bytes_, n_nodes);
     budget_ = max_rows * row_bytes_;
-    if (max_rows > 0) {
-      capacity_ = std::bit_ceil(max_rows * 2);
-      slots_ = std::make_unique<Slot[]>(capacity_);
-    }
+    if (max_rows > 0) capacity_ = std::bit_ceil(max_rows * 2);
   }
   ~DenseRowCache() {
+    if (!slots_) return;
     for (size_t i = 0; i < capacity_; ++i) delete[] slots_[i].row.load(std::memory_order_relaxed);
   }
 
   // The cached row of node (row_words words, then the count of its bits as
   // two words), or null.
   const uint32_t *find(uint32_t node) const {
-    if (!slots_) return nullptr;
+    const Slot *slots = published_.load(std::memory_order_acquire);
+    if (!slots) return nullptr;
     for (size_t i = hash(node);; i = (i + 1) & (capacity_ - 1)) {
-      const uint32_t key = slots_[i].key.load(std::memory_order_acquire);
-      if (key == node) return slots_[i].row.load(std::memory_order_acquire);
+      const uint32_t key = slots[i].key.load(std::memory_order_acquire);
+      if (key == node) return slots[i].row.load(std::memory_order_acquire);
       if (key == kEmpty) return nullptr;
     }
   }
 
-  // Keeps a copy of row (with its bit count) if the budget allows.
+  // Keeps a copy of row (with its bit count) if the budget allows. The slot
+  // table is allocated on the first insert (a trie whose walks are all
+  // cheap never pays for it).
   void insert(uint32_t node, const uint32_t *row, uint64_t count) {
-    if (!slots_) return;
+    if (capacity_ == 0) return;
     if (used_.fetch_add(row_bytes_, std::memory_order_relaxed) + row_bytes_ > budget_) {
       used_.fetch_sub(row_bytes_, std::memory_order_relaxed);
       return;
     }
+    std::call_once(allocate_once_, [&] {
+      slots_ = std::make_unique<Slot[]>(capacity_);
+      published_.store(slots_.get(), std::memory_order_release);
+    });
     // The budget holds at most half the slots, so a free one exists.
     for (size_t i = hash(node);; i = (i + 1) & (capacity_ - 1)) {
       uint32_t key = slots_[i].key.load(std::memory_order_acquire);
@@ -120,7 +126,9 @@ class DenseRowCache {
 
   size_t row_words_, row_bytes_;
   size_t budget_ = 0, capacity_ = 0;
+  std::once_flag allocate_once_;
   std::unique_ptr<Slot[]> slots_;
+  std::atomic<const Slot *> published_{nullptr};  // slots_, for readers
   std::atomic<uint64_t> used_{0}, rows_{0};
 };
 
@@ -267,6 +275,10 @@ int64_t apply_stops(uint32_t *row, std::span<const int32_t> stops, bool terminal
 }
 
 }  // namespace
+
+uint64_t StringTrie::walk_visits(uint32_t node) const {
+  return ByteWalk(*this).from_root(node, [](int32_t) { return true; });
+}
 
 uint64_t StringTrie::write_allowed_row(uint32_t node, std::span<const int32_t> stops, uint32_t *row,
                                        size_t bitmask_row_words) const {

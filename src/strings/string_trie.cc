@@ -1,16 +1,15 @@
 // Building the byte trie of a string set, and its node accessors.
 //
 // The builder sorts the strings (string_sort.h) and numbers the nodes in
-// depth-first order without building a pointer trie first: string i (in
-// sorted order, prefix included, length L_i) shares lcp_i bytes with the
-// string before it, so it creates the nodes at depths lcp_i + 1 .. L_i, with
-// consecutive ids from start_i = 1 + the nodes created before it. A node
-// created by string i at depth d has as children: string i's next node (if
-// L_i > d), and the first new node of every later string k that leaves the
-// subtree at depth d (lcp_k == d, L_k > d), found by scanning forward while
-// lcp_k >= d. Those strings are in ascending order, so the children come out
-// ascending by byte. The scans read the lcp array sequentially and cost the
-// bytes of the strings below each node: linear in the strings' bytes.
+// depth-first order without building a pointer trie first: string k (in
+// sorted order, prefix included, length L_k) shares lcp_k bytes with the
+// string before it, so it creates the nodes at depths lcp_k + 1 .. L_k, with
+// consecutive ids from start_k = 1 + the nodes created before it, and gives
+// the node at depth lcp_k on the current path a child. Two passes over the
+// sorted strings keep that path as a stack of runs (walk_runs): the first
+// writes labels and bits and counts each branching node's children, the
+// second, once branch ranks are known, writes the branch table. Each pass is
+// linear in the nodes plus the strings, and reads each string once.
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include "strings/string_trie.h"
@@ -96,57 +95,82 @@ class PrefixedStrings {
   SortedStrings sorted_;
 };
 
-class Builder {
- public:
-  Builder(const PrefixedStrings &s, std::vector<uint32_t> start)
-      : s_(s), start_(std::move(start)) {}
-
-  // Calls f(node, string, depth) for every node in id order.
-  template <class F>
-  void for_each_node(F &&f) const {
-    f(0u, size_t{0}, uint64_t{0});
-    for (size_t i = 0; i < s_.size(); ++i) {
-      const uint64_t lcp = s_.lcp(i), len = s_.length(i);
-      for (uint64_t d = lcp + 1; d <= len; ++d) f(node_id(i, d), i, d);
-    }
-  }
-
-  // Calls f(byte, child id) for every child of the node that string i
-  // created at depth d, in ascending byte order.
-  template <class F>
-  void for_each_child(uint32_t node, size_t i, uint64_t d, F &&f) const {
-    if (d < s_.length(i)) f(s_.byte(i, d), node + 1);
-    if (d < s_.prefix_size()) return;  // inside the prefix: one child
-    for (size_t k = i + 1; k < s_.size(); ++k) {
-      const uint64_t l = s_.lcp(k);
-      if (l < d) break;
-      if (l == d && s_.length(k) > d) f(s_.byte(k, d), start_[k]);
-    }
-  }
-
-  uint32_t node_id(size_t i, uint64_t d) const {
-    return start_[i] + static_cast<uint32_t>(d - s_.lcp(i) - 1);
-  }
-
- private:
-  const PrefixedStrings &s_;
-  std::vector<uint32_t> start_;
+// The path of the string being added, as runs of nodes: a run holds the
+// nodes one string created at depths [d0, d1] (ids base + depth - d0), each
+// with the next as its only child so far, except the last, which has
+// `last_children`. A string that leaves the path at depth l closes the runs
+// below l (their nodes' child counts are final) and cuts the run holding
+// depth l there; if it goes on past l, the node at l gains a child (its
+// first new node) and its nodes form a new run. So the stack holds one run
+// per branching point on the path, never one entry per byte.
+struct Run {
+  uint64_t d0, d1;
+  uint32_t base;
+  uint32_t last_children;
+  uint32_t node_at(uint64_t d) const { return base + static_cast<uint32_t>(d - d0); }
 };
 
+// What a pass over the sorted strings reports, in this order for a string:
+// closed runs (close(run): their nodes' children are final), then a child
+// gained (attach(parent, index of the child among the parent's, child)),
+// then the new nodes (created(string, run)) or the end of a string that
+// created none (ended_at(node)).
+template <class Close, class Attach, class Created, class EndedAt>
+void walk_runs(const PrefixedStrings &s, const std::vector<uint32_t> &start, Close &&close,
+               Attach &&attach, Created &&created, EndedAt &&ended_at) {
+  std::vector<Run> path{{0, 0, 0, 0}};  // the root
+  for (size_t k = 0; k < s.size(); ++k) {
+    const uint64_t l = s.lcp(k);
+    const uint64_t len = s.length(k);
+    while (path.back().d0 > l) {
+      close(path.back());
+      path.pop_back();
+    }
+    Run &top = path.back();
+    if (l < top.d1) {  // cut the run after depth l
+      close(Run{l + 1, top.d1, top.node_at(l + 1), top.last_children});
+      top.d1 = l;
+      top.last_children = 1;
+    }
+    if (len == l) {
+      ended_at(top.node_at(l));
+      continue;
+    }
+    attach(top.node_at(l), top.last_children++, start[k]);
+    path.push_back({l + 1, len, start[k], 0});
+    created(k, path.back());
+  }
+  while (!path.empty()) {
+    close(path.back());
+    path.pop_back();
+  }
+}
+
+// Sets bits [first, last] of a bitset.
+void set_range(std::vector<uint64_t> &bits, uint64_t first, uint64_t last) {
+  for (uint64_t n = first; n <= last;) {
+    if ((n & 63) == 0 && n + 63 <= last) {
+      bits[n >> 6] = ~uint64_t{0};
+      n += 64;
+    } else {
+      set(bits, n++);
+    }
+  }
+}
+
 Result<std::unique_ptr<ByteTrieStorage>> build_storage(const PrefixedStrings &s) {
-  // Node ids: string i's new nodes start at start[i].
+  // Node ids: string k's new nodes start at start[k].
   std::vector<uint32_t> start(s.size());
   uint64_t n_nodes = 1;
-  for (size_t i = 0; i < s.size(); ++i) {
+  for (size_t k = 0; k < s.size(); ++k) {
     if (n_nodes > kMaxByteTrieNodes) break;
-    start[i] = static_cast<uint32_t>(n_nodes);
-    n_nodes += s.length(i) - s.lcp(i);
+    start[k] = static_cast<uint32_t>(n_nodes);
+    n_nodes += s.length(k) - s.lcp(k);
   }
   if (n_nodes > kMaxByteTrieNodes) {
     return error(Code::kOutOfRange, "the string set needs more than ", kMaxByteTrieNodes,
                  " trie nodes");
   }
-  const Builder b(s, std::move(start));
 
   auto st = std::make_unique<ByteTrieStorage>();
   const uint64_t words = (n_nodes + 63) / 64;
@@ -156,51 +180,60 @@ Result<std::unique_ptr<ByteTrieStorage>> build_storage(const PrefixedStrings &s)
   st->branch_bits.assign(words, 0);
   st->branch_rank.assign(words, 0);
 
-  // Pass 1: labels, bits and the size of the branch table.
-  uint64_t n_branches = 0, n_children = 0;
-  b.for_each_node([&](uint32_t node, size_t i, uint64_t d) {
-    if (d > 0) st->labels[node] = s.byte(i, d - 1);
-    if (d == s.length(i)) set(st->terminal_bits, node);
-    uint32_t count = 0;
-    b.for_each_child(node, i, d, [&](uint8_t, uint32_t) { ++count; });
-    if (count == 1) set(st->unary_bits, node);
-    if (count >= 2) {
-      set(st->branch_bits, node);
-      ++n_branches;
-      n_children += count;
-    }
-  });
-  // A string that creates no node equals the one before it (sorted, and a
-  // prefix of it): its end is the node at its length on the path of the
-  // last string that created nodes (or the root).
-  size_t creator = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const uint64_t len = s.length(i);
-    if (len > s.lcp(i)) {
-      creator = i;
-    } else {
-      set(st->terminal_bits, len == 0 ? 0 : b.node_id(creator, len));
-    }
-  }
+  // Pass 1: labels, bits, and each branching node's child count (in the
+  // order they close; placed by rank below).
+  std::vector<std::pair<uint32_t, uint32_t>> branch_counts;
+  walk_runs(
+      s, start,
+      [&](const Run &r) {
+        const uint32_t last = r.node_at(r.d1);
+        if (r.d1 > r.d0) set_range(st->unary_bits, r.base, last - 1);
+        if (r.last_children == 1) set(st->unary_bits, last);
+        if (r.last_children >= 2) {
+          set(st->branch_bits, last);
+          branch_counts.push_back({last, r.last_children});
+        }
+      },
+      [](uint32_t, uint32_t, uint32_t) {},
+      [&](size_t k, const Run &r) {
+        for (uint64_t d = r.d0; d <= r.d1; ++d) st->labels[r.node_at(d)] = s.byte(k, d - 1);
+        set(st->terminal_bits, r.node_at(r.d1));
+      },
+      [&](uint32_t node) { set(st->terminal_bits, node); });
+
   uint32_t rank = 0;
   for (uint64_t w = 0; w < words; ++w) {
     st->branch_rank[w] = rank;
     rank += static_cast<uint32_t>(std::popcount(st->branch_bits[w]));
   }
+  const auto rank_of = [&](uint32_t node) {
+    const uint64_t below = st->branch_bits[node >> 6] & ((uint64_t{1} << (node & 63)) - 1);
+    return st->branch_rank[node >> 6] + static_cast<uint32_t>(std::popcount(below));
+  };
+  st->branch_first.assign(branch_counts.size() + 1, 0);
+  for (const auto &[node, count] : branch_counts) st->branch_first[rank_of(node) + 1] = count;
+  branch_counts = {};
+  for (size_t k = 1; k < st->branch_first.size(); ++k) {
+    st->branch_first[k] += st->branch_first[k - 1];
+  }
 
-  // Pass 2: the branch table, in node order.
-  st->branch_first.reserve(n_branches + 1);
-  st->child_bytes.reserve(n_children);
-  st->child_ids.reserve(n_children);
-  b.for_each_node([&](uint32_t node, size_t i, uint64_t d) {
-    if (!test(st->branch_bits.data(), node)) return;
-    st->branch_first.push_back(static_cast<uint32_t>(st->child_ids.size()));
-    b.for_each_child(node, i, d, [&](uint8_t byte, uint32_t id) {
-      st->child_bytes.push_back(byte);
-      st->child_ids.push_back(id);
-    });
-  });
-  st->branch_first.push_back(static_cast<uint32_t>(st->child_ids.size()));
+  // Pass 2: the children of branching nodes, from the labels. A branching
+  // node's first child is the next node; it is written with the second.
+  st->child_bytes.assign(st->branch_first.back(), 0);
+  st->child_ids.assign(st->branch_first.back(), 0);
+  walk_runs(
+      s, start, [](const Run &) {},
+      [&](uint32_t parent, uint32_t index, uint32_t child) {
+        if (index == 0 || !test(st->branch_bits.data(), parent)) return;
+        const uint32_t first = st->branch_first[rank_of(parent)];
+        if (index == 1) {
+          st->child_bytes[first] = st->labels[parent + 1];
+          st->child_ids[first] = parent + 1;
+        }
+        st->child_bytes[first + index] = st->labels[child];
+        st->child_ids[first + index] = child;
+      },
+      [](size_t, const Run &) {}, [](uint32_t) {});
   return st;
 }
 

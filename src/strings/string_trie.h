@@ -173,6 +173,10 @@ class StringTrie final : public RefCounted {
     return forced_tokens(node, stop_tokens_, out, cap);
   }
 
+  // Token-trie nodes a walk from node visits (the cost of an uncached row;
+  // for benchmarks and diagnostics).
+  uint64_t walk_visits(uint32_t node) const;
+
   // Dense-row cache statistics.
   uint64_t dense_cache_bytes() const;
   uint64_t dense_cache_rows() const;

@@ -22,10 +22,12 @@ QWEN_WIDTH = 151936  # the model's logits rows (the tokenizer has 151,665 ids)
 QWEN_EOS = 151645
 
 
-def write_dump(path: pathlib.Path, tokenizer) -> None:
+def write_dump(path: pathlib.Path, tokenizer, width: int) -> None:
+    """The token bytes of ``tokenizer`` (logits width ``width``) in the
+    format bench_strings.cc and strings_replay.cc read."""
     from treemask._vocab_bytes import vocab_bytes
 
-    v = vocab_bytes(tokenizer, QWEN_WIDTH)
+    v = vocab_bytes(tokenizer, width)
     data, offsets, flags = v.packed()
     with open(path, "wb") as f:
         f.write(b"TMVOCAB1" + struct.pack("<II", v.vocab_size, len(v.tokens)))
@@ -49,7 +51,7 @@ def main() -> int:
     tok = tokenizers.Tokenizer.from_file(str(tokenizer_json))
     with tempfile.TemporaryDirectory() as tmp:
         dump = pathlib.Path(tmp) / "qwen2.5.vocab"
-        write_dump(dump, tok)
+        write_dump(dump, tok, QWEN_WIDTH)
         sys.stdout.flush()
         rc = subprocess.call([exe, "--geonames", str(geonames), "--vocab", str(dump)])
     if rc != 0:

@@ -216,14 +216,16 @@ struct ByteWalk {
   uint64_t run(uint32_t s, uint32_t pos, uint32_t end, bool at_root, Emit &&emit) const {
     const TokenTrie &tt = trie.vocab().token_trie();
     std::vector<Frame> &stack = frames(tt.max_depth());
-    if (!open(stack[0], s, pos, end)) return 0;
+    // The current frame lives in locals (registers: nothing the emitter
+    // writes can alias it); the frames above it wait on the stack.
+    Frame f;
+    if (!open(f, s, pos, end)) return 0;
     uint64_t visits = 0;
-    size_t top = 0;
+    size_t below = 0;  // frames on the stack
     for (;;) {
-      Frame &f = stack[top];
       if (f.pos >= f.end || f.j >= f.n) {
-        if (top == 0) break;
-        --top;
+        if (below == 0) break;
+        f = stack[--below];
         continue;
       }
       const TokenTrieNode node = nodes[f.pos];
@@ -231,7 +233,7 @@ struct ByteWalk {
       ++visits;
       if (b < want) {
         f.pos =
-            (top == 0 && at_root) ? tt.root_child_at_or_after(want) : f.pos + node.subtree_size();
+            (below == 0 && at_root) ? tt.root_child_at_or_after(want) : f.pos + node.subtree_size();
         continue;
       }
       if (b > want) {
@@ -243,7 +245,11 @@ struct ByteWalk {
       const uint32_t here = f.pos;
       f.pos += node.subtree_size();
       if (node.token != TokenTrieNode::kNoToken && !emit(node.token)) return visits;
-      if (node.subtree_size() > 1 && open(stack[top + 1], child, here + 1, f.pos)) ++top;
+      Frame next;
+      if (node.subtree_size() > 1 && open(next, child, here + 1, f.pos)) {
+        stack[below++] = f;
+        f = next;
+      }
     }
     return visits;
   }

@@ -120,7 +120,7 @@ int main(int argc, char **argv) {
       const treemask::TokenStep step = t->step_token(node, token);
       const auto kind = static_cast<uint8_t>(step.kind == treemask::TokenStep::kAdvanced     ? 0
                                              : step.kind == treemask::TokenStep::kTerminated ? 1
-                                                                                              : 2);
+                                                                                             : 2);
       out.put(static_cast<char>(kind));
       if (kind == 0) node = step.node;
       ended = kind != 0;

@@ -44,6 +44,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <new>
 
 #include "strings/string_trie.h"
 
@@ -79,7 +80,8 @@ class DenseRowCache {
 
   // Keeps a copy of row (with its bit count) if the budget allows. The slot
   // table is allocated on the first insert (a trie whose walks are all
-  // cheap never pays for it).
+  // cheap never pays for it). The cache only saves time: when memory runs
+  // out it keeps nothing, and the fill that called it still succeeds.
   void insert(uint32_t node, const uint32_t *row, uint64_t count) {
     if (capacity_ == 0) return;
     if (used_.fetch_add(row_bytes_, std::memory_order_relaxed) + row_bytes_ > budget_) {
@@ -87,19 +89,24 @@ class DenseRowCache {
       return;
     }
     std::call_once(allocate_once_, [&] {
-      slots_ = std::make_unique<Slot[]>(capacity_);
+      slots_.reset(new (std::nothrow) Slot[capacity_]);
       published_.store(slots_.get(), std::memory_order_release);
     });
+    std::unique_ptr<uint32_t[]> copy(slots_ ? new (std::nothrow) uint32_t[row_words_ + 2]
+                                            : nullptr);
+    if (!copy) {
+      used_.fetch_sub(row_bytes_, std::memory_order_relaxed);
+      return;
+    }
+    std::memcpy(copy.get(), row, row_words_ * sizeof(uint32_t));
+    copy[row_words_] = static_cast<uint32_t>(count);
+    copy[row_words_ + 1] = static_cast<uint32_t>(count >> 32);
     // The budget holds at most half the slots, so a free one exists.
     for (size_t i = hash(node);; i = (i + 1) & (capacity_ - 1)) {
       uint32_t key = slots_[i].key.load(std::memory_order_acquire);
       if (key == kEmpty &&
           slots_[i].key.compare_exchange_strong(key, node, std::memory_order_acq_rel)) {
-        auto *copy = new uint32_t[row_words_ + 2];
-        std::memcpy(copy, row, row_words_ * sizeof(uint32_t));
-        copy[row_words_] = static_cast<uint32_t>(count);
-        copy[row_words_ + 1] = static_cast<uint32_t>(count >> 32);
-        slots_[i].row.store(copy, std::memory_order_release);
+        slots_[i].row.store(copy.release(), std::memory_order_release);
         rows_.fetch_add(1, std::memory_order_relaxed);
         return;
       }
@@ -201,6 +208,8 @@ struct ByteWalk {
     return true;
   }
 
+  // One stack per thread, reused by every walk (a walk never starts another
+  // from inside its emitter).
   static std::vector<Frame> &frames(size_t depth) {
     thread_local std::vector<Frame> stack;
     if (stack.size() < depth + 1) stack.resize(depth + 1);

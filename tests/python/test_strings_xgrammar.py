@@ -20,6 +20,7 @@ Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import os
@@ -138,20 +139,35 @@ def xgrammar_walks(matcher_factory, width: int, stop: int, n_walks: int, seed: i
     return walks
 
 
+@functools.lru_cache(maxsize=None)
+def tokenizer_files(tokenizer_name: str, directory: pathlib.Path):
+    """The transformers tokenizer, xgrammar's TokenizerInfo and the vocabulary
+    dump of one tokenizer, made once per module."""
+    path, width, stop = TOKENIZERS[tokenizer_name]
+    hf = transformers.AutoTokenizer.from_pretrained(str(SHARED_DATA / "tokenizers" / path))
+    info = xgr.TokenizerInfo.from_huggingface(hf, vocab_size=width, stop_token_ids=[stop])
+    dump = directory / (tokenizer_name + ".vocab")
+    _bench_module().write_dump(dump, hf, width)
+    return info, dump
+
+
+@pytest.fixture(scope="module")
+def dumps(tmp_path_factory):
+    return tmp_path_factory.mktemp("vocab")
+
+
 @pytest.mark.parametrize("tokenizer_name", sorted(TOKENIZERS))
 @pytest.mark.parametrize("set_name", ["geonames", "zh-taxonomy", "handmade"])
-def test_masks_equal_xgrammars_along_random_walks(data, tokenizer_name, set_name, tmp_path):
-    directory, width, stop = TOKENIZERS[tokenizer_name]
+def test_masks_equal_xgrammars_along_random_walks(data, dumps, tokenizer_name, set_name, tmp_path):
+    _, width, stop = TOKENIZERS[tokenizer_name]
     strings, prefix = data[set_name]
-    hf = transformers.AutoTokenizer.from_pretrained(str(SHARED_DATA / "tokenizers" / directory))
-    info = xgr.TokenizerInfo.from_huggingface(hf, vocab_size=width, stop_token_ids=[stop])
+    info, vocab_path = tokenizer_files(tokenizer_name, dumps)
     grammar = "root ::= " + " | ".join(ebnf_literal(prefix + s) for s in strings)
     compiled = xgr.GrammarCompiler(info).compile_grammar(grammar)
     walks = xgrammar_walks(lambda: xgr.GrammarMatcher(compiled), width, stop, scaled(25),
                            seed=zlib.crc32((tokenizer_name + set_name).encode()))
 
-    vocab_path, strings_path, seq_path, out_path = (tmp_path / n for n in ("vocab", "strings", "seq", "out"))
-    _bench_module().write_dump(vocab_path, hf, width)
+    strings_path, seq_path, out_path = (tmp_path / n for n in ("strings", "seq", "out"))
     write_strings(strings_path, strings)
     write_sequences(seq_path, [w[0] for w in walks])
     subprocess.run([REPLAY, str(vocab_path), str(strings_path), prefix.encode("utf-8").hex() or "-", str(stop),

@@ -9,6 +9,7 @@ Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
 from __future__ import annotations
 
+import functools
 import pathlib
 import random
 import unicodedata
@@ -96,9 +97,14 @@ def test_added_tokens_are_special_and_padding_is_past_the_tokenizer(model):
         assert flags[i] == int(v.special[i])
 
 
-def test_transformers_tokenizer_gives_the_same_bytes(model):
+@functools.lru_cache(maxsize=None)
+def transformers_tokenizer(directory: pathlib.Path):
     transformers = pytest.importorskip("transformers")
-    hf = transformers.AutoTokenizer.from_pretrained(str(model.directory))
+    return transformers.AutoTokenizer.from_pretrained(str(directory))
+
+
+def test_transformers_tokenizer_gives_the_same_bytes(model):
+    hf = transformers_tokenizer(model.directory)
     assert vocab_bytes(hf, model.width) == vocab_bytes(model.tok, model.width)
 
 
@@ -107,8 +113,7 @@ def test_every_id_matches_xgrammars_decoded_vocabulary(model):
     for every id (xgrammar flags no added token special, so for those only
     the bytes are compared)."""
     xgr = pytest.importorskip("xgrammar")
-    transformers = pytest.importorskip("transformers")
-    hf = transformers.AutoTokenizer.from_pretrained(str(model.directory))
+    hf = transformers_tokenizer(model.directory)
     info = xgr.TokenizerInfo.from_huggingface(hf, vocab_size=model.width)
     v = vocab_bytes(model.tok, model.width)
     decoded = info.decoded_vocab
@@ -125,9 +130,13 @@ def test_vocab_size_may_cut_off_added_tokens_only(model):
         assert len(cut.tokens) == cut.vocab_size == last_regular + 1
     with pytest.raises(InvalidArgumentError, match="would cut off token %d" % last_regular):
         vocab_bytes(model.tok, last_regular)
-    for bad in (0, -1, 2.5, True):
+
+
+def test_vocab_size_must_be_a_positive_int():
+    tok, _ = sentencepiece_tokenizer()
+    for bad in (0, -1, 2.5, True, "300"):
         with pytest.raises(InvalidArgumentError, match="vocab_size must be a positive int"):
-            vocab_bytes(model.tok, bad)
+            vocab_bytes(tok, bad)
 
 
 def sentencepiece_tokenizer():

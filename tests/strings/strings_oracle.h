@@ -1,0 +1,119 @@
+// The brute-force model of a string-set constraint, written from the rules
+// alone (string_trie.h): a state is the byte string generated so far; token t
+// is allowed iff state + bytes(t) begins some prefix + string; a stop token
+// iff state is one of them. Every query is a loop over every token and every
+// string, so only small cases use it.
+//
+// Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "strings/string_trie.h"
+#include "strings/vocab.h"
+
+namespace strings_oracle {
+
+// A vocabulary spelled out: token bytes, flags, width.
+struct VocabModel {
+  std::vector<std::string> tokens;
+  std::vector<uint8_t> flags;
+  int32_t vocab_size = 0;
+
+  bool is_text(int32_t t) const {
+    return t >= 0 && t < static_cast<int32_t>(tokens.size()) &&
+           !(flags[static_cast<size_t>(t)] & treemask::kTokenSpecial) &&
+           !tokens[static_cast<size_t>(t)].empty();
+  }
+
+  treemask::Ref<treemask::Vocab> build() const {
+    std::string bytes;
+    std::vector<uint64_t> offsets{0};
+    for (const auto &t : tokens) {
+      bytes += t;
+      offsets.push_back(bytes.size());
+    }
+    treemask::VocabSpec spec;
+    spec.bytes = {reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size()};
+    spec.offsets = offsets;
+    spec.flags = flags;
+    spec.vocab_size = vocab_size;
+    auto r = treemask::build_vocab(spec);
+    if (!r.ok()) throw std::runtime_error(r.status().message());
+    return r.take_value();
+  }
+};
+
+struct SetModel {
+  const VocabModel *vocab;
+  std::set<std::string> full;  // prefix + each string
+  std::vector<int32_t> stops;  // ascending
+
+  bool is_stop(int32_t t) const { return std::binary_search(stops.begin(), stops.end(), t); }
+  bool begins_some(const std::string &w) const {
+    auto it = full.lower_bound(w);
+    return it != full.end() && it->compare(0, w.size(), w) == 0;
+  }
+  bool terminal(const std::string &w) const { return full.count(w) > 0; }
+  bool allowed(const std::string &w, int32_t t) const {
+    if (is_stop(t)) return terminal(w);
+    return vocab->is_text(t) && begins_some(w + vocab->tokens[static_cast<size_t>(t)]);
+  }
+  std::vector<int32_t> allowed_list(const std::string &w) const {
+    std::vector<int32_t> out;
+    for (int32_t t = 0; t < vocab->vocab_size; ++t) {
+      if (allowed(w, t)) out.push_back(t);
+    }
+    return out;
+  }
+  // The bytes every string below w continues with, stopping at a string end.
+  std::string forced_bytes(std::string w) const {
+    const size_t start = w.size();
+    for (;;) {
+      if (terminal(w)) break;
+      std::set<char> next;
+      for (auto it = full.lower_bound(w); it != full.end() && it->compare(0, w.size(), w) == 0;
+           ++it) {
+        if (it->size() > w.size()) next.insert((*it)[w.size()]);
+      }
+      if (next.size() != 1) break;
+      w.push_back(*next.begin());
+    }
+    return w.substr(start);
+  }
+  // Longest-match tokens of the forced bytes, stopping before a position
+  // from which an allowed token runs past them (byte_mask.cc's definition).
+  std::vector<int32_t> forced_tokens(const std::string &w) const {
+    const std::string f = forced_bytes(w);
+    std::vector<int32_t> out;
+    size_t p = 0;
+    while (p < f.size()) {
+      const std::string rest = f.substr(p);
+      bool crosses = false;
+      int32_t best = -1;
+      size_t best_len = 0;
+      for (int32_t t = 0; t < static_cast<int32_t>(vocab->tokens.size()); ++t) {
+        if (!vocab->is_text(t) || is_stop(t)) continue;
+        const std::string &b = vocab->tokens[static_cast<size_t>(t)];
+        if (b.size() > rest.size() && b.compare(0, rest.size(), rest) == 0 &&
+            begins_some(w + f.substr(0, p) + b)) {
+          crosses = true;
+        }
+        if (b.size() <= rest.size() && rest.compare(0, b.size(), b) == 0 && b.size() > best_len) {
+          best = t;
+          best_len = b.size();
+        }
+      }
+      if (crosses || best < 0) break;
+      out.push_back(best);
+      p += best_len;
+    }
+    return out;
+  }
+};
+
+}  // namespace strings_oracle

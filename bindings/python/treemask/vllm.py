@@ -26,6 +26,8 @@ Keys (flat, since ``vllm_xargs`` carries only strings, numbers and lists):
   row only offers stop tokens).
 - ``treemask_start_token_id`` / ``treemask_end_token_id``: ``.tsv`` files
   only (RTP-LLM's text form has no header).
+- ``treemask_beam_tokens`` / ``treemask_trie_id``: beam requests of the exact
+  beam search :func:`beam_search` (:mod:`treemask.vllm_beam`).
 
 A request without these keys is untouched. Bad input (a missing or corrupt
 file, an unknown key, a choice list of which nothing round-trips, ...)
@@ -67,13 +69,15 @@ try:
 except ImportError as _e:  # pragma: no cover - vLLM is what this module is for
     raise ImportError("treemask.vllm needs vLLM (V1 engine, tested with 0.32.0) and torch: %s" % _e) from _e
 
+from . import vllm_beam as _beam
 from .batch import BatchMatcher
 from .bitmask import apply_token_bitmask_inplace, cuda_available
 from .errors import Error
 from .matcher import Matcher
 from .trie import Trie, failure_policy_code
 
-__all__ = ["TrieLogitsProcessor", "TrieRegistry", "RequestSpec", "parse_extra_args", "ModelInfo", "registry"]
+__all__ = ["TrieLogitsProcessor", "TrieRegistry", "RequestSpec", "parse_extra_args", "ModelInfo", "registry",
+           "beam_search"]
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +88,8 @@ KEY_STOP_TOKENS = "treemask_stop_tokens"
 KEY_FAILURE_POLICY = "treemask_failure_policy"
 KEY_START_TOKEN = "treemask_start_token_id"
 KEY_END_TOKEN = "treemask_end_token_id"
-KEYS = (KEY_TRIE, KEY_CHOICES, KEY_PREFIX, KEY_STOP_TOKENS, KEY_FAILURE_POLICY, KEY_START_TOKEN, KEY_END_TOKEN)
+KEYS = (KEY_TRIE, KEY_CHOICES, KEY_PREFIX, KEY_STOP_TOKENS, KEY_FAILURE_POLICY, KEY_START_TOKEN, KEY_END_TOKEN,
+        _beam.KEY_TRIE_ID, _beam.KEY_BEAM_TOKENS)  # beam requests (issue 24): treemask.vllm_beam
 _POLICIES = ("fail_closed", "reject", "sticky_error")
 _FORMATS = {".tmtrie": "tmtrie", ".json": "rtp_json", ".tsv": "rtp_tsv", ".jsonl": "jsonl"}
 
@@ -106,6 +111,10 @@ class RequestSpec(NamedTuple):
     failure_policy: str
     start_token_id: Optional[int]
     end_token_id: Optional[int]
+    # Beam requests (issue 24, treemask.vllm_beam): a trie registered in
+    # process, and the beam's generated tokens (re-walked from the root).
+    trie_id: Optional[str] = None
+    beam_tokens: Optional[Tuple[int, ...]] = None
 
     @property
     def file_format(self) -> Optional[str]:
@@ -135,9 +144,16 @@ def parse_extra_args(extra_args: Optional[Dict[str, Any]]) -> Optional[RequestSp
         raise _fail("unknown key %s (known: %s)" % (", ".join(map(repr, unknown)), ", ".join(KEYS)))
     path = extra_args.get(KEY_TRIE)
     choices = extra_args.get(KEY_CHOICES)
-    if (path is None) == (choices is None):
-        raise _fail("a request needs exactly one of %s and %s" % (KEY_TRIE, KEY_CHOICES))
-    if path is not None:
+    trie_id = extra_args.get(_beam.KEY_TRIE_ID)
+    if sum(v is not None for v in (path, choices, trie_id)) != 1:
+        raise _fail("a request needs exactly one of %s, %s and %s" % (KEY_TRIE, KEY_CHOICES, _beam.KEY_TRIE_ID))
+    beam_tokens = _beam.parse_beam_tokens(extra_args.get(_beam.KEY_BEAM_TOKENS))
+    if trie_id is not None:
+        trie_id = _beam.parse_trie_id(trie_id)
+        for key in (KEY_PREFIX, KEY_STOP_TOKENS, KEY_START_TOKEN, KEY_END_TOKEN):
+            if key in extra_args:
+                raise _fail("%s does not apply to %s (a registered trie keeps its own)" % (key, _beam.KEY_TRIE_ID))
+    elif path is not None:
         if not isinstance(path, str) or not path:
             raise _fail("%s: want a file path (a non-empty string), got %r" % (KEY_TRIE, path))
         ext = os.path.splitext(path)[1].lower()
@@ -176,7 +192,7 @@ def parse_extra_args(extra_args: Optional[Dict[str, Any]]) -> Optional[RequestSp
         raise _fail("a .tsv trie needs %s (RTP-LLM's text form has no header)" % KEY_START_TOKEN)
     return RequestSpec(path, choices, prefix, stops, policy,
                        None if start is None else _token_id(start, KEY_START_TOKEN),
-                       None if end is None else _token_id(end, KEY_END_TOKEN))
+                       None if end is None else _token_id(end, KEY_END_TOKEN), trie_id, beam_tokens)
 
 
 # ---- the model ------------------------------------------------------------------
@@ -314,6 +330,8 @@ class TrieRegistry:
     def trie_for(self, spec: RequestSpec, model: ModelInfo) -> Trie:
         """The trie of a request (loading or compiling it if needed). Raises
         ValueError with the library's message."""
+        if spec.trie_id is not None:  # beam requests (issue 24)
+            return _beam.registered_trie(spec.trie_id)
         try:
             trie = self._file_trie(spec, model) if spec.trie_path is not None else self._choice_trie(spec, model)
         except (Error, OSError) as e:
@@ -488,11 +506,12 @@ registry = TrieRegistry()
 
 
 class _Row:
-    __slots__ = ("output", "consumed")
+    __slots__ = ("output", "consumed", "beam")
 
-    def __init__(self, output: List[int]) -> None:
+    def __init__(self, output: List[int], beam: bool = False) -> None:
         self.output = output  # vLLM's running list of the request's output tokens
         self.consumed = 0  # how many of them the matcher has seen
+        self.beam = beam  # a beam row (issue 24): log-softmax at the allowed tokens, not a mask
 
 
 class TrieLogitsProcessor(LogitsProcessor):
@@ -525,8 +544,12 @@ class TrieLogitsProcessor(LogitsProcessor):
         if model is None:
             if spec.trie_path is not None and not os.path.isfile(spec.trie_path):
                 raise _fail("%s: no such file: %r" % (KEY_TRIE, spec.trie_path))
+            if spec.trie_id is not None:
+                _beam.registered_trie(spec.trie_id)
             return  # no model here: the engine checks the rest
         trie = registry.trie_for(spec, model)
+        if spec.beam_tokens is not None:  # a beam request (issue 24): a walk of its own trie
+            _beam.check_beam_request(trie, spec.beam_tokens, spec.stop_tokens)
         stops = list(spec.stop_tokens) if spec.stop_tokens is not None else trie.stop_tokens
         # vLLM ends a request only on the tokens it knows: add ours.
         known = list(sampling_params.stop_token_ids or [])
@@ -568,7 +591,7 @@ class TrieLogitsProcessor(LogitsProcessor):
 
     # ---- batch bookkeeping ------------------------------------------------
 
-    def _matcher_for(self, params: Any) -> Matcher:
+    def _matcher_for(self, params: Any, prompt: Optional[List[int]] = None) -> Matcher:
         """The matcher of a new request; on any error one that offers only
         stop tokens (fail closed: never an unconstrained answer)."""
         spec: Optional[RequestSpec] = None
@@ -576,10 +599,14 @@ class TrieLogitsProcessor(LogitsProcessor):
             spec = parse_extra_args(params.extra_args)
             assert spec is not None  # the row has treemask keys
             trie = registry.trie_for(spec, self.model)
-            return Matcher(trie, failure_policy=failure_policy_code(
+            beam = spec.beam_tokens is not None  # a beam row (issue 24): no length budget, walked to its place
+            m = Matcher(trie, failure_policy=failure_policy_code(
                 "fail_closed" if spec.failure_policy == "sticky_error" else spec.failure_policy),
-                max_new_tokens=None if params.max_tokens is None else max(params.max_tokens - 1, 0),
+                max_new_tokens=None if params.max_tokens is None or beam else max(params.max_tokens - 1, 0),
                 override_stop_tokens=spec.stop_tokens if spec.file_format == "tmtrie" else None)
+            if beam:
+                _beam.walk_beam_tokens(m, spec.beam_tokens, prompt)
+            return m
         except Exception as e:
             logger.error("treemask: request fails closed (only stop tokens): %s", e)
             stops = (spec.stop_tokens if spec is not None and spec.stop_tokens else None) or self.model.eos_token_ids
@@ -600,12 +627,12 @@ class TrieLogitsProcessor(LogitsProcessor):
             return
         for index in batch_update.removed:
             self._clear(index)
-        for index, params, _prompt, output in batch_update.added:
+        for index, params, prompt, output in batch_update.added:
             self._clear(index)  # an added request may replace the one at its index
             if params is None or not _has_treemask_keys(params.extra_args):
                 continue
-            self.batch.set_matcher(index, self._matcher_for(params))
-            self.rows[index] = _Row(output)
+            self.batch.set_matcher(index, self._matcher_for(params, prompt))
+            self.rows[index] = _Row(output, beam=params.extra_args.get(_beam.KEY_BEAM_TOKENS) is not None)
         if batch_update.moved and self.rows:
             src = list(range(self.n_slots))
             for a, b, direction in batch_update.moved:
@@ -684,7 +711,11 @@ class TrieLogitsProcessor(LogitsProcessor):
         except Error as e:
             logger.error("treemask: batch fill failed (%s); filling row by row", e)
             need = self._fill_rows(host, slots)
-        rows = [s for s in slots if need[s]]
+        # Beam rows (issue 24): log-softmax over the whole row at the allowed tokens, -inf elsewhere.
+        beam = [s for s in slots if self.rows[s].beam]
+        if beam:
+            _beam.write_beam_rows(logits, beam, [self.batch[s].next_tokens() for s in beam])
+        rows = [s for s in slots if need[s] and not self.rows[s].beam]
         if not rows:
             return logits
         if self._masker is None:
@@ -757,3 +788,6 @@ class _DeviceMasker:
         allowed[:, vocab_size:] = 0
         masked = logits.index_select(0, index).masked_fill_(allowed == 0, float("-inf"))
         logits.index_copy_(0, index, masked)
+
+
+beam_search = _beam.beam_search  # exact constrained beam search (issue 24): treemask.vllm_beam

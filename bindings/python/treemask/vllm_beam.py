@@ -1,0 +1,429 @@
+"""Exact constrained beam search on vLLM, through its public API.
+
+    from vllm import LLM
+    import treemask.vllm
+
+    llm = LLM(model, logprobs_mode="processed_logits", max_logprobs=50)
+    hyps = treemask.vllm.beam_search(llm, prompts, trie, 50)  # per prompt [(token_ids, score), ...]
+
+vLLM's own beam search cannot carry a logits processor's keys
+(``BeamSearchParams`` has no ``extra_args``), and its structured-output
+beam search filters the unmasked top-2B afterwards. This module does what
+vLLM's offline beam search does (every live beam re-submitted as a prompt
+for one token per step, prefix caching reusing the shared prefix) with an
+exact step:
+
+- every beam request carries the trie (``treemask_trie``,
+  ``treemask_choices`` or ``treemask_trie_id``: a trie this process
+  registered) and ``treemask_beam_tokens``, the beam's generated tokens.
+  The plugin re-walks them from the trie's root (the client never names a
+  state), so a request only ever reaches states of its own trie;
+- the plugin writes the beam's row as ``x[t] - logsumexp(x)`` (the
+  log-softmax over the whole unmasked row, as transformers' beam search
+  and :func:`treemask.hf.beam_search` score) at the allowed tokens and
+  ``-inf`` elsewhere (:func:`write_beam_rows`);
+- with ``logprobs_mode="processed_logits"``, greedy sampling and
+  ``logprobs=B``, vLLM returns those values for the beam's B best allowed
+  continuations, and the driver runs treemask's own beam step on them
+  (:class:`treemask.beam_driver.BeamSearchState`): the result is
+  :func:`treemask.hf.beam_search`'s, hypotheses and scores.
+
+Keys of a beam request (``SamplingParams.extra_args``; ``vllm_xargs``):
+
+- ``treemask_beam_tokens``: list of the beam's generated token ids so far
+  (``[]`` at the first step). Checked at submission: at most the trie's
+  depth, every token allowed after the ones before it, not ending with a
+  stop token (a finished hypothesis is not extended); the processor also
+  checks that the prompt ends with them. No length budget applies (the
+  driver bounds the steps).
+- ``treemask_trie_id``: 32 lowercase hex digits naming a trie registered
+  by :func:`register_trie` in this machine's per-user private directory
+  (what :func:`beam_search` does with a :class:`treemask.Trie`, for the
+  length of one search). Unguessable (128 random bits), and an id whose
+  search has ended is refused.
+
+Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+"""
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import re
+import secrets
+import stat
+import tempfile
+import threading
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .beam_driver import BeamSearchState
+from .errors import Error, InvalidArgumentError, InvalidStateError, UnsupportedError
+from .matcher import Matcher
+from .trie import Trie
+
+__all__ = ["beam_search", "register_trie", "unregister_trie", "registered_trie", "parse_beam_tokens",
+           "parse_trie_id", "check_beam_request", "walk_beam_tokens", "write_beam_rows", "KEY_BEAM_TOKENS",
+           "KEY_TRIE_ID", "MAX_BEAM_TOKENS"]
+
+logger = logging.getLogger(__name__)
+
+KEY_BEAM_TOKENS = "treemask_beam_tokens"
+KEY_TRIE_ID = "treemask_trie_id"
+#: The most tokens a beam request may carry before its trie is known (the
+#: trie's depth bounds it at validation).
+MAX_BEAM_TOKENS = 65536
+_ID = re.compile(r"[0-9a-f]{32}\Z")
+
+
+def _refuse(message: str) -> InvalidArgumentError:
+    """A refused request (a ValueError: HTTP 400 from vLLM's server)."""
+    return InvalidArgumentError("treemask: " + message)
+
+
+# ---- request keys ---------------------------------------------------------------
+
+
+def parse_beam_tokens(value: Any) -> Optional[Tuple[int, ...]]:
+    """``treemask_beam_tokens`` checked (a list of token ids), or None when
+    absent."""
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise _refuse("%s: want a list of token ids, got %s" % (KEY_BEAM_TOKENS, type(value).__name__))
+    if len(value) > MAX_BEAM_TOKENS:
+        raise _refuse("%s has %d tokens, more than %d" % (KEY_BEAM_TOKENS, len(value), MAX_BEAM_TOKENS))
+    out = []
+    for i, t in enumerate(value):
+        if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or not 0 <= int(t) < 2**31 - 1:
+            raise _refuse("%s[%d]: want a token id (an integer in [0, 2^31 - 1)), got %s"
+                          % (KEY_BEAM_TOKENS, i, _show(t)))
+        out.append(int(t))
+    return tuple(out)
+
+
+def parse_trie_id(value: Any) -> str:
+    """``treemask_trie_id`` checked: 32 lowercase hex digits."""
+    if not isinstance(value, str) or not _ID.match(value):
+        raise _refuse("%s: want the 32 hex digits treemask.vllm.register_trie returned, got %s"
+                      % (KEY_TRIE_ID, _show(value)))
+    return value
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:40] + "..."
+
+
+# ---- tries registered in-process ------------------------------------------------
+#
+# vLLM's engine core and workers are other processes (spawned), and a
+# callable sent through LLM.collective_rpc needs
+# VLLM_ALLOW_INSECURE_SERIALIZATION. So a registered trie is a .tmtrie in a
+# private directory of this user (0700, not a symlink), named by a random
+# id; the engine's processes map it on first use. Deleting the file
+# unregisters it everywhere: every lookup checks that it still exists.
+
+_lock = threading.Lock()
+_local: Dict[str, Trie] = {}  # what this process registered
+_loaded: "collections.OrderedDict[str, Tuple[Tuple[int, int, int], Trie]]" = collections.OrderedDict()
+_MAX_LOADED = 8
+
+
+def registered_dir(create: bool = False) -> str:
+    """The private directory of registered tries:
+    ``<tmp>/treemask-vllm-tries-<uid>``."""
+    path = os.path.join(tempfile.gettempdir(), "treemask-vllm-tries-%d" % os.getuid())
+    if create:
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return path
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise InvalidStateError("%s is not a private directory of this user (a symlink, another owner, or"
+                                " readable by others): no trie can be registered or looked up" % path)
+    return path
+
+
+def register_trie(trie: Trie) -> str:
+    """Registers ``trie`` for requests of this machine's user: returns the
+    id that ``treemask_trie_id`` names it by. Call :func:`unregister_trie`
+    when done (:func:`beam_search` does both)."""
+    if not isinstance(trie, Trie):
+        raise InvalidArgumentError("trie must be a treemask.Trie, got %s" % type(trie).__name__)
+    trie_id = secrets.token_hex(16)
+    trie.save(os.path.join(registered_dir(create=True), trie_id + ".tmtrie"))  # atomic
+    with _lock:
+        _local[trie_id] = trie
+    return trie_id
+
+
+def unregister_trie(trie_id: str) -> None:
+    """Removes a trie :func:`register_trie` registered (requests naming it
+    are refused from now on)."""
+    parse_trie_id(trie_id)
+    with _lock:
+        _local.pop(trie_id, None)
+        _loaded.pop(trie_id, None)
+    try:
+        os.unlink(os.path.join(registered_dir(), trie_id + ".tmtrie"))
+    except FileNotFoundError:
+        pass
+
+
+def registered_trie(trie_id: str) -> Trie:
+    """The trie registered under ``trie_id`` (refused when there is none)."""
+    parse_trie_id(trie_id)
+    unknown = _refuse("%s: no trie is registered under this id on this server (treemask.vllm.beam_search"
+                      " registers one in the engine's own process for one search)" % KEY_TRIE_ID)
+    path = os.path.join(registered_dir(), trie_id + ".tmtrie")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        raise unknown from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+            raise unknown
+        identity = (st.st_ino, st.st_size, st.st_mtime_ns)
+        with _lock:
+            mine = _local.get(trie_id)
+            if mine is not None:
+                return mine
+            hit = _loaded.get(trie_id)
+            if hit is not None and hit[0] == identity:
+                _loaded.move_to_end(trie_id)
+                return hit[1]
+        try:
+            trie = Trie.load("/proc/self/fd/%d" % fd if os.path.exists("/proc/self/fd/%d" % fd) else path)
+        except Error as e:
+            logger.error("treemask: registered trie %s does not load: %s", trie_id, e)
+            raise unknown from None
+    finally:
+        os.close(fd)
+    with _lock:
+        _loaded[trie_id] = (identity, trie)
+        while len(_loaded) > _MAX_LOADED:
+            _loaded.popitem(last=False)
+    return trie
+
+
+# ---- the engine side: validation, the beam's matcher, its row -----------------
+
+
+def check_beam_request(trie: Trie, tokens: Sequence[int], stop_tokens: Optional[Sequence[int]] = None) -> None:
+    """At submission: the beam's tokens are a walk of ``trie`` from its root
+    that has not ended (refused otherwise, naming the first bad token)."""
+    depth = trie.stats().max_depth
+    if len(tokens) > depth:
+        raise _refuse("%s has %d tokens; the trie's sequences have at most %d"
+                      % (KEY_BEAM_TOKENS, len(tokens), depth))
+    m = Matcher(trie, failure_policy="reject", override_stop_tokens=stop_tokens)
+    for i, t in enumerate(tokens):
+        if m.is_terminated():
+            raise _refuse("%s[%d]: the beam ended with a stop token at [%d]; a finished hypothesis is not"
+                          " extended" % (KEY_BEAM_TOKENS, i, i - 1))
+        if not m.accept_token(t):
+            raise _refuse("%s[%d]: token %d does not continue a sequence of the request's trie"
+                          % (KEY_BEAM_TOKENS, i, t))
+    if m.is_terminated():
+        raise _refuse("%s ends with a stop token: a finished hypothesis is not extended" % KEY_BEAM_TOKENS)
+
+
+def walk_beam_tokens(matcher: Any, tokens: Sequence[int], prompt: Optional[Sequence[int]]) -> None:
+    """In the engine: moves a new beam row's matcher (created without a
+    length budget) to the beam's position. Raises ValueError when the
+    prompt does not end with the beam's tokens or the walk fails (the
+    processor then fails the row closed)."""
+    if tokens and prompt is not None and list(prompt[len(prompt) - len(tokens):]) != list(tokens):
+        raise ValueError("%s are not the last tokens of the request's prompt" % KEY_BEAM_TOKENS)
+    if matcher.accept_tokens(tokens) != len(tokens) or matcher.is_terminated():
+        raise ValueError("%s are not an unfinished walk of the request's trie" % KEY_BEAM_TOKENS)
+
+
+def write_beam_rows(logits: Any, rows: Sequence[int], allowed: Sequence[Sequence[int]]) -> None:
+    """Writes each beam row ``rows[i]`` of ``logits`` (a torch tensor, float
+    rows of the whole vocabulary, in place) as its log-softmax over the whole
+    unmasked row at the tokens ``allowed[i]`` and ``-inf`` everywhere else.
+    Cost per row: one logsumexp over the row, one fill, O(fanout) gathers."""
+    import torch
+
+    if not rows:
+        return
+    index = torch.tensor(list(rows), dtype=torch.long, device=logits.device)
+    normalizers = torch.logsumexp(logits.index_select(0, index).float(), dim=-1)
+    for i, row_index in enumerate(rows):
+        row = logits[row_index]
+        tokens = torch.tensor(list(allowed[i]), dtype=torch.long, device=logits.device)
+        values = row.index_select(0, tokens).float() - normalizers[i]
+        row.fill_(float("-inf"))
+        row.index_copy_(0, tokens, values.to(row.dtype))
+
+
+# ---- the offline driver ---------------------------------------------------------
+
+
+def _engine_checks(llm: Any, beam_width: int) -> Any:
+    """The engine's model config, after checking the settings a beam search
+    needs (clear errors naming them)."""
+    engine = getattr(llm, "llm_engine", None)
+    config = getattr(engine, "model_config", None)
+    if config is None:
+        raise InvalidArgumentError("beam_search: want a vllm.LLM, got %s" % type(llm).__name__)
+    mode = getattr(config, "logprobs_mode", None)
+    if mode != "processed_logits":
+        raise InvalidArgumentError("beam_search needs the engine created with logprobs_mode='processed_logits'"
+                                   " (--logprobs-mode processed_logits); this one has %r" % (mode,))
+    max_logprobs = getattr(config, "max_logprobs", None)
+    if max_logprobs is not None and max_logprobs != -1 and beam_width > max_logprobs:
+        raise InvalidArgumentError("beam_width %d is more than the engine's max_logprobs %d: create it with"
+                                   " max_logprobs >= %d (--max-logprobs)" % (beam_width, max_logprobs, beam_width))
+    if getattr(engine.vllm_config, "speculative_config", None):
+        raise UnsupportedError("beam_search: speculative decoding is on, and vLLM runs no custom logits"
+                               " processor then")
+    try:
+        from vllm.v1.sample.logits_processor import cached_load_custom_logitsprocs
+
+        from .vllm import TrieLogitsProcessor
+
+        names = config.logits_processors
+        classes = cached_load_custom_logitsprocs(tuple(names) if names is not None else None)
+        loaded = any(isinstance(c, type) and issubclass(c, TrieLogitsProcessor) for c in classes)
+    except Exception:  # vLLM's internals moved: the first step's check says it instead
+        loaded = True
+    if not loaded:
+        raise UnsupportedError("beam_search: treemask's logits processor is not loaded in this engine: install"
+                               " the treemask wheel in the engine's environment (its vllm.logits_processors"
+                               " entry point), or pass logits_processors=['treemask.vllm:TrieLogitsProcessor']")
+    return config
+
+
+def _prompt_ids(llm: Any, prompts: Any) -> List[List[int]]:
+    if isinstance(prompts, (str, bytes)) or not isinstance(prompts, (list, tuple)):
+        raise InvalidArgumentError("prompts: want a list of prompts (strings or token-id lists), got %s"
+                                   % type(prompts).__name__)
+    tokenizer = None
+    out = []
+    for i, p in enumerate(prompts):
+        if isinstance(p, str):
+            if tokenizer is None:
+                tokenizer = llm.get_tokenizer()
+            out.append(list(tokenizer.encode(p)))
+        elif isinstance(p, (list, tuple)) and p and all(
+                isinstance(t, (int, np.integer)) and not isinstance(t, bool) and t >= 0 for t in p):
+            out.append([int(t) for t in p])
+        else:
+            raise InvalidArgumentError("prompts[%d]: want a string or a non-empty list of token ids" % i)
+    return out
+
+
+def _trie_keys(llm: Any, config: Any, trie: Any) -> Tuple[Dict[str, Any], Trie, Optional[str]]:
+    """(the requests' treemask keys, the trie they name, the id registered
+    for it or None)."""
+    if isinstance(trie, Trie):
+        if trie.vocab_size > config.get_vocab_size():
+            raise InvalidArgumentError("trie has vocab_size %d, more than the model's %d"
+                                       % (trie.vocab_size, config.get_vocab_size()))
+        trie_id = register_trie(trie)
+        return {KEY_TRIE_ID: trie_id}, trie, trie_id
+    from . import vllm as tv
+
+    if isinstance(trie, (str, os.PathLike)):
+        keys: Dict[str, Any] = {tv.KEY_TRIE: os.fspath(trie)}
+    elif isinstance(trie, Mapping):
+        keys = dict(trie)
+    elif isinstance(trie, (list, tuple)):
+        keys = {tv.KEY_CHOICES: list(trie)}
+    else:
+        raise InvalidArgumentError("trie: want a treemask.Trie, a trie file name, a list of strings or a dict of"
+                                   " treemask keys, got %s" % type(trie).__name__)
+    if KEY_BEAM_TOKENS in keys or KEY_TRIE_ID in keys:
+        raise InvalidArgumentError("trie: %s and %s are the driver's to set" % (KEY_BEAM_TOKENS, KEY_TRIE_ID))
+    spec = tv.parse_extra_args(keys)
+    if spec is None:
+        raise InvalidArgumentError("trie: the dict holds no treemask key")
+    model = tv.ModelInfo.from_model_config(config, llm.get_tokenizer())
+    local = tv.registry.trie_for(spec, model)
+    if spec.stop_tokens is not None and tuple(sorted(local.stop_tokens)) != tuple(spec.stop_tokens):
+        raise InvalidArgumentError("trie: treemask_stop_tokens %s replace the file's own %s; beam_search steps"
+                                   " with the trie's own stop tokens: build the trie with them"
+                                   % (list(spec.stop_tokens), local.stop_tokens))
+    return keys, local, None
+
+
+def beam_search(llm: Any, prompts: Sequence[Any], trie: Any, beam_width: int, *, max_tokens: Optional[int] = None,
+                n_return: Optional[int] = None) -> List[List[Tuple[List[int], float]]]:
+    """Exact constrained beam search with a ``vllm.LLM``: per prompt its best
+    ``n_return`` hypotheses, best first, each ``(token_ids, score)``:
+    ``token_ids`` the generated tokens (the stop token included when the
+    hypothesis finished), ``score`` the cumulative log-probability (the
+    sum over those tokens of the model's log-softmax over the whole
+    vocabulary, unmasked), exactly as :func:`treemask.hf.beam_search`:
+    finished hypotheses carry over with their score and compete in the B
+    slots; ties go to the lower beam, then the lower token; a prompt whose
+    trie has fewer than ``n_return`` hypotheses gets fewer (the dead slots
+    are left out).
+
+    Args:
+        llm: a ``vllm.LLM`` created with ``logprobs_mode="processed_logits"``
+            and ``max_logprobs >= beam_width``, with treemask's logits
+            processor loaded (the wheel's entry point, or
+            ``logits_processors``). Prefix caching (vLLM's default) keeps each
+            step's re-submitted prefix from being recomputed.
+        prompts: strings (encoded with the engine's tokenizer, as
+            ``LLM.generate`` does) or token-id lists.
+        trie: a :class:`treemask.Trie` (registered for the search:
+            :func:`register_trie`), a trie file name or a list of strings
+            (the plugin's ``treemask_trie`` / ``treemask_choices``), or a
+            dict of treemask request keys.
+        beam_width: B >= 1.
+        max_tokens: the most steps; default the trie's depth + 1 (its
+            longest sequence and the stop token).
+        n_return: hypotheses per prompt, 1 .. B (default B).
+
+    Each step submits every live beam as one request for one token
+    (``max_tokens=1``, greedy, ``logprobs=B``), as vLLM's own beam search
+    does; see the README's "Beam search on vLLM" for what a step costs.
+    Raises :class:`~treemask.beam_driver.EngineMismatchError` when the
+    engine's answer is not a treemask beam row of this trie.
+    """
+    if not isinstance(beam_width, int) or isinstance(beam_width, bool) or beam_width < 1:
+        raise InvalidArgumentError("beam_width must be an int >= 1, got %r" % (beam_width,))
+    B = beam_width
+    R = B if n_return is None else n_return
+    if not isinstance(R, int) or isinstance(R, bool) or not 1 <= R <= B:
+        raise InvalidArgumentError("n_return %r: want 1 .. beam_width (%d)" % (R, B))
+    config = _engine_checks(llm, B)
+    ids = _prompt_ids(llm, prompts)
+    from vllm import SamplingParams
+
+    keys, local, trie_id = _trie_keys(llm, config, trie)
+    try:
+        if max_tokens is None:
+            max_tokens = local.stats().max_depth + 1
+        if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+            raise InvalidArgumentError("max_tokens must be an int >= 1, got %r" % (max_tokens,))
+        search = BeamSearchState(local, len(ids), B)
+        while search.steps < max_tokens and not search.done():
+            live = search.live_slots()
+            requests = [{"prompt_token_ids": ids[slot // B] + search.tokens[slot]} for slot in live]
+            params = [SamplingParams(max_tokens=1, temperature=0.0, logprobs=B, detokenize=False, skip_clone=True,
+                                     extra_args=dict(keys, **{KEY_BEAM_TOKENS: list(search.tokens[slot])}))
+                      for slot in live]
+            outputs = llm.generate(requests, params, use_tqdm=False)
+            returned = {}
+            for slot, out in zip(live, outputs):
+                logprobs = out.outputs[0].logprobs
+                if not logprobs:
+                    raise InvalidStateError("the engine returned no logprobs for beam %d" % slot)
+                returned[slot] = [(t, lp.logprob) for t, lp in logprobs[0].items()]
+            search.step(returned)
+        return search.results(R)
+    finally:
+        if trie_id is not None:
+            unregister_trie(trie_id)

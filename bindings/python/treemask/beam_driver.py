@@ -20,7 +20,7 @@ Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Sequence, Tuple
+from typing import Dict, Iterable, List, Mapping, Sequence, Tuple
 
 import numpy as np
 
@@ -83,7 +83,7 @@ class BeamSearchState:
     def done(self) -> bool:
         return not bool(((self.states != STATE_TERMINATED) & (self.scores > -np.inf)).any())
 
-    def step(self, returned: Dict[int, Candidates]) -> None:
+    def step(self, returned: Mapping[int, Candidates]) -> None:
         """One step: ``returned[slot]`` holds the engine's candidates for each
         slot of :meth:`live_slots` (its B best allowed continuations at
         least, with their log-probabilities). Raises EngineMismatchError
@@ -127,7 +127,7 @@ class BeamSearchState:
                     self.tokens[first + i] = old[p] + [int(chosen[i])]
         self.steps += 1
 
-    def _checked(self, live: Sequence[int], returned: Dict[int, Candidates]
+    def _checked(self, live: Sequence[int], returned: Mapping[int, Candidates]
                  ) -> Dict[int, Tuple[np.ndarray, np.ndarray]]:
         """Per live slot its finite candidates as (tokens, values) arrays,
         after checking that a beam row of this trie produced them."""

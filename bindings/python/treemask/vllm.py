@@ -604,7 +604,7 @@ class TrieLogitsProcessor(LogitsProcessor):
                 "fail_closed" if spec.failure_policy == "sticky_error" else spec.failure_policy),
                 max_new_tokens=None if params.max_tokens is None or beam else max(params.max_tokens - 1, 0),
                 override_stop_tokens=spec.stop_tokens if spec.file_format == "tmtrie" else None)
-            if beam:
+            if spec.beam_tokens is not None:
                 _beam.walk_beam_tokens(m, spec.beam_tokens, prompt)
             return m
         except Exception as e:

@@ -58,7 +58,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .beam_driver import BeamSearchState
+from .beam_driver import BeamSearchState, Candidates
 from .errors import Error, InvalidArgumentError, InvalidStateError, UnsupportedError
 from .matcher import Matcher
 from .trie import Trie
@@ -283,7 +283,7 @@ def _engine_checks(llm: Any, beam_width: int) -> Any:
     if max_logprobs is not None and max_logprobs != -1 and beam_width > max_logprobs:
         raise InvalidArgumentError("beam_width %d is more than the engine's max_logprobs %d: create it with"
                                    " max_logprobs >= %d (--max-logprobs)" % (beam_width, max_logprobs, beam_width))
-    if getattr(engine.vllm_config, "speculative_config", None):
+    if getattr(getattr(engine, "vllm_config", None), "speculative_config", None):
         raise UnsupportedError("beam_search: speculative decoding is on, and vLLM runs no custom logits"
                                " processor then")
     try:
@@ -416,7 +416,7 @@ def beam_search(llm: Any, prompts: Sequence[Any], trie: Any, beam_width: int, *,
                                      extra_args=dict(keys, **{KEY_BEAM_TOKENS: list(search.tokens[slot])}))
                       for slot in live]
             outputs = llm.generate(requests, params, use_tqdm=False)
-            returned = {}
+            returned: Dict[int, Candidates] = {}
             for slot, out in zip(live, outputs):
                 logprobs = out.outputs[0].logprobs
                 if not logprobs:

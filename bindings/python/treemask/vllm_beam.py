@@ -220,8 +220,8 @@ def check_beam_request(trie: Trie, tokens: Sequence[int], stop_tokens: Optional[
     """At submission: the beam's tokens are a walk of ``trie`` from its root
     that has not ended (refused otherwise, naming the first bad token)."""
     depth = trie.stats().max_depth
-    if len(tokens) > depth:
-        raise _refuse("%s has %d tokens; the trie's sequences have at most %d"
+    if len(tokens) > depth + 1:
+        raise _refuse("%s has %d tokens, more than the trie's longest sequence (%d) and a stop token"
                       % (KEY_BEAM_TOKENS, len(tokens), depth))
     m = Matcher(trie, failure_policy="reject", override_stop_tokens=stop_tokens)
     for i, t in enumerate(tokens):

@@ -1,0 +1,347 @@
+"""Exact constrained beam search on vLLM (treemask.vllm.beam_search, and
+treemask.vllm_client.beam_search through the OpenAI server) against
+treemask.hf.beam_search on the same weights (the tiny Qwen2 loaded by
+transformers, float32, CPU, in this venv): the same hypotheses, scores
+within 1e-3, on the MiniOneRec catalogue shape (3 codes) for B in {1, 4,
+16, 50} and prompts of different lengths, and on catalogues of mixed
+lengths; prefix caching on (the offline engine) and off (the server) give
+the same results; requests that name a state outside their own trie, an
+unregistered trie or a file outside the allowed directories are refused.
+
+One offline engine (prefix caching on) and one server (off, loopback, its
+life bounded by the module) serve every test.
+
+Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+"""
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+import types
+
+import numpy as np
+import pytest
+
+import treemask
+from conftest import COLORS, ROOT
+
+vllm = pytest.importorskip("vllm")
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+requests = pytest.importorskip("requests")
+from vllm import LLM, SamplingParams  # noqa: E402
+
+import treemask.vllm as tv  # noqa: E402
+from treemask import vllm_beam, vllm_client  # noqa: E402
+from treemask.beam_driver import EngineMismatchError  # noqa: E402
+from treemask.hf import beam_search as hf_beam_search  # noqa: E402
+
+VOCAB = 151936
+MAX_LOGPROBS = 64
+CODE_BASE = 1000  # code <x_N> of level x is token CODE_BASE + 256 * level + N
+MINIONEREC = ROOT / "examples" / "data" / "minionerec" / "Industrial_and_Scientific.index.json"
+STARTUP_TIMEOUT_S = 420
+
+
+def minionerec_paths():
+    items = json.loads(MINIONEREC.read_text())
+    return [[CODE_BASE + 256 * (ord(code[1]) - ord("a")) + int(code.strip("<>").split("_")[1]) for code in codes]
+            for codes in items.values()]
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_model):
+    path, tokenizer, info = tiny_model
+    return types.SimpleNamespace(path=path, tokenizer=tokenizer, eos=info["eos"],
+                                 model=transformers.AutoModelForCausalLM.from_pretrained(
+                                     str(path), dtype=torch.float32).eval())
+
+
+@pytest.fixture(scope="module")
+def catalogue(tiny):
+    return treemask.Trie.from_paths(minionerec_paths(), VOCAB, [tiny.eos])
+
+
+@pytest.fixture(scope="module")
+def llm(tiny):
+    engine = LLM(model=str(tiny.path), gpu_memory_utilization=0.15, max_model_len=512, max_num_seqs=256, seed=0,
+                 dtype="float32", enforce_eager=True, enable_prefix_caching=True,
+                 logprobs_mode="processed_logits", max_logprobs=MAX_LOGPROBS)
+    yield engine
+    engine.llm_engine.engine_core.shutdown()
+
+
+@pytest.fixture(scope="module")
+def prompts(tiny):
+    """Token-id prompts of 5, 40 and 150 tokens (150 > the CPU backend's
+    128-token cache block, so the prefix cache serves the beams) and text."""
+    rng = np.random.default_rng(24)
+    return [rng.integers(0, 150000, n).tolist() for n in (5, 40, 150)] + ["Recommend the next item:"]
+
+
+def reference(tiny, prompt, trie, B):
+    """treemask.hf.beam_search on the same weights: [(tokens, score)], dead slots left out."""
+    ids = tiny.tokenizer.encode(prompt) if isinstance(prompt, str) else prompt
+    out = hf_beam_search(tiny.model, torch.tensor([ids]), trie, B)
+    return [(seq[len(ids):], float(s)) for seq, s in zip(out.sequences.tolist(), out.scores.tolist())
+            if s > -np.inf]
+
+
+def strip_padding(hyps, pad):
+    """hf pads hypotheses that finished early; the vLLM drivers do not."""
+    out = []
+    for tokens, score in hyps:
+        while tokens and tokens[-1] == pad:
+            tokens = tokens[:-1]
+        out.append((tokens, score))
+    return out
+
+
+def assert_same(got, want, context):
+    assert [t for t, _ in got] == [t for t, _ in want], context
+    np.testing.assert_allclose([s for _, s in got], [s for _, s in want], atol=1e-3, err_msg=str(context))
+
+
+def assert_catalogue_items(hyps, trie):
+    for tokens, _ in hyps:
+        m = treemask.Matcher(trie)
+        assert m.accept_tokens(tokens) == len(tokens) and m.is_terminated(), tokens
+
+
+@pytest.mark.parametrize("B", [1, 4, 16, 50])
+def test_equals_hf_beam_search_on_minionerec_codes(llm, tiny, catalogue, prompts, B):
+    got = tv.beam_search(llm, prompts, catalogue, B)
+    assert len(got) == len(prompts)
+    for prompt, hyps in zip(prompts, got):
+        assert len(hyps) == B
+        context = (B, prompt if isinstance(prompt, str) else len(prompt))
+        assert_same(hyps, reference(tiny, prompt, catalogue, B), context)
+        assert_catalogue_items(hyps, catalogue)
+        assert all(len(t) == 4 for t, _ in hyps)  # 3 codes and EOS
+        assert [s for _, s in hyps] == sorted((s for _, s in hyps), reverse=True)
+
+
+def mixed_catalogue(eos, seed, n_items):
+    """Items of 1 to 4 tokens, some the prefix of others."""
+    rng = random.Random(seed)
+    items = set()
+    while len(items) < n_items:
+        item = tuple(rng.randrange(2000, 2040) for _ in range(rng.randint(1, 4)))
+        items.add(item)
+        if rng.random() < 0.3:
+            items.add(item[:-1] or item)
+    return treemask.Trie.from_paths(sorted(items), VOCAB, [eos])
+
+
+@pytest.mark.parametrize("B", [4, 16])
+def test_mixed_length_catalogues_follow_hf_beam_search(llm, tiny, prompts, B):
+    """Finished hypotheses carry over and compete in the B slots; a trie with
+    fewer items than B leaves slots dead (left out here, -inf in hf)."""
+    for trie in (mixed_catalogue(tiny.eos, B, 40), treemask.Trie.from_paths([[2001], [2001, 2002], [2003, 2004]],
+                                                                            VOCAB, [tiny.eos])):
+        got = tv.beam_search(llm, prompts[:3], trie, B)
+        for prompt, hyps in zip(prompts[:3], got):
+            want = strip_padding(reference(tiny, prompt, trie, B), tiny.model.generation_config.pad_token_id)
+            assert_same(hyps, want, (B, len(prompt)))
+            assert_catalogue_items(hyps, trie)
+            assert len(hyps) == min(B, trie.stats().n_terminals)
+        assert len({len(t) for hyps in got for t, _ in hyps}) > 1, "items of several lengths come back"
+
+
+def test_choice_list_and_n_return(llm, tiny):
+    keys = {"treemask_choices": COLORS, "treemask_prefix": " "}
+    got = tv.beam_search(llm, ["My favourite color is"], keys, 6, n_return=3)[0]
+    trie = treemask.Trie.from_labels(COLORS, tiny.tokenizer, VOCAB, [tiny.eos], prefix=" ")
+    want = strip_padding(reference(tiny, "My favourite color is", trie, 6), tiny.model.generation_config.pad_token_id)
+    assert_same(got, want[:3], "choices")
+    assert {tiny.tokenizer.decode(t[:-1]) for t, _ in got} <= {" " + c for c in COLORS}
+
+
+def test_beams_are_served_from_the_prefix_cache(llm, catalogue, prompts):
+    long_prompt = prompts[2]
+    hyps = tv.beam_search(llm, [long_prompt], catalogue, 4)[0]
+    beam = hyps[0][0][:2]
+    params = SamplingParams(max_tokens=1, temperature=0, logprobs=4, detokenize=False,
+                            extra_args={"treemask_trie_id": vllm_beam.register_trie(catalogue),
+                                        "treemask_beam_tokens": beam})
+    try:
+        out = llm.generate([{"prompt_token_ids": long_prompt + beam}], params, use_tqdm=False)[0]
+    finally:
+        vllm_beam.unregister_trie(params.extra_args["treemask_trie_id"])
+    assert out.num_cached_tokens >= 128, out.num_cached_tokens
+    # The row was the beam's: its best allowed continuations, as log-probabilities.
+    m = treemask.Matcher(catalogue)
+    m.accept_tokens(beam)
+    assert set(out.outputs[0].logprobs[0]) <= set(m.next_tokens())
+    assert all(lp.logprob <= 0 for lp in out.outputs[0].logprobs[0].values())
+
+
+# ---- refusals ------------------------------------------------------------------
+
+
+def refused(llm, extra, message):
+    from vllm.exceptions import VLLMValidationError
+
+    with pytest.raises((ValueError, VLLMValidationError), match=message):
+        llm.generate([[1, 2, 3, 4]], SamplingParams(max_tokens=1, temperature=0, extra_args=extra), use_tqdm=False)
+
+
+def test_a_beam_reaches_only_states_of_its_own_trie(llm, tiny, catalogue):
+    other = treemask.Trie.from_paths([[3000, 3001, 3002]], VOCAB, [tiny.eos])
+    mine, theirs = vllm_beam.register_trie(catalogue), vllm_beam.register_trie(other)
+    code = minionerec_paths()[0]
+    try:
+        # Another trie's walk (the "state" of another request) is not a walk of this one.
+        refused(llm, {"treemask_trie_id": mine, "treemask_beam_tokens": [3000, 3001]},
+                r"treemask_beam_tokens\[0\]: token 3000 does not continue")
+        refused(llm, {"treemask_trie_id": theirs, "treemask_beam_tokens": code[:2]},
+                r"treemask_beam_tokens\[0\]: token %d does not continue" % code[0])
+        refused(llm, {"treemask_trie_id": mine, "treemask_beam_tokens": [code[0], 5]},
+                r"treemask_beam_tokens\[1\]: token 5 does not continue")
+        refused(llm, {"treemask_trie_id": mine, "treemask_beam_tokens": [*code, tiny.eos]},
+                "ends with a stop token")
+        refused(llm, {"treemask_trie_id": mine, "treemask_beam_tokens": code * 2},
+                r"has 6 tokens, more than the trie's longest sequence \(3\) and a stop token")
+        refused(llm, {"treemask_trie_id": mine, "treemask_beam_tokens": [-1]}, r"treemask_beam_tokens\[0\]")
+        refused(llm, {"treemask_trie_id": mine, "treemask_beam_tokens": "1,2"}, "want a list of token ids")
+        refused(llm, {"treemask_trie_id": mine, "treemask_beam_tokens": [], "treemask_stop_tokens": [5]},
+                "does not apply to treemask_trie_id")
+        # No key names a raw state.
+        refused(llm, {"treemask_trie_id": mine, "treemask_state": 17}, "unknown key 'treemask_state'")
+    finally:
+        vllm_beam.unregister_trie(mine)
+        vllm_beam.unregister_trie(theirs)
+    # An ended search's trie, a guessed id, a path as an id.
+    refused(llm, {"treemask_trie_id": mine, "treemask_beam_tokens": []}, "no trie is registered under this id")
+    refused(llm, {"treemask_trie_id": "0" * 32, "treemask_beam_tokens": []}, "no trie is registered under this id")
+    refused(llm, {"treemask_trie_id": "../../etc/passwd", "treemask_beam_tokens": []}, "want the 32 hex digits")
+    # the engine is still fine
+    assert llm.generate([[1, 2]], SamplingParams(max_tokens=2, temperature=0), use_tqdm=False)[0].outputs[0].token_ids
+
+
+def test_driver_refuses_an_engine_it_cannot_use(llm, catalogue, monkeypatch):
+    with pytest.raises(treemask.InvalidArgumentError, match="max_logprobs 64: create it with max_logprobs >= 65"):
+        tv.beam_search(llm, [[1, 2]], catalogue, MAX_LOGPROBS + 1)
+    with pytest.raises(treemask.InvalidArgumentError, match="n_return"):
+        tv.beam_search(llm, [[1, 2]], catalogue, 4, n_return=5)
+    with pytest.raises(treemask.InvalidArgumentError, match="prompts"):
+        tv.beam_search(llm, "one prompt", catalogue, 4)
+    raw = types.SimpleNamespace(llm_engine=types.SimpleNamespace(
+        model_config=types.SimpleNamespace(logprobs_mode="raw_logprobs", max_logprobs=64)))
+    with pytest.raises(treemask.InvalidArgumentError, match=r"logprobs_mode='processed_logits'.*'raw_logprobs'"):
+        tv.beam_search(raw, [[1, 2]], catalogue, 4)
+    import vllm.v1.sample.logits_processor as lp
+
+    monkeypatch.setattr(lp, "cached_load_custom_logitsprocs", lambda names: [])
+    with pytest.raises(treemask.UnsupportedError, match="logits processor is not loaded"):
+        tv.beam_search(llm, [[1, 2]], catalogue, 4)
+    assert not vllm_beam._local, "every registration was removed"
+
+
+# ---- the OpenAI server: client-side driver, prefix caching off ------------------
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def tries_dir(tmp_path_factory, catalogue):
+    allowed = tmp_path_factory.mktemp("allowed")
+    catalogue.save(allowed / "catalogue.tmtrie")
+    outside = tmp_path_factory.mktemp("outside")
+    catalogue.save(outside / "catalogue.tmtrie")
+    return types.SimpleNamespace(allowed=allowed, outside=outside)
+
+
+@pytest.fixture(scope="module")
+def server(tiny, tries_dir, tmp_path_factory):
+    port = free_port()
+    log = tmp_path_factory.mktemp("server") / "server.log"
+    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(tiny.path),
+           "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", str(port),
+           "--gpu-memory-utilization", "0.15", "--max-model-len", "512", "--max-num-seqs", "256",
+           "--dtype", "float32", "--enforce-eager", "--seed", "0", "--no-enable-prefix-caching",
+           "--logprobs-mode", "processed_logits", "--max-logprobs", str(MAX_LOGPROBS)]
+    env = dict(os.environ, TREEMASK_VLLM_TRIE_DIRS=str(tries_dir.allowed))
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    base = "http://127.0.0.1:%d" % port
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while True:
+            if proc.poll() is not None:
+                pytest.fail("the server exited with %s:\n%s" % (proc.returncode, log.read_text()[-4000:]))
+            try:
+                if requests.get(base + "/health", timeout=2).status_code == 200:
+                    break
+            except requests.RequestException:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail("the server did not start in %d s:\n%s" % (STARTUP_TIMEOUT_S, log.read_text()[-4000:]))
+            time.sleep(1)
+        yield base
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=30)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait(timeout=30)
+
+
+@pytest.mark.parametrize("B", [16, 50])
+def test_server_without_prefix_caching_gives_the_same_results(server, llm, tiny, catalogue, tries_dir, prompts, B):
+    keys = {"treemask_trie": str(tries_dir.allowed / "catalogue.tmtrie")}
+    got = vllm_client.beam_search(server, "tiny", prompts, catalogue, B, keys=keys)
+    offline = tv.beam_search(llm, prompts, catalogue, B)  # prefix caching on
+    for prompt, hyps, cached in zip(prompts, got, offline):
+        context = (B, prompt if isinstance(prompt, str) else len(prompt))
+        assert_same(hyps, cached, context)
+        assert_same(hyps, reference(tiny, prompt, catalogue, B), context)
+
+
+def completion(server, xargs):
+    return requests.post(server + "/v1/completions", json={
+        "model": "tiny", "prompt": [1, 2, 3], "max_tokens": 1, "temperature": 0, "logprobs": 4,
+        "vllm_xargs": xargs}, timeout=120)
+
+
+def test_server_refuses_foreign_states_and_unregistered_tries(server, tries_dir):
+    allowed = str(tries_dir.allowed / "catalogue.tmtrie")
+    for xargs, message in [
+        ({"treemask_trie": allowed, "treemask_beam_tokens": [3000, 3001]}, "token 3000 does not continue"),
+        ({"treemask_trie_id": "0123456789abcdef" * 2, "treemask_beam_tokens": []}, "no trie is registered"),
+        ({"treemask_trie_id": "/tmp/x.tmtrie", "treemask_beam_tokens": []}, "want the 32 hex digits"),
+    ]:
+        r = completion(server, xargs)
+        assert r.status_code == 400, (xargs, r.status_code, r.text)
+        assert message in r.json()["error"]["message"], r.text
+    assert requests.get(server + "/health", timeout=10).status_code == 200
+
+
+def test_server_refuses_a_trie_outside_the_allowed_directories(server, tries_dir):
+    if not hasattr(tv, "Settings"):
+        pytest.skip("this tree's plugin has no TREEMASK_VLLM_TRIE_DIRS allowlist yet (issue 21 adds it)")
+    r = completion(server, {"treemask_trie": str(tries_dir.outside / "catalogue.tmtrie"),
+                            "treemask_beam_tokens": []})
+    assert r.status_code == 400, r.text
+
+
+def test_client_driver_detects_a_server_trie_that_is_not_its_own(server, tiny, tries_dir):
+    other = treemask.Trie.from_paths([[2001, 2002], [2003]], VOCAB, [tiny.eos])
+    with pytest.raises(EngineMismatchError, match="does not allow"):
+        vllm_client.beam_search(server, "tiny", [[1, 2, 3]], other, 4,
+                                keys={"treemask_trie": str(tries_dir.allowed / "catalogue.tmtrie")})
+    with pytest.raises(vllm_client.ServerError, match="HTTP 400"):
+        vllm_client.beam_search(server, "tiny", [[1, 2, 3]], other, MAX_LOGPROBS + 1,
+                                keys={"treemask_trie": str(tries_dir.allowed / "catalogue.tmtrie")})

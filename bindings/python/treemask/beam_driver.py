@@ -20,6 +20,7 @@ Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
 from __future__ import annotations
 
+import threading
 from typing import Dict, Iterable, List, Mapping, Sequence, Tuple
 
 import numpy as np
@@ -71,9 +72,7 @@ class BeamSearchState:
         self.tokens: List[List[int]] = [[] for _ in range(n_requests * B)]
         self.steps = 0
         self._beam = Beam(B)
-        # One request's rows at a time: -inf but where a step writes the
-        # engine's values, which it resets afterwards (O(B * B) per step).
-        self._rows = np.full((B, trie.vocab_size), -np.inf, dtype=np.float32)
+        self._rows = _rows_buffer(B, trie.vocab_size)
         self._words = trie.bitmask_words
 
     def live_slots(self) -> List[int]:
@@ -98,24 +97,21 @@ class BeamSearchState:
         rows = self._rows
         for r in range(self.n_requests):
             first = r * B
-            written: List[Tuple[int, np.ndarray]] = []
-            for slot in range(first, first + B):
-                entry = checked.get(slot)
-                if entry is not None:
-                    tokens, values = entry
-                    rows[slot - first, tokens] = values
-                    written.append((slot - first, tokens))
-            if not written:
+            live_here = [s for s in range(first, first + B) if s in checked]
+            if not live_here:
                 # Nothing live: its finished hypotheses stay as they are (a
                 # step would carry them over in the same order).
                 continue
             states = self.states[first:first + B]
             scores = self.scores[first:first + B]
             try:
+                for slot in live_here:
+                    tokens, values = checked[slot]
+                    rows[slot - first, tokens] = values
                 parents, chosen = self._beam.step_states(self.trie, states, rows, scores, log_probs=True)
             finally:
-                for b, tokens in written:
-                    rows[b, tokens] = -np.inf
+                for slot in live_here:
+                    rows[slot - first, checked[slot][0]] = -np.inf
             old = self.tokens[first:first + B]
             for i in range(B):
                 p = int(parents[i])
@@ -188,6 +184,24 @@ class BeamSearchState:
                     hyps.append((list(self.tokens[slot]), score))
             out.append(hyps)
         return out
+
+
+_local = threading.local()
+
+
+def _rows_buffer(beam_width: int, vocab_size: int) -> np.ndarray:
+    """This thread's (B, vocab) float32 rows of -inf (cached: 30 MB at B = 50
+    over a 151,936-token vocabulary). A step writes the engine's values into
+    one request's rows and resets them before it returns, O(B * B)."""
+    cache = getattr(_local, "rows", None)
+    if cache is None:
+        cache = _local.rows = {}
+    key = (beam_width, vocab_size)
+    rows = cache.get(key)
+    if rows is None:
+        cache.clear()  # one size at a time
+        rows = cache[key] = np.full(key, -np.inf, dtype=np.float32)
+    return rows
 
 
 def _popcount_rows(bitmask: np.ndarray) -> np.ndarray:

@@ -181,6 +181,70 @@ def test_beams_are_served_from_the_prefix_cache(llm, catalogue, prompts):
     assert all(v <= 0 for v in finite.values())
 
 
+# ---- the processor's beam rows, without a model ----------------------------------
+
+SMALL_V, SMALL_EOS = 300, 290
+
+
+def small_processor(slots=4):
+    model_config = types.SimpleNamespace(
+        get_vocab_size=lambda: SMALL_V, try_get_generation_config=lambda: {"eos_token_id": [SMALL_EOS]},
+        hf_text_config=types.SimpleNamespace(eos_token_id=SMALL_EOS), tokenizer=None, skip_tokenizer_init=True,
+        trust_remote_code=False, tokenizer_revision=None)
+    config = types.SimpleNamespace(model_config=model_config,
+                                   scheduler_config=types.SimpleNamespace(max_num_seqs=slots))
+    return tv.TrieLogitsProcessor(config, torch.device("cpu"), False)
+
+
+def test_processor_writes_beam_rows_and_masks_the_others():
+    from vllm.v1.sample.logits_processor import BatchUpdate
+
+    trie = treemask.Trie.from_paths([[1, 2, 3], [1, 2, 4], [1, 5], [6]], SMALL_V, [SMALL_EOS])
+    trie_id = vllm_beam.register_trie(trie)
+    try:
+        proc = small_processor()
+        beam = {"treemask_trie_id": trie_id, "treemask_beam_tokens": [1, 2]}
+        proc.update_state(BatchUpdate(batch_size=4, removed=[], moved=[], added=[
+            (0, SamplingParams(max_tokens=1, extra_args=beam), [9, 9, 1, 2], []),
+            (1, SamplingParams(max_tokens=2, extra_args={"treemask_trie_id": trie_id}), [9], []),
+            (2, SamplingParams(max_tokens=4), [9], []),
+            # Its prompt does not end with its beam's tokens: fails closed (stop token only).
+            (3, SamplingParams(max_tokens=1, extra_args=beam), [9, 9, 1, 7], []),
+        ]))
+        logits = torch.randn(4, SMALL_V) * 4
+        before = logits.clone()
+        proc.apply(logits)
+        # The beam row: the log-softmax of the whole unmasked row at 3 and 4 (no
+        # length budget although max_tokens is 1), -inf elsewhere.
+        want = torch.full((SMALL_V,), float("-inf"))
+        want[[3, 4]] = torch.log_softmax(before[0], dim=-1)[[3, 4]]
+        assert torch.allclose(logits[0], want, atol=1e-6) and torch.equal(torch.isinf(logits[0]), torch.isinf(want))
+        # A plain constrained row is masked, not normalized, and keeps its length budget (max_tokens 2: [6]).
+        assert torch.isfinite(logits[1]).nonzero().flatten().tolist() == [6]
+        assert logits[1, 6] == before[1, 6]
+        assert torch.equal(logits[2], before[2])
+        finite = torch.isfinite(logits[3]).nonzero().flatten().tolist()
+        assert finite == [SMALL_EOS]
+    finally:
+        vllm_beam.unregister_trie(trie_id)
+
+
+def test_beam_rows_hold_the_unmasked_log_softmax_of_any_rows():
+    """write_beam_rows on scattered rows, contiguous rows and rows allowing nothing."""
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(7, 1000, generator=g) * 5
+    allowed = [[1, 500, 999], [], [0], list(range(100, 400))]
+    for rows in ([5, 1, 3, 0], [2, 3, 4, 5]):
+        y = x.clone()
+        vllm_beam.write_beam_rows(y, rows, allowed)
+        for r, a in zip(rows, allowed):
+            want = torch.full((1000,), float("-inf"))
+            want[a] = torch.log_softmax(x[r], dim=-1)[a]
+            assert torch.allclose(y[r], want, atol=1e-5) and torch.equal(torch.isinf(y[r]), torch.isinf(want))
+        others = [r for r in range(7) if r not in rows]
+        assert torch.equal(y[others], x[others])
+
+
 # ---- refusals ------------------------------------------------------------------
 
 

@@ -32,10 +32,11 @@ Keys of a beam request (``SamplingParams.extra_args``; ``vllm_xargs``):
 
 - ``treemask_beam_tokens``: list of the beam's generated token ids so far
   (``[]`` at the first step). Checked at submission: at most the trie's
-  depth, every token allowed after the ones before it, not ending with a
-  stop token (a finished hypothesis is not extended); the processor also
-  checks that the prompt ends with them. No length budget applies (the
-  driver bounds the steps).
+  depth and a stop token (what bounds the walk), every token allowed after
+  the ones before it, not ending with a stop token (a finished hypothesis
+  is not extended); the processor walks them again and checks that the
+  prompt ends with them (else the row fails closed). No length budget
+  applies (the driver bounds the steps).
 - ``treemask_trie_id``: 32 lowercase hex digits naming a trie registered
   by :func:`register_trie` in this machine's per-user private directory
   (what :func:`beam_search` does with a :class:`treemask.Trie`, for the

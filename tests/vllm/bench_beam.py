@@ -13,9 +13,10 @@ items of 3 codes, code <x_N> mapped to token 1000 + 256 * level + N).
    - treemask.hf.beam_search on the same weights (transformers, float32).
 2. The share of vLLM's own beam output that is not a catalogue item
    (treemask's: 0, checked).
-3. The processor's cost per beam row: treemask.vllm_beam.write_beam_rows
-   on 50 rows of the vocabulary against torch.log_softmax of the same rows
-   (what vLLM's raw_logprobs mode computes for every request with logprobs).
+3. The processor's cost per beam row: treemask.vllm_beam.normalize_beam_rows
+   and the mask (treemask.apply_token_bitmask_inplace) on 50 rows of the
+   vocabulary, against torch.log_softmax of the same rows (what vLLM's
+   raw_logprobs mode computes for every request that asks for logprobs).
 
 Every treemask.vllm hypothesis list is checked equal to hf.beam_search's.
 TREEMASK_VLLM_BENCH_REPEAT sets the repeats (the fastest counts; default 5).
@@ -74,19 +75,29 @@ def shutdown(llm):
 
 
 def row_cost(repeat):
-    """write_beam_rows vs torch.log_softmax on B rows of the vocabulary."""
+    """normalize_beam_rows + the mask vs torch.log_softmax, B rows of the vocabulary."""
+    import numpy as np
     import torch
 
-    from treemask.vllm_beam import write_beam_rows
+    import treemask
+    from treemask.vllm_beam import normalize_beam_rows
 
     g = torch.Generator().manual_seed(0)
     logits = torch.randn(B, VOCAB, generator=g)
-    allowed = [list(range(CODE_BASE + 256 * (i % 3), CODE_BASE + 256 * (i % 3) + 256)) for i in range(B)]
+    bitmask = np.zeros((B, (VOCAB + 31) // 32), dtype=np.int32)
+    bitmask[:, CODE_BASE // 32:CODE_BASE // 32 + 8] = -1  # 256 allowed tokens per row
     rows = list(range(B))
-    t_ours, _ = timed(lambda: write_beam_rows(logits.clone(), rows, allowed), repeat * 5)
-    t_clone, _ = timed(lambda: logits.clone(), repeat * 5)
+    work = logits.clone()
+
+    def ours():
+        work.copy_(logits)
+        normalize_beam_rows(work, rows)
+        treemask.apply_token_bitmask_inplace(work, bitmask, vocab_size=VOCAB, indices=rows)
+
+    t_ours, _ = timed(ours, repeat * 5)
+    t_copy, _ = timed(lambda: work.copy_(logits), repeat * 5)
     t_base, _ = timed(lambda: torch.log_softmax(logits, dim=-1), repeat * 5)
-    return t_ours - t_clone, t_base
+    return t_ours - t_copy, t_base
 
 
 def main():
@@ -165,7 +176,7 @@ def main():
     print("  treemask.vllm.beam_search = hf.beam_search (hypotheses, scores within 1e-3): %s"
           % ("yes" if same else "NO"))
     t_rows, t_softmax = row_cost(repeat)
-    print("  beam rows, %d x %d: write_beam_rows %.2f ms, torch.log_softmax %.2f ms (ratio %.2f)"
+    print("  beam rows, %d x %d: normalize_beam_rows + mask %.2f ms, torch.log_softmax %.2f ms (ratio %.2f)"
           % (B, VOCAB, 1e3 * t_rows, 1e3 * t_softmax, t_rows / t_softmax))
 
 

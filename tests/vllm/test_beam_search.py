@@ -230,19 +230,17 @@ def test_processor_writes_beam_rows_and_masks_the_others():
 
 
 def test_beam_rows_hold_the_unmasked_log_softmax_of_any_rows():
-    """write_beam_rows on scattered rows, contiguous rows and rows allowing nothing."""
+    """normalize_beam_rows on scattered and contiguous rows, fp32 and bf16."""
     g = torch.Generator().manual_seed(3)
-    x = torch.randn(7, 1000, generator=g) * 5
-    allowed = [[1, 500, 999], [], [0], list(range(100, 400))]
-    for rows in ([5, 1, 3, 0], [2, 3, 4, 5]):
-        y = x.clone()
-        vllm_beam.write_beam_rows(y, rows, allowed)
-        for r, a in zip(rows, allowed):
-            want = torch.full((1000,), float("-inf"))
-            want[a] = torch.log_softmax(x[r], dim=-1)[a]
-            assert torch.allclose(y[r], want, atol=1e-5) and torch.equal(torch.isinf(y[r]), torch.isinf(want))
-        others = [r for r in range(7) if r not in rows]
-        assert torch.equal(y[others], x[others])
+    for dtype, tol in ((torch.float32, 1e-5), (torch.bfloat16, 0.0)):
+        x = (torch.randn(7, 1000, generator=g) * 5).to(dtype)
+        for rows in ([5, 1, 3, 0], [2, 3, 4, 5]):
+            y = x.clone()
+            vllm_beam.normalize_beam_rows(y, rows)
+            want = torch.log_softmax(x[rows].float(), dim=-1).to(dtype)
+            assert torch.allclose(y[rows].float(), want.float(), atol=tol, rtol=0)
+            others = [r for r in range(7) if r not in rows]
+            assert torch.equal(y[others], x[others])
 
 
 # ---- refusals ------------------------------------------------------------------

@@ -711,11 +711,11 @@ class TrieLogitsProcessor(LogitsProcessor):
         except Error as e:
             logger.error("treemask: batch fill failed (%s); filling row by row", e)
             need = self._fill_rows(host, slots)
-        # Beam rows (issue 24): log-softmax over the whole row at the allowed tokens, -inf elsewhere.
+        # Beam rows (issue 24): the log-softmax over the whole unmasked row, then masked as every row.
         beam = [s for s in slots if self.rows[s].beam]
         if beam:
-            _beam.write_beam_rows(logits, beam, [self.batch[s].next_tokens() for s in beam])
-        rows = [s for s in slots if need[s] and not self.rows[s].beam]
+            _beam.normalize_beam_rows(logits, beam)
+        rows = [s for s in slots if need[s]]
         if not rows:
             return logits
         if self._masker is None:

@@ -21,7 +21,7 @@ exact step:
 - the plugin writes the beam's row as ``x[t] - logsumexp(x)`` (the
   log-softmax over the whole unmasked row, as transformers' beam search
   and :func:`treemask.hf.beam_search` score) at the allowed tokens and
-  ``-inf`` elsewhere (:func:`write_beam_rows`);
+  ``-inf`` elsewhere (:func:`normalize_beam_rows`, then its usual mask);
 - with ``logprobs_mode="processed_logits"``, greedy sampling and
   ``logprobs=B``, vLLM returns those values for the beam's B best allowed
   continuations, and the driver runs treemask's own beam step on them
@@ -65,7 +65,7 @@ from .matcher import Matcher
 from .trie import Trie
 
 __all__ = ["beam_search", "register_trie", "unregister_trie", "registered_trie", "parse_beam_tokens",
-           "parse_trie_id", "check_beam_request", "walk_beam_tokens", "write_beam_rows", "KEY_BEAM_TOKENS",
+           "parse_trie_id", "check_beam_request", "walk_beam_tokens", "normalize_beam_rows", "KEY_BEAM_TOKENS",
            "KEY_TRIE_ID", "MAX_BEAM_TOKENS"]
 
 logger = logging.getLogger(__name__)
@@ -247,35 +247,28 @@ def walk_beam_tokens(matcher: Any, tokens: Sequence[int], prompt: Optional[Seque
         raise ValueError("%s are not an unfinished walk of the request's trie" % KEY_BEAM_TOKENS)
 
 
-def write_beam_rows(logits: Any, rows: Sequence[int], allowed: Sequence[Sequence[int]]) -> None:
-    """Writes each beam row ``rows[i]`` of ``logits`` (a torch tensor, float
-    rows of the whole vocabulary, in place) as its log-softmax over the whole
-    unmasked row at the tokens ``allowed[i]`` and ``-inf`` everywhere else.
-    Cost per row: one log-softmax over the row, one fill, O(fanout) gathers;
-    a fixed number of torch operations whatever the number of rows (each one
-    is a parallel region, which costs milliseconds on a busy CPU)."""
+def normalize_beam_rows(logits: Any, rows: Sequence[int]) -> None:
+    """Rewrites the beam rows ``rows`` of ``logits`` (a torch tensor of
+    float rows over the whole vocabulary, on any device; in place) as their
+    log-softmax over the whole unmasked row, ``x - logsumexp(x)``: what
+    transformers' beam search and :func:`treemask.hf.beam_search` score a
+    token by. The processor then masks them like every constrained row, so
+    a beam row ends as that log-softmax at its allowed tokens and ``-inf``
+    elsewhere. Cost: one ``torch.log_softmax`` of the rows and a copy; a
+    fixed number of torch operations whatever the number of rows (each is a
+    parallel region: milliseconds on a busy CPU) and no per-token Python."""
     import torch
 
     if not rows:
         return
-    device = logits.device
     first, n = rows[0], len(rows)
-    contiguous = list(rows) == list(range(first, first + n))
-    index = None if contiguous else torch.tensor(list(rows), dtype=torch.long, device=device)
-    block = logits[first:first + n] if index is None else logits.index_select(0, index)
-    # torch's fused log_softmax is about twice as fast as logsumexp on a CPU.
-    log_probs = torch.log_softmax(block, dim=-1, dtype=torch.float32)
-    counts = torch.tensor([len(a) for a in allowed], dtype=torch.long, device=device)
-    tokens = torch.tensor([t for a in allowed for t in a], dtype=torch.long, device=device)
-    position = torch.repeat_interleave(torch.arange(n, device=device), counts)
-    row_of = position + first if index is None else index[position]
-    values = log_probs[position, tokens]
-    del log_probs
-    if index is None:
-        block.fill_(float("-inf"))
-    else:
-        logits.index_fill_(0, index, float("-inf"))
-    logits[row_of, tokens] = values.to(logits.dtype)
+    if list(rows) == list(range(first, first + n)):
+        block = logits[first:first + n]
+        block.copy_(torch.log_softmax(block, dim=-1, dtype=torch.float32))
+        return
+    index = torch.tensor(list(rows), dtype=torch.long, device=logits.device)
+    normalized = torch.log_softmax(logits.index_select(0, index), dim=-1, dtype=torch.float32)
+    logits.index_copy_(0, index, normalized.to(logits.dtype))
 
 
 # ---- the offline driver ---------------------------------------------------------

@@ -511,7 +511,7 @@ class _Row:
     def __init__(self, output: List[int], beam: bool = False) -> None:
         self.output = output  # vLLM's running list of the request's output tokens
         self.consumed = 0  # how many of them the matcher has seen
-        self.beam = beam  # a beam row (issue 24): log-softmax at the allowed tokens, not a mask
+        self.beam = beam  # a beam row (issue 24): normalized to its log-softmax before the mask
 
 
 class TrieLogitsProcessor(LogitsProcessor):

@@ -278,7 +278,7 @@ treemask_status treemask_cuda_trie_topk_states(const treemask_cuda_trie *dev_tri
                                                const uint32_t *states, size_t n_rows,
                                                const treemask_logits *logits, size_t k,
                                                int32_t *out_tokens, float *out_scores,
-                                               int32_t *out_counts, uint32_t *n_bad_rows,
+                                               size_t *out_counts, uint32_t *n_bad_rows,
                                                void *stream) {
   return guard(__func__, [&]() -> Status {
     TM_TRY(require_built());

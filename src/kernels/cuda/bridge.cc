@@ -405,10 +405,14 @@ Result<size_t> beam_workspace_bytes(size_t n_requests, size_t beam_width) {
     return error(Code::kInvalidArgument, "beam_width ", beam_width, " is outside [1, ",
                  launch::kMaxBeamWidth, "] (the device beam step's limit)");
   }
-  size_t slots = 0, bytes = 0;
-  // Per slot: beam_width keys of 8 bytes and a count of 4.
+  // Per request an arrival counter of 4 bytes (first, so that a test can
+  // find them), per slot a count of 4, then per slot beam_width keys of 8.
+  size_t slots = 0, head = 0, keys = 0, bytes = 0;
   if (__builtin_mul_overflow(n_requests, beam_width, &slots) ||
-      __builtin_mul_overflow(slots, beam_width * 8 + 4, &bytes) || bytes > size_t{INT64_MAX}) {
+      __builtin_add_overflow(n_requests, slots, &head) ||
+      __builtin_mul_overflow(head, size_t{4}, &head) || head > SIZE_MAX - 8 ||
+      __builtin_mul_overflow(slots, beam_width * 8, &keys) ||
+      __builtin_add_overflow(align_up(head, 8), keys, &bytes) || bytes > size_t{INT64_MAX}) {
     return error(Code::kInvalidArgument, "n_requests ", n_requests, " x beam_width ", beam_width,
                  " needs a workspace too large to address");
   }
@@ -439,13 +443,16 @@ Status beam_step(const BeamArg &step, void *stream) {
   TM_TRY(check_pointer(step.workspace, "workspace", device));
   if (step.n_bad_rows) TM_TRY(check_pointer(step.n_bad_rows, "n_bad_rows", device));
   const size_t n_slots = step.n_requests * step.beam_width;
-  auto *keys = static_cast<uint64_t *>(step.workspace);
-  auto *counts = reinterpret_cast<uint32_t *>(keys + n_slots * step.beam_width);
+  launch::BeamWorkspace ws;
+  ws.arrived = static_cast<uint32_t *>(step.workspace);
+  ws.counts = ws.arrived + step.n_requests;
+  ws.keys = reinterpret_cast<uint64_t *>(static_cast<char *>(step.workspace) +
+                                         align_up((step.n_requests + n_slots) * 4, 8));
+  const launch::BeamState state{step.states, step.scores, step.parents, step.tokens};
   return launched(
       launch::beam_step(step.trie->view, beam_logits(step.logits), layout, step.n_requests,
-                        static_cast<uint32_t>(step.beam_width), step.states, step.scores,
-                        step.parents, step.tokens, keys, counts, step.n_bad_rows, stream),
-      "launching the beam step kernels");
+                        static_cast<uint32_t>(step.beam_width), state, ws, step.n_bad_rows, stream),
+      "launching the beam step kernel");
 }
 
 Status trie_topk(const TopkArg &topk, void *stream) {

@@ -88,6 +88,8 @@ struct BeamLogitsArg {
 
 // Bytes of the workspace of a beam step of n_requests x beam_width slots;
 // an error when it overflows or beam_width is outside [1, kMaxBeamWidth].
+// Its per-request arrival counters (its first n_requests x 4 bytes) must be
+// zero before the first step of a shape; every step leaves them zero.
 Result<size_t> beam_workspace_bytes(size_t n_requests, size_t beam_width);
 
 struct BeamArg {
@@ -114,7 +116,7 @@ struct TopkArg {
   size_t k = 0;
   int32_t *out_tokens = nullptr;
   float *out_scores = nullptr;
-  int32_t *out_counts = nullptr;
+  size_t *out_counts = nullptr;
   uint32_t *n_bad_rows = nullptr;
 };
 

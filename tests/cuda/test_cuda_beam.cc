@@ -598,6 +598,52 @@ void awkward_shapes() {
   }
 }
 
+// The selections' last resort: when the candidates above the floor that a
+// subset's top-B sets do not fit in shared memory, the selection runs over
+// all of them. Rising logits put a slot's best candidates after its first
+// ones (3,000 candidates, all above the floor), and rising beam scores put
+// a request's best lists after its first ones (64 x 64 keys); one step each,
+// bit for bit against the CPU.
+void overflow_paths() {
+  const int32_t fanout = 3000, vocab = fanout + 1;
+  std::vector<Path> paths;
+  for (int32_t t = 0; t < fanout; ++t) paths.push_back({t});
+  TrieHandle trie;
+  CHECK_TM(testutil::make_trie(paths, vocab, {fanout}, trie));
+  DevTrie dev(trie.p);
+  for (const size_t B : {size_t{8}, size_t{64}}) {
+    const size_t n_requests = 2, n_slots = n_requests * B;
+    Rows rows(cudatest::kF32, n_slots, vocab);
+    for (size_t i = 0; i < n_slots; ++i) {
+      for (size_t c = 0; c < static_cast<size_t>(vocab); ++c) {
+        rows.set(i, c, -static_cast<float>(static_cast<size_t>(vocab) - c) / 1024.0f);
+      }
+    }
+    std::vector<float> scores(n_slots);
+    for (size_t i = 0; i < n_slots; ++i) scores[i] = static_cast<float>(i % B);  // rising
+    std::vector<uint32_t> states(n_slots, TREEMASK_STATE_ROOT);
+    DeviceStep d(n_requests, B);
+    d.states.upload(states);
+    d.scores.upload(scores);
+    DeviceArray<uint8_t> dev_rows(rows.bytes);
+    treemask_logits lg;
+    treemask_logits_init(&lg);
+    lg.log_probs = true;
+    lg.data = rows.bytes.data();
+    Cpu cpu(B);
+    std::vector<int32_t> parents(n_slots), tokens(n_slots);
+    CHECK_TM(treemask_beam_step_states(cpu.p, trie.p, n_requests, &lg, states.data(), scores.data(),
+                                       parents.data(), tokens.data()));
+    lg.data = dev_rows.get();
+    CHECK_TM(treemask_cuda_beam_step(dev.p, n_requests, B, &lg, d.states.get(), d.scores.get(),
+                                     d.parents.get(), d.tokens.get(), d.workspace.get(),
+                                     d.workspace_bytes, nullptr, nullptr));
+    CHECK_MSG(d.parents.download() == parents, "overflow B " + std::to_string(B) + " parents");
+    CHECK_MSG(d.tokens.download() == tokens, "overflow B " + std::to_string(B) + " tokens");
+    CHECK_MSG(d.states.download() == states, "overflow B " + std::to_string(B) + " states");
+  }
+}
+
 // One workspace serves steps of one shape one after the other with no
 // clearing (each step leaves its per-request arrival counters, the first
 // n_requests x 4 bytes, zero again), and steps of other shapes after a
@@ -716,6 +762,7 @@ int main() {
   topk_contract();
   awkward_shapes();
   workspace_reuse();
+  overflow_paths();
   large_searches();
   bad_row();
   graph_capture();

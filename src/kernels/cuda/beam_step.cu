@@ -28,10 +28,9 @@
 // then 11-bit digits from the first bit where they differ, each pass a
 // shared-memory histogram and a warp-shuffle suffix scan, stopping as soon as
 // the digit's bin holds exactly the keys still needed; then one compaction.
-// Up to kSharedKeys candidates are computed once into shared memory (a slot
-// of a 2,048-token codebook, a request of 45 beams); more are recomputed each
-// pass from their source. Scores -inf and NaN get key 0 and are never
-// selected.
+// Keys are computed once into shared memory; past a small subset, the
+// subset's own top-k sets a floor and one pass keeps only the keys above it
+// (block_select). Scores -inf and NaN get key 0 and are never selected.
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include <cmath>
@@ -50,10 +49,13 @@ constexpr unsigned kFullWarp = 0xFFFFFFFFu;
 constexpr uint32_t kMaxK = launch::kMaxBeamWidth;
 // Candidates a block selects from shared memory (16 KB of keys).
 constexpr uint32_t kSharedKeys = 2048;
-constexpr int kDigitBits = 11;
+constexpr int kDigitBits = 10;
 constexpr uint32_t kBins = 1u << kDigitBits;
 constexpr uint32_t kBinsPerThread = kBins / kBlock;
 static_assert(kBins % kBlock == 0, "each thread scans whole bins");
+// The smallest subset whose top-k floors a larger selection (block_select).
+constexpr uint32_t kMinSubset = 256;
+static_assert(2 * kMaxK <= kSharedKeys && kMinSubset <= kSharedKeys, "a subset fits");
 // Sorting the winners by rank (every key counts the keys above it) costs
 // kept^2 / kBlock compares: below this it beats a bitonic network.
 constexpr uint32_t kRankSortMax = 256;
@@ -297,43 +299,61 @@ struct SharedKeys {
   __device__ uint64_t operator()(uint32_t i) const { return keys[i]; }
 };
 
-// The minimum and maximum non-zero key of gen(0 .. n) and their count, in
-// every thread.
-template <class Gen>
-__device__ void key_range(const Gen &gen, uint32_t n, Shared &sh, uint64_t &lo, uint64_t &hi,
-                          uint32_t &count) {
-  uint64_t mn = ~uint64_t{0}, mx = 0;
-  uint32_t c = 0;
-  for (uint32_t i = threadIdx.x; i < n; i += kBlock) {
-    const uint64_t key = gen(i);
-    if (key != 0) {
-      mn = key < mn ? key : mn;
-      mx = key > mx ? key : mx;
-      ++c;
-    }
+// The smallest and largest non-zero key of a set and how many there are.
+struct KeyStats {
+  uint64_t lo = ~uint64_t{0}, hi = 0;
+  uint32_t count = 0;
+
+  __device__ __forceinline__ void add(uint64_t key) {
+    if (key == 0) return;
+    lo = key < lo ? key : lo;
+    hi = key > hi ? key : hi;
+    ++count;
   }
+  __device__ __forceinline__ void merge(uint64_t lo2, uint64_t hi2, uint32_t count2) {
+    lo = lo2 < lo ? lo2 : lo;
+    hi = hi2 > hi ? hi2 : hi;
+    count += count2;
+  }
+};
+
+// The block's total of every thread's stats, in every thread.
+__device__ KeyStats block_stats(KeyStats st, Shared &sh) {
   for (int offset = 16; offset > 0; offset >>= 1) {
-    const uint64_t mn2 = __shfl_xor_sync(kFullWarp, mn, offset);
-    const uint64_t mx2 = __shfl_xor_sync(kFullWarp, mx, offset);
-    c += __shfl_xor_sync(kFullWarp, c, offset);
-    mn = mn2 < mn ? mn2 : mn;
-    mx = mx2 > mx ? mx2 : mx;
+    const uint64_t lo2 = __shfl_xor_sync(kFullWarp, st.lo, offset);
+    const uint64_t hi2 = __shfl_xor_sync(kFullWarp, st.hi, offset);
+    const uint32_t count2 = __shfl_xor_sync(kFullWarp, st.count, offset);
+    st.merge(lo2, hi2, count2);
   }
   if (lane_of() == 0) {
-    sh.red_min[warp_of()] = mn;
-    sh.red_max[warp_of()] = mx;
-    sh.red_count[warp_of()] = c;
+    sh.red_min[warp_of()] = st.lo;
+    sh.red_max[warp_of()] = st.hi;
+    sh.red_count[warp_of()] = st.count;
   }
   __syncthreads();
-  lo = ~uint64_t{0};
-  hi = 0;
-  count = 0;
-  for (int w = 0; w < kWarps; ++w) {
-    lo = sh.red_min[w] < lo ? sh.red_min[w] : lo;
-    hi = sh.red_max[w] > hi ? sh.red_max[w] : hi;
-    count += sh.red_count[w];
-  }
+  KeyStats total;
+  for (int w = 0; w < kWarps; ++w) total.merge(sh.red_min[w], sh.red_max[w], sh.red_count[w]);
   __syncthreads();
+  return total;
+}
+
+template <class Gen>
+__device__ KeyStats key_stats(const Gen &gen, uint32_t n, Shared &sh) {
+  KeyStats st;
+  for (uint32_t i = threadIdx.x; i < n; i += kBlock) st.add(gen(i));
+  return block_stats(st, sh);
+}
+
+// gen(0 .. n) into sh.keys (n <= kSharedKeys), and their stats.
+template <class Gen>
+__device__ KeyStats materialize(const Gen &gen, uint32_t n, Shared &sh) {
+  KeyStats st;
+  for (uint32_t i = threadIdx.x; i < n; i += kBlock) {
+    const uint64_t key = gen(i);
+    sh.keys[i] = key;
+    st.add(key);
+  }
+  return block_stats(st, sh);  // its barrier also publishes the keys
 }
 
 // Bits [0, bit] set.
@@ -342,7 +362,7 @@ __device__ __forceinline__ uint64_t bits_through(int bit) {
 }
 
 // One radix pass over the keys whose bits under `sh.mask` equal `sh.prefix`:
-// the histogram of their digit [lo, lo + bits), then the bin holding the
+// the histogram of their digit at bit lo, then the bin holding the
 // needed-th largest. Updates sh.prefix / mask / needed and sets sh.done when
 // that bin holds exactly the keys still needed.
 template <class Gen>
@@ -360,8 +380,9 @@ __device__ void radix_pass(const Gen &gen, uint32_t n, int lo, Shared &sh) {
     }
   }
   __syncthreads();
-  // Thread t owns bins [t * 8, t * 8 + 8); larger bins hold larger keys.
-  // `above`: the keys in bins past this thread's, by a suffix scan.
+  // Thread t owns bins [t * kBinsPerThread, (t + 1) * kBinsPerThread);
+  // larger bins hold larger keys. `above`: the keys in bins past this
+  // thread's, by a suffix scan over the lanes, then over the warps.
   uint32_t own = 0;
   for (uint32_t j = 0; j < kBinsPerThread; ++j) own += sh.hist[tid * kBinsPerThread + j];
   uint32_t suffix = own;  // this lane's bins and those of the lanes above it
@@ -387,57 +408,99 @@ __device__ void radix_pass(const Gen &gen, uint32_t n, int lo, Shared &sh) {
   __syncthreads();
 }
 
-// The min(k, number of non-zero keys) largest non-zero keys of gen(0 .. n)
-// into out[0 .. count), unordered; returns count in every thread. Keys must
-// be unique, k >= 1. Every thread of the block must call it.
+// The least t such that exactly k of the (unique, non-zero) keys are >= t,
+// given their stats with st.count > k: radix passes from the first bit
+// where the smallest and largest key differ (the bits above are common to
+// every key), until the needed-th key's bin holds exactly the keys needed.
 template <class Gen>
-__device__ uint32_t block_select(const Gen &gen, uint32_t n, uint32_t k, uint64_t *out,
-                                 Shared &sh) {
-  uint64_t lo_key, hi_key;
-  uint32_t total;
-  key_range(gen, n, sh, lo_key, hi_key, total);
-  uint64_t threshold = 1;  // every non-zero key
-  if (total > k) {
-    // More than one key: they share the bits above the first where the
-    // smallest and the largest differ.
-    const int top = 63 - __clzll(static_cast<long long>(lo_key ^ hi_key));
-    if (threadIdx.x == 0) {
-      sh.mask = ~bits_through(top);
-      sh.prefix = hi_key & sh.mask;
-      sh.needed = k;
-      sh.done = 0;
-    }
-    __syncthreads();
-    // Digits [lo, lo + 11) from the top; the last one may reach below bit 0
-    // (its bins past the key's bits stay empty).
-    for (int hi = top; hi >= 0 && !sh.done; hi -= kDigitBits) {
-      radix_pass(gen, n, hi - kDigitBits + 1 >= 0 ? hi - kDigitBits + 1 : 0, sh);
-      if (hi - kDigitBits + 1 < 0) break;  // the lowest bits: done by now
-    }
-    threshold = sh.prefix;  // keys >= prefix are exactly the k wanted
+__device__ uint64_t radix_threshold(const Gen &gen, uint32_t n, uint32_t k, const KeyStats &st,
+                                    Shared &sh) {
+  const int top = 63 - __clzll(static_cast<long long>(st.lo ^ st.hi));
+  if (threadIdx.x == 0) {
+    sh.mask = ~bits_through(top);
+    sh.prefix = st.hi & sh.mask;
+    sh.needed = k;
+    sh.done = 0;
   }
-  // Compaction, one shared atomic per warp and pass: every lane runs the
-  // same number of passes (the warp calls below need all 32).
+  __syncthreads();
+  // Digits [lo, lo + kDigitBits) from the top; the last one may reach
+  // above bits already fixed, which the prefix then already holds.
+  for (int hi = top; hi >= 0 && !sh.done; hi -= kDigitBits) {
+    radix_pass(gen, n, hi - kDigitBits + 1 >= 0 ? hi - kDigitBits + 1 : 0, sh);
+  }
+  return sh.prefix;  // keys >= prefix are exactly the k wanted
+}
+
+// Appends the non-zero keys of gen(0 .. n) that are >= floor to out, up to
+// cap of them (one shared atomic per warp and pass); returns how many there
+// are (which may exceed cap) and their stats, in every thread.
+template <class Gen>
+__device__ KeyStats compact(const Gen &gen, uint32_t n, uint64_t floor, uint64_t *out, uint32_t cap,
+                            Shared &sh) {
   if (threadIdx.x == 0) sh.appended = 0;
   __syncthreads();
+  KeyStats st;
+  // Every lane runs the same number of passes (the warp calls need all 32).
   for (uint32_t base = 0; base < n; base += kBlock) {
     const uint32_t i = base + threadIdx.x;
     const uint64_t key = i < n ? gen(i) : 0;
-    const bool take = key != 0 && key >= threshold;
+    const bool take = key != 0 && key >= floor;
     const unsigned ballot = __ballot_sync(kFullWarp, take);
     uint32_t at = 0;
-    if (lane_of() == 0 && ballot)
+    if (lane_of() == 0 && ballot) {
       at = atomicAdd(&sh.appended, static_cast<uint32_t>(__popc(ballot)));
+    }
     at = __shfl_sync(kFullWarp, at, 0);
     if (take) {
+      st.add(key);
       const uint32_t slot = at + static_cast<uint32_t>(__popc(ballot & ((1u << lane_of()) - 1u)));
-      if (slot < k) out[slot] = key;
+      if (slot < cap) out[slot] = key;
     }
   }
-  __syncthreads();
-  const uint32_t count = sh.appended < k ? sh.appended : k;
-  __syncthreads();  // sh is reused by the caller's next selection
-  return count;
+  return block_stats(st, sh);
+}
+
+// The min(k, non-zero keys) largest non-zero keys of gen(0 .. n), whose
+// stats are st, into out[0 .. count) unordered; returns count in every
+// thread. out must not be the keys gen reads.
+template <class Gen>
+__device__ uint32_t select_known(const Gen &gen, uint32_t n, uint32_t k, const KeyStats &st,
+                                 uint64_t *out, Shared &sh) {
+  const uint64_t floor = st.count > k ? radix_threshold(gen, n, k, st, sh) : 1;
+  const KeyStats taken = compact(gen, n, floor, out, k, sh);
+  return taken.count < k ? taken.count : k;
+}
+
+// The min(k, non-zero keys) largest non-zero keys of gen(0 .. n) into out[0
+// .. count), unordered (out in global memory or sh.best, never sh.keys);
+// returns count in every thread. Keys must be unique, k in [1, kMaxK].
+// Every thread of the block must call it; it uses sh.keys and sh.hist.
+//
+// Up to kSubset keys are computed once into shared memory and selected
+// there. Past that, the top-k of the first kSubset keys gives a floor (every
+// key of the whole top-k is at least the subset's k-th), one pass over all
+// keys keeps those at or above it in shared memory (about k * n / kSubset of
+// them on random scores) and the selection runs over those; only when they
+// overflow shared memory does it run over all keys, recomputing them each
+// pass. (A slot of a 2,048-token codebook at depth 1 has 2,047 candidates:
+// one pass over them instead of four.)
+template <class Gen>
+__device__ uint32_t block_select(const Gen &gen, uint32_t n, uint32_t k, uint64_t *out,
+                                 Shared &sh) {
+  const uint32_t subset = 2 * k > kMinSubset ? 2 * k : kMinSubset;  // <= kSharedKeys
+  const uint32_t first = n < subset ? n : subset;
+  KeyStats st = materialize(gen, first, sh);
+  if (n == first) return select_known(SharedKeys{sh.keys}, n, k, st, out, sh);
+  const uint64_t floor = st.count > k ? radix_threshold(SharedKeys{sh.keys}, first, k, st, sh) : 1;
+  __syncthreads();  // the subset's keys are read; they are overwritten next
+  auto kept = [&](uint32_t i) -> uint64_t {
+    const uint64_t key = gen(i);
+    return key >= floor ? key : 0;
+  };
+  st = compact(kept, n, floor, sh.keys, kSharedKeys, sh);
+  if (st.count <= kSharedKeys) return select_known(SharedKeys{sh.keys}, st.count, k, st, out, sh);
+  st = key_stats(kept, n, sh);
+  return select_known(kept, n, k, st, out, sh);
 }
 
 // Sorts keys[0 .. count) descending into sorted[0 .. count) (distinct
@@ -501,17 +564,12 @@ __device__ float row_normalizer(const launch::BeamLogits &l, size_t row, uint32_
   return z;
 }
 
-// The best min(k, candidates) keys of a state into out (unordered): the
-// candidates computed once into shared memory when they fit, else
-// recomputed by each pass. Returns the count in every thread.
+// The best min(k, candidates) keys of a state into out (unordered).
 template <class Score>
 __device__ uint32_t select_candidates(const launch::TrieView &t, const Candidates &allowed,
                                       const Score &key_of, uint32_t k, uint64_t *out, Shared &sh) {
   auto gen = [&](uint32_t i) -> uint64_t { return key_of(allowed.token(t, i)); };
-  if (allowed.n_total > kSharedKeys) return block_select(gen, allowed.n_total, k, out, sh);
-  for (uint32_t i = threadIdx.x; i < allowed.n_total; i += kBlock) sh.keys[i] = gen(i);
-  __syncthreads();
-  return block_select(SharedKeys{sh.keys}, allowed.n_total, k, out, sh);
+  return block_select(gen, allowed.n_total, k, out, sh);
 }
 
 // ---- the beam step ---------------------------------------------------------------
@@ -574,15 +632,7 @@ __device__ void finish_request(const BeamStep &p, int64_t r, Shared &sh) {
     const uint32_t b = i / B, j = i - b * B;
     return j < __ldcg(p.ws_counts + base + b) ? __ldcg(p.ws_keys + (base + b) * B + j) : 0;
   };
-  const uint32_t n = B * B;
-  uint32_t kept;
-  if (n <= kSharedKeys) {
-    for (uint32_t i = threadIdx.x; i < n; i += kBlock) sh.keys[i] = gen(i);
-    __syncthreads();
-    kept = block_select(SharedKeys{sh.keys}, n, B, sh.best, sh);
-  } else {
-    kept = block_select(gen, n, B, sh.best, sh);
-  }
+  const uint32_t kept = block_select(gen, B * B, B, sh.best, sh);
   block_sort_desc(sh.best, kept, sh.keys);
   const uint64_t *sorted = sh.keys;
   uint32_t *next = sh.hist;

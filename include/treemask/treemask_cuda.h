@@ -206,6 +206,62 @@ TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_trie_advance_mask_
     const treemask_cuda_trie *dev_trie, uint32_t *states, const int32_t *tokens, size_t n_rows,
     int32_t failure_policy, uint8_t *accepted, void *logits, int32_t dtype,
     size_t logits_row_stride, size_t logits_width, void *stream);
+
+/* Step 1 alone (the device twin of treemask_trie_advance_states): states
+ * advance by tokens (not NULL) with the rules above; nothing is filled.
+ * Errors (nothing enqueued): NULL dev_trie, states or tokens, an unknown
+ * failure_policy, host pointers, a trie of another device. n_rows = 0
+ * succeeds and enqueues nothing. */
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_trie_advance_states(
+    const treemask_cuda_trie *dev_trie, uint32_t *states, const int32_t *tokens, size_t n_rows,
+    int32_t failure_policy, uint8_t *accepted, void *stream);
+
+/* ---- Experimental: states of growing token rows -------------------------- */
+
+/* Rows of token ids that a decode loop grows by one id per step (e.g.
+ * transformers' input_ids past the prompt), with the state of each row.
+ * Initialise with treemask_cuda_token_rows_init. */
+typedef struct treemask_cuda_token_rows {
+  size_t struct_size;
+  /* Device int64 ids: row r is tokens[r * row_stride .. + n_tokens). May be
+   * NULL when n_tokens is 0. */
+  const int64_t *tokens;
+  size_t n_rows;
+  size_t n_tokens;
+  /* Elements from one row to the next; >= n_tokens. 0: n_tokens. */
+  size_t row_stride;
+  /* Device arrays of n_rows entries: each row's state, and a 64-bit hash of
+   * its ids (of unspecified value; the next call matches rows by it). */
+  uint32_t *states;
+  uint64_t *keys;
+} treemask_cuda_token_rows;
+
+TREEMASK_API void treemask_cuda_token_rows_init(treemask_cuda_token_rows *rows);
+
+/* Writes rows->states and rows->keys: the state of each row after its
+ * n_tokens ids from the root, under the advance rules above with
+ * failure_policy (an id outside [0, INT32_MAX) is an id no trie allows: it
+ * is rejected), with no host round trip, whatever the loop did to its rows
+ * between calls (beam search reorders and duplicates them without saying
+ * how).
+ *
+ * prev: NULL, or the previous call's rows: its states and keys as that call
+ * wrote them, its ids unchanged since (keep your own copy if the loop may
+ * overwrite them). When prev->n_tokens is rows->n_tokens - 1, a row whose
+ * first n_tokens - 1 ids equal a row of prev (found by key among prev's
+ * rows, then compared id by id, so the result is exact whatever the hash
+ * does) takes that row's state and advances it by its last id: one trie
+ * step per row and call. Every other row (no prev, a prev of another
+ * length, a row with no equal in prev) walks from the root over all its
+ * ids. One warp per row; prev's rows are scanned by key.
+ *
+ * Errors (nothing enqueued): NULL dev_trie or rows, NULL arrays where rows
+ * (or prev) has rows and ids, row_stride < n_tokens, sizes whose extent
+ * overflows, an unknown failure_policy, host pointers, a trie of another
+ * device. n_rows = 0 succeeds and enqueues nothing. Graph-capturable. */
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_trie_follow_rows(
+    const treemask_cuda_trie *dev_trie, const treemask_cuda_token_rows *prev,
+    const treemask_cuda_token_rows *rows, int32_t failure_policy, void *stream);
 #endif /* TREEMASK_EXPERIMENTAL */
 
 /* ======================================================================== */

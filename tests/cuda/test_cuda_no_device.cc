@@ -240,6 +240,18 @@ void run_everything() {
                                                        counts, nullptr, nullptr),
                         TREEMASK_ERR_INVALID_ARGUMENT, "dev_trie is NULL"));
 
+  // The advance alone and the growing token rows.
+  const int32_t step_tokens[2] = {1, 2};
+  EXPECT(argument_error(
+      treemask_cuda_trie_advance_states(nullptr, states, step_tokens, 2, 0, nullptr, nullptr),
+      TREEMASK_ERR_INVALID_ARGUMENT, "dev_trie is NULL"));
+  treemask_cuda_token_rows rows;
+  treemask_cuda_token_rows_init(&rows);
+  EXPECT(rows.struct_size == sizeof rows && rows.tokens == nullptr && rows.n_rows == 0);
+  EXPECT(argument_error(treemask_cuda_trie_follow_rows(nullptr, nullptr, &rows, 0, nullptr),
+                        TREEMASK_ERR_INVALID_ARGUMENT, "dev_trie is NULL"));
+  treemask_cuda_token_rows_init(nullptr);  // a no-op
+
   // Nothing to do needs no device.
   const treemask_status empty = treemask_cuda_apply_token_bitmask(
       logits.data(), 0, 0, 64, 64, bitmask.data(), 2, 0, 64, nullptr, 0, nullptr);

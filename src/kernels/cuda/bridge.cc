@@ -360,6 +360,51 @@ Status advance_mask_logits(const StepArg &step, const LogitsArg &logits, void *s
       "launching the logits mask kernel");
 }
 
+Status advance_states(const StepArg &step, void *stream) {
+  const RelaxedCaptureMode relaxed;
+  TM_ASSIGN_OR_RETURN(const int device, usable_device());
+  TM_TRY(check_step(step, device));
+  return launched(launch::advance(step.trie->view, step.states, step.tokens, step.n_rows,
+                                  step.failure_policy, step.accepted, stream),
+                  "launching the advance kernel");
+}
+
+namespace {
+
+Status check_token_rows(const TokenRowsArg &rows, const char *name, int device) {
+  if (rows.n_rows == 0) return Status::Ok();
+  if (rows.n_tokens > 0) {
+    TM_TRY(check_pointer(rows.tokens, cat(name, "->tokens").c_str(), device));
+  }
+  TM_TRY(check_pointer(rows.states, cat(name, "->states").c_str(), device));
+  return check_pointer(rows.keys, cat(name, "->keys").c_str(), device);
+}
+
+launch::TokenRows token_rows(const TokenRowsArg &a) {
+  return launch::TokenRows{a.tokens, a.n_rows, a.n_tokens, a.row_stride, a.states, a.keys};
+}
+
+}  // namespace
+
+Status follow_rows(const DeviceTrie &trie, const TokenRowsArg *prev, const TokenRowsArg &rows,
+                   int32_t failure_policy, void *stream) {
+  const RelaxedCaptureMode relaxed;
+  TM_ASSIGN_OR_RETURN(const int device, usable_device());
+  if (trie.device != device) {
+    return error(Code::kInvalidArgument, "dev_trie was uploaded to CUDA device ", trie.device,
+                 " but the current device is ", device,
+                 "; make that device current (cudaSetDevice) or upload the trie there");
+  }
+  TM_TRY(check_token_rows(rows, "rows", device));
+  // A prev of another length is never read: no need to check its arrays.
+  const bool use_prev = prev && prev->n_rows > 0 && prev->n_tokens + 1 == rows.n_tokens;
+  if (use_prev) TM_TRY(check_token_rows(*prev, "prev", device));
+  const launch::TokenRows prev_rows = use_prev ? token_rows(*prev) : launch::TokenRows{};
+  return launched(launch::follow_rows(trie.view, use_prev ? &prev_rows : nullptr, token_rows(rows),
+                                      failure_policy, stream),
+                  "launching the follow-rows kernel");
+}
+
 namespace {
 
 uint32_t bits_for(uint64_t max_value) {

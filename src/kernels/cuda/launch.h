@@ -69,6 +69,21 @@ int advance_fill_bitmask(const TrieView &trie, uint32_t *states, const int32_t *
 int advance(const TrieView &trie, uint32_t *states, const int32_t *tokens, size_t n_rows,
             int32_t failure_policy, uint8_t *accepted, void *stream);
 
+// Rows of int64 ids and where their states and keys go (follow_rows).
+struct TokenRows {
+  const int64_t *tokens = nullptr;
+  size_t n_rows = 0;
+  size_t n_tokens = 0;
+  size_t row_stride = 0;
+  uint32_t *states = nullptr;
+  uint64_t *keys = nullptr;
+};
+
+// The state and key of every row of `rows`, from a matching row of `prev`
+// (nullable; used when its n_tokens is one less) or from the root.
+int follow_rows(const TrieView &trie, const TokenRows *prev, const TokenRows &rows,
+                int32_t failure_policy, void *stream);
+
 // Sets every logit outside the allowed set of states[row] to -inf.
 int mask_logits_from_states(const TrieView &trie, const uint32_t *states, size_t n_rows,
                             const Logits &logits, const DeviceShape &shape, void *stream);

@@ -119,7 +119,7 @@ def test_device_beam_over_the_host_twins(monkeypatch):
         beam = tt.DeviceBeam(trie, n_requests, B, device="cuda")
         owned = [t.data_ptr() for t in (beam.states, beam.scores, beam.parents, beam.tokens, beam.n_bad_rows)]
         assert beam.scores.tolist() == treemask.initial_scores(n_requests, B).tolist()
-        for search in range(2):
+        for _search in range(2):
             first = torch.randn((n_requests, 600), generator=gen) * 3
             tokens, scores = beam.start(first)
             want = treemask.topk_states(trie, np.zeros(n_requests, dtype=np.uint32), first, B)

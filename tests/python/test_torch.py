@@ -160,3 +160,66 @@ def test_device_beam_needs_cuda():
     trie = treemask.Trie.from_paths([[1]], 8, [0])
     with pytest.raises(treemask.UnsupportedError, match="needs CUDA"):
         tt.DeviceBeam(trie, 1, 2)
+
+
+def test_cuda_apply_fast_path_arguments(monkeypatch):
+    """apply_token_bitmask_inplace's fast path for CUDA tensors, on the CPU:
+    tensors posing as CUDA tensors of device 0 and the C call recorded.
+    Usual calls reach the C call with the arguments the general path would
+    compute; unusual ones return to the general path (which explains them)."""
+    from treemask import bitmask as bm
+
+    class PosingAsCuda(torch.Tensor):
+        __torch_function__ = torch._C._disabled_torch_function_impl
+
+        @property
+        def is_cuda(self):
+            return True
+
+        def get_device(self):
+            return 0
+
+    recorded = []
+
+    class RecordingLib:
+        def __getattr__(self, name):
+            return getattr(bm.lib, name)
+
+        @staticmethod
+        def treemask_cuda_apply_token_bitmask(*args):
+            recorded.append(args)
+            return 0
+
+    calls = bm._CudaCalls(torch)
+    calls.stream = lambda index: bm.ffi.NULL
+    calls.is_current = lambda index: True
+    monkeypatch.setattr(bm, "_cuda_calls", calls)
+    monkeypatch.setattr(bm, "lib", RecordingLib())
+
+    def cuda(t):
+        return t.as_subclass(PosingAsCuda)
+
+    wide = torch.zeros((3, 1100))
+    logits = cuda(wide[:, :1000])  # strided rows
+    mask = cuda(torch.zeros((3, 32), dtype=torch.int32))
+    treemask.apply_token_bitmask_inplace(logits, mask)
+    args = recorded.pop()
+    # (logits, dtype, n_rows, row_stride, width, bitmask, words, bitmask rows, vocab_size, indices, n_indices)
+    assert args[1:5] == (0, 3, 1100, 1000) and args[6:9] == (32, 3, 1000) and args[10] == 0
+    assert int(bm.ffi.cast("uintptr_t", args[0])) == wide.data_ptr()
+    treemask.apply_token_bitmask_inplace(cuda(torch.zeros(40, dtype=torch.bfloat16)),
+                                         cuda(torch.zeros(2, dtype=torch.int32)), vocab_size=33)
+    args = recorded.pop()
+    assert args[1:5] == (2, 1, 40, 40) and args[6:9] == (2, 1, 33)
+    # Unusual calls leave the fast path: the general path's errors come out.
+    assert not bm._apply_cuda_fast(torch, logits, cuda(torch.zeros((2, 32), dtype=torch.int32)), None)
+    assert not bm._apply_cuda_fast(torch, logits, cuda(torch.zeros((3, 32), dtype=torch.int64)), None)
+    assert not bm._apply_cuda_fast(torch, logits, torch.zeros((3, 32), dtype=torch.int32), None)
+    assert not bm._apply_cuda_fast(torch, cuda(torch.zeros((3, 1000), dtype=torch.float64)), mask, None)
+    assert not bm._apply_cuda_fast(torch, cuda(torch.zeros((1000, 3)).t()), mask, None)
+    assert not bm._apply_cuda_fast(torch, logits, mask, 1001)
+    assert not bm._apply_cuda_fast(torch, logits, np.zeros((3, 32), dtype=np.int32), None)
+    assert not recorded
+    assert bm._apply_cuda_fast(torch, cuda(torch.zeros((0, 1000))), cuda(torch.zeros((0, 32), dtype=torch.int32)),
+                               None)
+    assert not recorded  # nothing to mask: no call

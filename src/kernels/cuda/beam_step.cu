@@ -49,10 +49,15 @@ constexpr unsigned kFullWarp = 0xFFFFFFFFu;
 constexpr uint32_t kMaxK = launch::kMaxBeamWidth;
 // Candidates a block selects from shared memory (16 KB of keys).
 constexpr uint32_t kSharedKeys = 2048;
+// Radix digits: 10 bits, or 8 (one bin per thread) for a selection among at
+// most kSmallSelection keys, where a pass's fixed cost (clearing, scanning
+// and deciding over the bins) would otherwise outweigh the keys' own.
 constexpr int kDigitBits = 10;
+constexpr int kSmallDigitBits = 8;
+constexpr uint32_t kSmallSelection = 512;
 constexpr uint32_t kBins = 1u << kDigitBits;
-constexpr uint32_t kBinsPerThread = kBins / kBlock;
-static_assert(kBins % kBlock == 0, "each thread scans whole bins");
+static_assert(kBins % kBlock == 0 && (1u << kSmallDigitBits) % kBlock == 0,
+              "each thread scans whole bins");
 // The smallest subset whose top-k floors a larger selection (block_select).
 constexpr uint32_t kMinSubset = 256;
 static_assert(2 * kMaxK <= kSharedKeys && kMinSubset <= kSharedKeys, "a subset fits");
@@ -362,17 +367,18 @@ __device__ __forceinline__ uint64_t bits_through(int bit) {
 }
 
 // One radix pass over the keys whose bits under `sh.mask` equal `sh.prefix`:
-// the histogram of their digit at bit lo, then the bin holding the
-// needed-th largest. Updates sh.prefix / mask / needed and sets sh.done when
-// that bin holds exactly the keys still needed.
+// the histogram of their digit of `bits` bits at bit lo, then the bin
+// holding the needed-th largest. Updates sh.prefix / mask / needed and sets
+// sh.done when that bin holds exactly the keys still needed.
 template <class Gen>
-__device__ void radix_pass(const Gen &gen, uint32_t n, int lo, Shared &sh) {
+__device__ void radix_pass(const Gen &gen, uint32_t n, int lo, int bits, Shared &sh) {
   const unsigned tid = threadIdx.x;
-  for (uint32_t b = tid; b < kBins; b += kBlock) sh.hist[b] = 0;
+  const uint32_t bins = 1u << bits, per_thread = bins / kBlock;
+  for (uint32_t b = tid; b < bins; b += kBlock) sh.hist[b] = 0;
   __syncthreads();
   const uint64_t prefix = sh.prefix, mask = sh.mask;
   const uint32_t needed = sh.needed;
-  const uint64_t digit_mask = kBins - 1;
+  const uint64_t digit_mask = bins - 1;
   for (uint32_t i = tid; i < n; i += kBlock) {
     const uint64_t key = gen(i);
     if (key != 0 && (key & mask) == prefix) {
@@ -380,11 +386,11 @@ __device__ void radix_pass(const Gen &gen, uint32_t n, int lo, Shared &sh) {
     }
   }
   __syncthreads();
-  // Thread t owns bins [t * kBinsPerThread, (t + 1) * kBinsPerThread);
+  // Thread t owns bins [t * per_thread, (t + 1) * per_thread);
   // larger bins hold larger keys. `above`: the keys in bins past this
   // thread's, by a suffix scan over the lanes, then over the warps.
   uint32_t own = 0;
-  for (uint32_t j = 0; j < kBinsPerThread; ++j) own += sh.hist[tid * kBinsPerThread + j];
+  for (uint32_t j = 0; j < per_thread; ++j) own += sh.hist[tid * per_thread + j];
   uint32_t suffix = own;  // this lane's bins and those of the lanes above it
   for (int offset = 1; offset < 32; offset <<= 1) {
     const uint32_t v = __shfl_down_sync(kFullWarp, suffix, offset);
@@ -394,8 +400,8 @@ __device__ void radix_pass(const Gen &gen, uint32_t n, int lo, Shared &sh) {
   __syncthreads();
   uint32_t above = suffix - own;
   for (unsigned w = warp_of() + 1; w < kWarps; ++w) above += sh.red_count[w];
-  for (int j = static_cast<int>(kBinsPerThread) - 1; j >= 0; --j) {
-    const uint32_t bin = tid * kBinsPerThread + static_cast<uint32_t>(j);
+  for (int j = static_cast<int>(per_thread) - 1; j >= 0; --j) {
+    const uint32_t bin = tid * per_thread + static_cast<uint32_t>(j);
     const uint32_t in_bin = sh.hist[bin];
     if (above < needed && above + in_bin >= needed) {  // exactly one thread
       sh.prefix = prefix | (uint64_t{bin} << lo);
@@ -423,10 +429,11 @@ __device__ uint64_t radix_threshold(const Gen &gen, uint32_t n, uint32_t k, cons
     sh.done = 0;
   }
   __syncthreads();
-  // Digits [lo, lo + kDigitBits) from the top; the last one may reach
-  // above bits already fixed, which the prefix then already holds.
-  for (int hi = top; hi >= 0 && !sh.done; hi -= kDigitBits) {
-    radix_pass(gen, n, hi - kDigitBits + 1 >= 0 ? hi - kDigitBits + 1 : 0, sh);
+  // Digits [lo, lo + bits) from the top; the last one may reach above bits
+  // already fixed, which the prefix then already holds.
+  const int bits = n <= kSmallSelection ? kSmallDigitBits : kDigitBits;
+  for (int hi = top; hi >= 0 && !sh.done; hi -= bits) {
+    radix_pass(gen, n, hi - bits + 1 >= 0 ? hi - bits + 1 : 0, bits, sh);
   }
   return sh.prefix;  // keys >= prefix are exactly the k wanted
 }
@@ -663,13 +670,13 @@ __global__ void __launch_bounds__(kBlock) beam_step_kernel(BeamStep p) {
   __shared__ Shared sh;
   for (int64_t slot = blockIdx.x; slot < p.n_slots; slot += gridDim.x) {
     select_slot(p, slot, sh);
-    // Count this slot in; the block completing its request merges it.
-    __syncthreads();  // every thread's writes to the list are issued
+    // Count this slot in; the block completing its request merges it. Each
+    // thread fences its own writes to the list (device scope) before the
+    // barrier, so they are visible to the merging block before the count.
+    __threadfence();
+    __syncthreads();
     const int64_t r = slot / p.beam_width;
-    if (threadIdx.x == 0) {
-      __threadfence();  // the list is visible before the count
-      sh.last = atomicAdd(p.ws_arrived + r, 1u) == p.beam_width - 1;
-    }
+    if (threadIdx.x == 0) sh.last = atomicAdd(p.ws_arrived + r, 1u) == p.beam_width - 1;
     __syncthreads();
     if (sh.last) {
       __threadfence();

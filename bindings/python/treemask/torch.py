@@ -16,9 +16,9 @@ import torch
 
 from . import _buffers
 from ._ffi import ffi, lib
+from .beam import initial_scores
 from .bitmask import apply_token_bitmask_inplace, cuda_available, get_bitmask_shape, reset_token_bitmask
 from .errors import InvalidArgumentError, UnsupportedError, raise_status
-from .beam import initial_scores
 from .trie import STATE_FAILED, STATE_ROOT, STATE_TERMINATED, Trie, failure_policy_code
 
 __all__ = [

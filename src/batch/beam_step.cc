@@ -369,7 +369,8 @@ Status topk_states(const Trie &trie, const uint32_t *states, size_t n_rows, cons
     return error(Code::kOutOfRange, "n_rows ", n_rows, " x k ", k, " overflows size_t");
   }
   const LogitsView logits = view.resolved(trie.vocab_size());
-  TM_TRY(check_logits(trie.vocab_size(), logits, n_rows));
+  // k = 0 reads no logits (the device twin does not either).
+  TM_TRY(check_logits(trie.vocab_size(), logits, k > 0 ? n_rows : 0));
   TM_TRY(check_states(trie, states, n_rows));
   const kernels::LogSumExpFn lse = kernels::logsumexp_best();
   // The top-k heap lives in the output arrays' place: k candidates of 16
@@ -403,9 +404,9 @@ Status topk_states(const Trie &trie, const uint32_t *states, size_t n_rows, cons
       });
     }
     const size_t kept = top.finish();
-    for (size_t j = 0; j < kept; ++j) {
-      out_tokens[i * k + j] = heap[j].token;
-      out_scores[i * k + j] = heap[j].score;
+    for (size_t j = 0; j < k; ++j) {  // past the count: token -1, score -inf (treemask.h)
+      out_tokens[i * k + j] = j < kept ? heap[j].token : -1;
+      out_scores[i * k + j] = j < kept ? heap[j].score : kNegInf;
     }
     out_counts[i] = kept;
   }

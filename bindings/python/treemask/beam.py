@@ -252,11 +252,13 @@ def topk_states(trie: Trie, states: Any, logits: Any, k: int, *, log_probs: bool
     ``x[t]`` with ``log_probs``), best first, ties to the lower token; for
     sampling engines that only need candidates (top-k / top-p over the
     allowed set). Returns :class:`TopK` of numpy arrays: tokens (n, k)
-    int32 and scores (n, k) float32 (-1 / -inf past counts[i]), counts (n,)."""
+    int32 and scores (n, k) float32 (-1 / -inf past counts[i]), counts (n,)
+    int64. k = 0 gives empty rows and zero counts. The contract, shared with
+    :meth:`treemask.torch.DeviceTrie.topk`, is written in treemask.h."""
     if not isinstance(trie, Trie):
         raise InvalidArgumentError("trie must be a treemask.Trie, got %s" % type(trie).__name__)
-    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
-        raise InvalidArgumentError("k must be an int >= 1, got %r" % (k,))
+    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 0:
+        raise InvalidArgumentError("k must be an int >= 0, got %r" % (k,))
     k = int(k)
     lg, n_rows, _view, _ = logits_struct(logits)  # _view keeps the buffer alive
     lg.log_probs = bool(log_probs)

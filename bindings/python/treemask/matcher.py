@@ -12,7 +12,8 @@ import numpy as np
 from . import _buffers
 from ._ffi import ffi, lib
 from .errors import InvalidArgumentError, OutOfRangeError, raise_status
-from .trie import Trie, failure_policy_code
+from .failure_policy import LIBRARY_DEFAULT, failure_policy_code
+from .trie import Trie
 
 __all__ = ["Matcher", "MatcherCounters", "ExclusionSet"]
 
@@ -317,8 +318,9 @@ class Matcher(_MatcherMethods):
     Args:
         trie: the :class:`Trie` to follow (kept alive by the matcher).
         failure_policy: what a rejected token does: ``"reject"`` (state
-            unchanged, like xgrammar), ``"fail_closed"`` (only stop tokens from
-            then on, like RTP-LLM) or ``"sticky_error"`` (failed until reset).
+            unchanged, like xgrammar; the default), ``"fail_closed"`` (only
+            stop tokens from then on, like RTP-LLM) or ``"sticky_error"``
+            (failed until reset); see :mod:`treemask.failure_policy`.
         terminate_without_stop_token: terminate as soon as a leaf is reached.
         max_rollback_tokens: how many accepts rollback may undo (0 = unlimited).
         pad_token: accepted after termination like a stop token.
@@ -340,7 +342,7 @@ class Matcher(_MatcherMethods):
 
     __slots__ = ("_m", "_trie", "_flag", "_count", "_busy", "__weakref__")
 
-    def __init__(self, trie: Trie, *, failure_policy: Union[str, int] = "reject",
+    def __init__(self, trie: Trie, *, failure_policy: Union[str, int] = LIBRARY_DEFAULT,
                  terminate_without_stop_token: bool = False, max_rollback_tokens: int = 0,
                  pad_token: Optional[int] = None, label_separator: Optional[Sequence[int]] = None,
                  max_labels: int = 0, leaves_only: bool = False,

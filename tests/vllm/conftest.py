@@ -80,10 +80,10 @@ class Server:
                     pass
         return pids
 
-    def rss_bytes(self):
-        """Resident memory of the whole process group now."""
+    def rss_bytes(self, pids=None):
+        """Resident memory of the whole process group (or of pids) now."""
         total = 0
-        for pid in self.pids():
+        for pid in self.pids() if pids is None else pids:
             with contextlib.suppress(OSError):
                 with open("/proc/%d/status" % pid) as f:
                     for line in f:

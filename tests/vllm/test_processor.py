@@ -568,10 +568,10 @@ def test_the_api_servers_hooks_are_installed():
     request = CompletionRequest(model="m", prompt="x", max_tokens=4, n=2, use_beam_search=True,
                                 vllm_xargs={"treemask_choices": ["a"]})
     with pytest.raises(ValueError, match="use_beam_search cannot carry a trie"):
-        request.to_beam_search_params(4)
+        request.to_beam_search_params(4, {})
     plain = ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "x"}], n=2,
                                   use_beam_search=True)
-    assert plain.to_beam_search_params(4).beam_width == 2
+    assert plain.to_beam_search_params(4, {}).beam_width == 2
     frontend.install()  # idempotent
     assert getattr(AsyncLLM.add_request, "__wrapped__", None) is not None
     assert not getattr(AsyncLLM.add_request.__wrapped__, "_treemask_hook", False)
@@ -602,6 +602,7 @@ def test_prepare_loads_off_the_event_loop_and_validation_uses_it(tries, monkeypa
     assert loaded_on and loaded_on[0] != loop_thread
     assert EOS in p.stop_token_ids
     frontend._prepared.clear()
+    monkeypatch.setattr(processor.registry, "trie_for", real)
     # an error is the request's error
     bad = SamplingParams(extra_args={"treemask_trie": "/nonexistent/x.tmtrie"})
     with pytest.raises(ValueError, match=REFUSED):

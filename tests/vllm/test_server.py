@@ -141,23 +141,28 @@ def test_no_reply_holds_a_byte_of_a_file(server):
 
 
 class HealthWatch:
-    """Polls /health every 50 ms on its own thread; records the slowest answer."""
+    """Polls /health every 50 ms on its own thread (10 s timeout each);
+    records when each answer came. A blocked event loop answers nothing
+    until it is free again, however busy the machine is otherwise."""
 
     def __init__(self, server):
-        self.server, self.slowest, self.failures = server, 0.0, []
+        self.server, self.answers, self.failures = server, [], []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self):
         while not self._stop.is_set():
-            t0 = time.monotonic()
             try:
-                if requests.get(self.server.base + "/health", timeout=10).status_code != 200:
+                if requests.get(self.server.base + "/health", timeout=10).status_code == 200:
+                    self.answers.append(time.monotonic())
+                else:
                     self.failures.append("status")
             except requests.RequestException as e:
                 self.failures.append(repr(e))
-            self.slowest = max(self.slowest, time.monotonic() - t0)
             self._stop.wait(0.05)
+
+    def answered_between(self, start, end):
+        return sum(1 for t in self.answers if start < t < end)
 
     def __enter__(self):
         self._thread.start()
@@ -173,8 +178,9 @@ def test_a_fifo_does_not_hang_the_server(server):
         t0 = time.monotonic()
         r = complete(server, {"treemask_trie": "fifo.json"}, timeout=30)
         took = time.monotonic() - t0
+        time.sleep(0.5)
     assert r.status_code == 400 and REFUSED in error_message(r), r.text
-    assert took < 10 and not watch.failures and watch.slowest < 5, (took, watch.failures, watch.slowest)
+    assert took < 10 and not watch.failures and watch.answers, (took, watch.failures)
 
 
 def test_an_oversized_file_is_refused_before_it_is_read(server):
@@ -197,11 +203,12 @@ def test_a_large_choice_list_compiles_off_the_event_loop(server):
     with HealthWatch(server) as watch:
         t0 = time.monotonic()
         r = complete(server, {"treemask_choices": words, "treemask_prefix": " "}, max_tokens=24, temperature=0)
-        took = time.monotonic() - t0
+        t1 = time.monotonic()
     assert r.status_code == 200, r.text
     assert r.json()["choices"][0]["text"][1:] in set(words)
     assert not watch.failures, watch.failures
-    assert watch.slowest < max(1.0, took / 3), (watch.slowest, took)
+    # Compiled on the event loop, no /health answer could come while it ran.
+    assert t1 - t0 < 1 or watch.answered_between(t0 + 0.2, t1 - 0.2) >= 2, (t1 - t0, len(watch.answers))
 
 
 # ---- item 6: clear errors ------------------------------------------------------------------

@@ -101,6 +101,7 @@ async def _prepare(engine: Any, params: Any) -> None:
 
 
 def _install_prepare() -> None:
+    from vllm.exceptions import VLLMValidationError
     from vllm.v1.engine.async_llm import AsyncLLM
 
     original = AsyncLLM.add_request
@@ -115,7 +116,12 @@ def _install_prepare() -> None:
         params = kwargs.get("params", args[2] if len(args) > 2 else None)
         if params is None or not has_treemask_keys(getattr(params, "extra_args", None)):
             return await original(self, *args, **kwargs)
-        await _prepare(self, params)
+        try:
+            await _prepare(self, params)
+        except RequestError as e:
+            # What vLLM does with validate_params' ValueError: a client error
+            # (HTTP 400); any other exception from add_request is a 500.
+            raise VLLMValidationError(str(e)) from e
         try:
             return await original(self, *args, **kwargs)
         finally:

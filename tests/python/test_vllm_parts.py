@@ -70,11 +70,9 @@ def test_names_resolve_only_inside_the_allowed_directories(tmp_path, allowed):
                "missing.tmtrie", "/etc/passwd.json", "/proc/self/cwd/x.json", "dir.json", "fifo.json",
                "/nonexistent/dir/x.tmtrie", str(allowed / "catalog.tmtrie" / "x.json")]
     messages = set()
-    for name in refused:
-        started = time.monotonic()
+    for name in refused:  # the FIFO too: opened with O_NONBLOCK, so this returns
         with pytest.raises(tk.RequestError) as e:
             reg.trie_for(spec(treemask_trie=name), m)
-        assert time.monotonic() - started < 5  # the FIFO never blocks
         messages.add(str(e.value))
     assert messages == {"treemask: " + REFUSED}  # one answer whatever the file system holds
 
@@ -135,24 +133,28 @@ def test_no_reply_holds_a_byte_of_a_file(tmp_path, allowed):
 # ---- item 3: bounded work ---------------------------------------------------------
 
 
-def test_size_cap_and_first_bytes_come_before_any_read(tmp_path, allowed):
+def test_size_cap_and_first_bytes_come_before_any_read(tmp_path, allowed, monkeypatch):
+    """A 2 GB sparse file was read whole before the first-byte checks
+    refused it (6-8 s and +2 GB per request): now no loader runs."""
+    for loader in ("load", "from_rtp_json", "from_jsonl", "from_rtp_tsv"):
+        monkeypatch.setattr(treemask.Trie, loader, lambda *a, _n=loader, **k: pytest.fail("%s read it" % _n))
     reg = registry_for(tmp_path, allowed, max_file_bytes=1 << 20)
     sparse = allowed / "sparse.json"
     with open(sparse, "wb") as f:
-        f.truncate(2 << 30)  # 2 GB of holes: read whole, it took 6-8 s and +2 GB per request
-    started = time.monotonic()
+        f.truncate(2 << 30)
     with pytest.raises(tk.RequestError, match="larger than this server's limit of 1048576 bytes"):
         reg.trie_for(spec(treemask_trie="sparse.json"), model())
-    assert time.monotonic() - started < 1
     reg_big = registry_for(tmp_path, allowed, max_file_bytes=4 << 30)
     for name, message in (("sparse.json", "does not start with '{'"), ("sparse.jsonl", "does not start with"),
                           ("sparse.tmtrie", "not the .tmtrie magic")):
         if name != "sparse.json":
             os.link(sparse, allowed / name)
-        started = time.monotonic()
         with pytest.raises(tk.RequestError, match=message):
             reg_big.trie_for(spec(treemask_trie=name), model())
-        assert time.monotonic() - started < 1, name
+    (allowed / "headless.tsv").write_bytes(b"x" * 5000)
+    with pytest.raises(tk.RequestError, match="no tab in its first 4096 bytes"):
+        reg_big.trie_for(spec(treemask_trie="headless.tsv", treemask_start_token_id=1), model())
+    assert reg.n_file_loads == reg_big.n_file_loads == 0
 
 
 def test_choice_lists_are_capped_in_count_and_bytes():
@@ -164,10 +166,8 @@ def test_choice_lists_are_capped_in_count_and_bytes():
     defaults = Settings()
     assert defaults.max_choices == 1_000_000 and defaults.max_choice_bytes == 64 << 20
     big = ["x" * (1 << 20)] * 65  # 65 MiB: over the default
-    started = time.monotonic()
-    with pytest.raises(tk.RequestError, match="UTF-8 bytes"):
+    with pytest.raises(tk.RequestError, match=r"up to \[64\] hold more than this server's limit"):
         tk.parse_extra_args({"treemask_choices": big})
-    assert time.monotonic() - started < 2
     with pytest.raises(tk.RequestError, match="more than 1024"):
         tk.parse_extra_args({"treemask_choices": ["a"], "treemask_stop_tokens": list(range(2000))})
 

@@ -330,7 +330,10 @@ class Matcher(_MatcherMethods):
         think_end_tokens, think_begin_token, start_in_thinking,
             max_thinking_tokens: think mode (free text until the end sequence,
             forced once the budget is spent).
-        max_new_tokens: length budget (never cut a label in half).
+        max_new_tokens: length budget: only branches that end within it are
+            offered, so a label is never cut in half while one fits; when
+            none fits, the shortest branches are (refuse such a request up
+            front, as treemask.vllm does).
         override_stop_tokens: replace the trie's stop tokens for this matcher.
         think_force_end_after_prefix: once a prefix of think_end_tokens is
             emitted naturally, force the rest (RTP-LLM's behaviour; off by

@@ -18,7 +18,7 @@ from treemask.vllm import keys as tk
 from treemask.vllm.choice_cache import ChoiceCache, digest_of
 from treemask.vllm.files import REFUSED
 from treemask.vllm.model import ModelInfo
-from treemask.vllm.registry import ByteLRU, TrieRegistry
+from treemask.vllm.trie_registry import ByteLRU, TrieRegistry
 from treemask.vllm.settings import Settings
 
 V = 300

@@ -31,7 +31,7 @@ import treemask
 from treemask import vllm as tv
 from treemask.vllm import frontend, masker, processor
 from treemask.vllm.keys import ChoiceSource
-from treemask.vllm.registry import _compile_choices
+from treemask.vllm.trie_registry import _compile_choices
 from treemask.vllm.settings import Settings
 from vllm import SamplingParams
 from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessors, MoveDirectionality
@@ -564,6 +564,7 @@ def test_the_api_servers_hooks_are_installed():
     from vllm.v1.engine.async_llm import AsyncLLM
 
     assert frontend.installed == {"prepare": True, "beam_search": True}
+    assert tv.registry is processor.registry and isinstance(tv.registry, tv.TrieRegistry)
     assert getattr(AsyncLLM.add_request, "_treemask_hook", False)
     request = CompletionRequest(model="m", prompt="x", max_tokens=4, n=2, use_beam_search=True,
                                 vllm_xargs={"treemask_choices": ["a"]})

@@ -209,6 +209,8 @@ def test_a_large_choice_list_compiles_off_the_event_loop(server):
     assert not watch.failures, watch.failures
     # Compiled on the event loop, no /health answer could come while it ran.
     assert t1 - t0 < 1 or watch.answered_between(t0 + 0.2, t1 - 0.2) >= 2, (t1 - t0, len(watch.answers))
+    # and the add_request hook did the loading (validate_params says when it has to)
+    assert "on the API server's event loop" not in server.log.read_text(errors="replace")
 
 
 # ---- item 6: clear errors ------------------------------------------------------------------

@@ -60,7 +60,7 @@ sampling with the trie, or :func:`treemask.hf.beam_search`.
 The modules, one job each: :mod:`~treemask.vllm.keys` (request keys),
 :mod:`~treemask.vllm.settings` (the operator's limits),
 :mod:`~treemask.vllm.files` (the allowed files),
-:mod:`~treemask.vllm.registry` (the tries of a process),
+:mod:`~treemask.vllm.trie_registry` (the tries of a process),
 :mod:`~treemask.vllm.choice_cache` (compiled choice lists on disk),
 :mod:`~treemask.vllm.model` (the model's vocab, EOS ids and tokenizer),
 :mod:`~treemask.vllm.frontend` (the API server's hooks),
@@ -76,7 +76,7 @@ from typing import Any
 
 from .keys import ChoiceSource, FileSource, RequestError, RequestSpec, parse_extra_args
 from .model import ModelInfo
-from .registry import TrieRegistry
+from .trie_registry import TrieRegistry
 from .settings import Settings
 
 __all__ = ["TrieLogitsProcessor", "TrieRegistry", "RequestSpec", "RequestError", "FileSource", "ChoiceSource",

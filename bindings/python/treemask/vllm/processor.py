@@ -29,7 +29,7 @@ from . import frontend
 from .keys import FileSource, RequestError, RequestSpec, has_treemask_keys, parse_extra_args
 from .masker import DeviceMasker
 from .model import ModelInfo, frontend_model
-from .registry import TrieRegistry
+from .trie_registry import TrieRegistry
 
 __all__ = ["TrieLogitsProcessor", "registry"]
 

@@ -64,6 +64,13 @@ class ChoiceCache:
         self._fd: Optional[int] = None
         self._off = False
 
+    def close(self) -> None:
+        """Closes the directory's descriptor (a later use opens it again)."""
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
     def _dir_fd(self) -> Optional[int]:
         """The cache directory's descriptor (created private if missing), or
         None when the cache is off."""

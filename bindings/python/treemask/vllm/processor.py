@@ -70,9 +70,10 @@ class TrieLogitsProcessor(LogitsProcessor):
         stops on. On the API server the trie was loaded off the event loop
         before this runs (:mod:`treemask.vllm.frontend`); here it is looked
         up."""
+        if not has_treemask_keys(sampling_params.extra_args):
+            return  # not ours: untouched
         spec = parse_extra_args(sampling_params.extra_args, registry.settings)
-        if spec is None:
-            return
+        assert spec is not None
         if sampling_params.min_tokens:
             raise RequestError("min_tokens (%d) cannot be combined with a trie: a path may end before it"
                                % sampling_params.min_tokens)

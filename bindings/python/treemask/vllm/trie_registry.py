@@ -24,9 +24,9 @@ and where (byte offset, line), never a byte of the file; the library's full
 message goes to the server log.
 
 Extending: a new kind of source (issue 23's byte-level string sets, cached
-per vocabulary) is a frozen dataclass in ``keys`` and one entry of
-``_BUILDERS`` here returning (cache key, build function); the LRU, the
-single flight and the error handling are shared.
+per vocabulary) is a frozen dataclass in ``keys``, a method here that gets
+its trie through the shared LRU (``lru.get(key, build)``: the byte bound
+and the single flight come with it) and one entry of ``_BUILDERS``.
 
 Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
@@ -162,6 +162,8 @@ class TrieRegistry:
         """Replaces the settings (None: the environment's, read at next use)
         and forgets every trie."""
         with self._lock:
+            if self._cache is not None:
+                self._cache.close()
             self._settings = settings
             self._lru = self._files = self._cache = None
             self._versions.clear()
@@ -183,10 +185,7 @@ class TrieRegistry:
     def trie_for(self, spec: RequestSpec, model: ModelInfo) -> Trie:
         """The trie of a request, loading or compiling it if needed. Raises
         RequestError."""
-        if isinstance(spec.source, FileSource):
-            trie = self._file_trie(spec, model)
-        else:
-            trie = self._choice_trie(spec, model)
+        trie = getattr(self, _BUILDERS[type(spec.source)])(spec, model)
         if trie.vocab_size > model.vocab_size:
             logger.warning("treemask: %s has vocab_size %d, more than the model's %d", _name(spec),
                            trie.vocab_size, model.vocab_size)
@@ -288,6 +287,10 @@ class TrieRegistry:
             return trie, trie.stats().bytes + sum(len(c) + 56 for c in source.choices)
 
         return lru.get(key, build)
+
+
+#: source type -> the TrieRegistry method that gets its trie.
+_BUILDERS: Dict[type, str] = {FileSource: "_file_trie", ChoiceSource: "_choice_trie"}
 
 
 def _compile_choices(source: ChoiceSource, model: ModelInfo, stops: Tuple[int, ...]) -> Trie:

@@ -10,7 +10,8 @@ outside the allowed directory, ``..``, a FIFO, a 2 GB sparse file, a file
 of secrets, an oversized choice list, a lone surrogate, beam search). It
 asserts that ``/health`` answers throughout, every bad request gets a 400
 without a byte of any file, the server's memory and the cache directory
-stay under their caps, and every valid output is a complete trie path; and
+stay under their caps (an operator's file in the cache directory survives
+every eviction), and every valid output is a complete trie path; and
 prints its figures (clients, seconds, requests, peak memory of the server,
 cache bytes).
 
@@ -65,6 +66,9 @@ def setup(tiny_model, allowed_trie_dir, tmp_path_factory):
     outside = allowed_trie_dir / "load-outside.tmtrie"
     treemask.Trie.from_paths([[5]], VOCAB, [info["eos"]]).save(outside)
     cache = tmp_path_factory.mktemp("load-cache") / "cache"
+    cache.mkdir(mode=0o700)
+    # An operator's file in the cache directory: eviction must never take it.
+    (cache / "catalog1.tmtrie").write_bytes(b"the operator's own catalogue")
     env = {k: str(v) for k, v in LIMITS.items()}
     env.update(TREEMASK_VLLM_TRIE_DIRS=str(d), TREEMASK_VLLM_CACHE_DIR=str(cache), VLLM_CPU_KVCACHE_SPACE="1")
     with vllm_server(path, tmp_path_factory.mktemp("load-server"), env) as server:
@@ -72,9 +76,12 @@ def setup(tiny_model, allowed_trie_dir, tmp_path_factory):
 
 
 def cache_bytes(cache):
+    """The bytes of the cache's own files (the operator's one excepted)."""
     total = 0
     if cache.is_dir():
         for entry in os.scandir(cache):
+            if entry.name == "catalog1.tmtrie":
+                continue
             try:
                 total += entry.stat(follow_symlinks=False).st_size
             except OSError:
@@ -214,6 +221,7 @@ def test_hostile_and_valid_clients_under_load(setup, capsys):
     assert figures["requests"] >= CLIENTS, figures
     assert {"trie", "jsonl", "choices", "fifo", "sparse", "outside"} <= set(figures), figures
     assert final_cache <= LIMITS["TREEMASK_VLLM_CACHE_BYTES"]
+    assert (cache / "catalog1.tmtrie").read_bytes() == b"the operator's own catalogue"
     # one list saved before the eviction that follows it
     assert peaks["cache"] <= LIMITS["TREEMASK_VLLM_CACHE_BYTES"] + 64 * 1024, peaks["cache"]
     assert peaks["api"] - api_start <= MEMORY_SLACK, (api_start, peaks["api"])

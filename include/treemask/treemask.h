@@ -750,7 +750,12 @@ treemask_matcher_get_counters(const treemask_matcher *m, treemask_matcher_counte
  *   is no budget (RTP-LLM's <= 0, which creates no think processor).
  * - Length budget (max_new_tokens, treemask_matcher_set_remaining_tokens,
  *   treemask_fill_options.remaining_tokens): a child is offered only if an
- *   end fits in the budget, so max_new_tokens never cuts a label in half.
+ *   end fits in the budget, so max_new_tokens never cuts a label in half
+ *   while some label fits. A budget smaller than every remaining path
+ *   offers the shortest branches, and the engine's length limit then cuts
+ *   the label: an engine should refuse such a request up front (the vLLM
+ *   adapter refuses a max_tokens below the shortest path plus its stop
+ *   token).
  * - Exclusions (treemask_exclusion_set, treemask_matcher_set_label_filter):
  *   labels that must not be produced, without a trie rebuild.
  * - Speculative decoding: treemask_matcher_accept_tokens and

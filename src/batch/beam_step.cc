@@ -81,13 +81,11 @@ Status check_logits(int32_t vocab_size, const LogitsView &v, size_t n_rows) {
   return Status::Ok();
 }
 
+// The heaps are sized by the first step, not here: a beam_width of 10^9
+// costs nothing until a step holds that many slots (whose logits the caller
+// has then allocated), instead of an eager allocation the OOM killer ends.
 BeamStepper::BeamStepper(size_t beam_width, size_t n_threads)
     : beam_width_(beam_width), scratch_(n_threads == 0 ? 1 : n_threads) {
-  for (auto &s : scratch_) {
-    s.heap.resize(beam_width);
-    s.old_states.resize(beam_width);
-    s.old_scores.resize(beam_width);
-  }
   if (scratch_.size() > 1) pool_ = std::make_unique<WorkerPool>(scratch_.size() - 1);
 }
 
@@ -105,6 +103,9 @@ Status BeamStepper::step_core(size_t n_requests, const LogitsView &logits, const
   // that runs it, then hand the winners to slots.keep(). Requests are
   // independent and run on the pool.
   if (z_.size() < n_slots) z_.resize(n_slots);
+  for (auto &sc : scratch_) {
+    if (sc.heap.size() < B) sc.heap.resize(B);
+  }
   auto normalize = [&](size_t r, Scratch &sc) {
     for (size_t i = r * B; i < (r + 1) * B; ++i) {
       if (!(scores[i] > kNegInf) || slots.terminated(i)) continue;

@@ -608,6 +608,71 @@ def test_generate_device_path_equals_the_host_path():
         assert torch.equal(outs[0], outs[1]), kwargs
 
 
+def test_device_beam_step_from_two_threads_on_two_streams():
+    """Issue 21 item 9: one DeviceTrie stepped by two threads at once, each on
+    its own stream: each stream has its own workspace (one shared buffer
+    would be written by both streams' kernels), and both equal the host."""
+    _needs_gpu("two threads racing on two real streams")
+    import threading
+
+    import treemask.torch as tt
+
+    rng = random.Random(21)
+    trie, _paths = _random_trie(rng, 1000)
+    dev_trie = tt.DeviceTrie(trie)
+    B, n_requests = 4, 64
+    n = B * n_requests
+    inputs = [[_beam_logits(rng, n, 1000, torch.float32) for _ in range(8)] for _ in range(2)]
+    want = []
+    for steps in inputs:
+        host, states, scores, out = treemask.Beam(B), np.zeros(n, np.uint32), treemask.initial_scores(n_requests, B), []
+        for logits in steps:
+            out.append(host.step_states(trie, states, logits, scores)[1].tolist())
+        want.append(out)
+    got = [None, None]
+    barrier = threading.Barrier(2)
+
+    def run(i):
+        stream = torch.cuda.Stream()
+        with torch.cuda.stream(stream):
+            states = torch.zeros(n, dtype=torch.int32, device="cuda")
+            scores = torch.from_numpy(treemask.initial_scores(n_requests, B)).cuda()
+            device_logits = [x.cuda() for x in inputs[i]]
+            barrier.wait()
+            tokens = []
+            for logits in device_logits:
+                _p, t, scores = dev_trie.beam_step(states, logits, scores, B)
+                tokens.append(t)
+            stream.synchronize()
+            got[i] = [t.cpu().tolist() for t in tokens]
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert got == want
+    assert len(dev_trie._workspace) >= 2
+
+
+def test_hf_beam_search_refuses_a_width_the_gpu_cannot_hold():
+    _needs_gpu("the width is checked against the real device's memory")
+    from treemask import hf
+
+    class Model(torch.nn.Module):
+        config = type("Config", (), {"vocab_size": 151936})()
+        dtype = torch.float32
+
+    trie = treemask.Trie.from_paths([[1, 2]], 151936, [0])
+    with torch.no_grad():
+        try:
+            hf.beam_search(Model(), torch.zeros((1, 3), dtype=torch.long, device="cuda"), trie, 10**7)
+        except treemask.OutOfMemoryError as e:
+            assert "of this cuda" in str(e), e
+        else:
+            raise AssertionError("a 6 PB step was not refused")
+
+
 # What a skip raises: ours without pytest, pytest's own with it.
 _SKIPS = (_Skipped, pytest.skip.Exception) if pytest is not None else (_Skipped,)
 

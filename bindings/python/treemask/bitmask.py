@@ -105,7 +105,9 @@ def _logits_view(logits: Any, writable: bool = True) -> _Logits:
     if len(shape) != 2:
         raise InvalidArgumentError("logits: want 1 or 2 dimensions, got %s" % _buffers.describe(logits))
     view.n_rows, view.width = shape
-    if view.width and strides[1] != 1:
+    # An empty array's strides mean nothing (numpy gives (0, 0)): 0 rows is
+    # an empty batch, which every caller handles as one.
+    if view.width and view.n_rows and strides[1] != 1:
         raise InvalidArgumentError("logits: the vocab dimension must be contiguous (stride 1), got strides %s"
                                    % (strides,))
     view.row_stride = strides[0] if view.n_rows > 1 else view.width

@@ -13,7 +13,9 @@ Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
 from __future__ import annotations
 
+import os
 import sys
+import threading
 from typing import Any, Dict, NamedTuple, Optional, Union
 
 import numpy as np
@@ -22,7 +24,8 @@ from . import _buffers
 from ._ffi import ffi, lib
 from .bitmask import apply_token_bitmask, cuda_available
 from .errors import InvalidArgumentError, raise_status
-from .trie import STATE_ROOT, STATE_TERMINATED, Trie, failure_policy_code
+from .failure_policy import ADAPTER_DEFAULT, failure_policy_code
+from .trie import STATE_ROOT, STATE_TERMINATED, Trie
 
 try:  # Subclassing lets transformers' LogitsProcessorList treat it as its own.
     from transformers import LogitsProcessor as _LogitsProcessorBase
@@ -63,7 +66,9 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
         failure_policy: what a token the trie does not allow does to its row
             (it can only come from another processor or a forced token):
             ``"fail_closed"`` (default: only stop tokens from then on),
-            ``"reject"`` (the token is ignored), ``"sticky_error"``.
+            ``"reject"`` (the token is ignored), ``"sticky_error"``; see
+            :mod:`treemask.failure_policy` for why adapters default to
+            fail_closed.
         n_threads: threads that mask CPU scores (see
             :func:`treemask.apply_token_bitmask_inplace`). Default 1: inside
             ``generate`` torch's own intra-op workers keep spinning on the
@@ -91,7 +96,7 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
     """
 
     def __init__(self, trie: Trie, prompt_length: Optional[int] = None, *, pad_token_id: Optional[int] = None,
-                 failure_policy: Union[str, int] = "fail_closed", n_threads: int = 1) -> None:
+                 failure_policy: Union[str, int] = ADAPTER_DEFAULT, n_threads: int = 1) -> None:
         if not isinstance(trie, Trie):
             raise InvalidArgumentError("trie must be a treemask.Trie, got %s" % type(trie).__name__)
         if prompt_length is not None and prompt_length < 0:
@@ -116,6 +121,9 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
         self._device_buffers: Any = None  # two (ids, states, keys) sets, alternating
         self._device_flip = 0
         self._cuda_usable: Optional[bool] = None
+        # One generate() at a time: a second thread's call raises
+        # InvalidStateError instead of mixing two generations' row states.
+        self._busy = threading.RLock()
         self.reset()
 
     def reset(self) -> None:
@@ -313,6 +321,9 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
         return scores.masked_fill(allowed[:, :width] == 0, float("-inf"))
 
 
+_buffers.exclusive(TrieLogitsProcessor, also=("__call__",))
+
+
 class BeamSearchOutput(NamedTuple):
     """What :func:`beam_search` returns.
 
@@ -403,6 +414,32 @@ def _beam_search_device(model: Any, input_ids: Any, trie: Trie, B: int, R: int, 
             + torch.arange(R, device=device)[None, :]).reshape(-1)
     sequences = torch.cat([ids, generated[keep, :steps]], dim=1)
     return BeamSearchOutput(sequences, beam.scores[keep].clone())
+
+
+def _check_beam_memory(model: Any, trie: Trie, n_requests: int, num_beams: int, max_new_tokens: int,
+                       device: Any) -> None:
+    """OutOfMemoryError when one step of the search cannot fit the device's
+    memory: each beam gets a logits row of the model's whole vocabulary, so
+    a num_beams of millions is refused here, clearly, instead of by the
+    kernel's OOM killer halfway through the search."""
+    import torch
+
+    from .errors import OutOfMemoryError
+
+    config = getattr(model, "config", None)
+    width = max(int(getattr(config, "vocab_size", 0) or 0), trie.vocab_size)
+    element = torch.empty((), dtype=getattr(model, "dtype", torch.float32)).element_size()
+    n_slots = n_requests * num_beams
+    need = n_slots * (width * element + max_new_tokens * 8)  # logits rows, generated tokens
+    if device.type == "cuda":
+        have = torch.cuda.get_device_properties(device).total_memory
+    else:
+        have = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    if need > have:
+        raise OutOfMemoryError(
+            "hf.beam_search: num_beams %d x %d requests need at least %.1f GiB per step (a logits row of %d"
+            " x %d bytes per beam), more than the %.1f GiB of this %s: lower num_beams"
+            % (num_beams, n_requests, need / 2**30, width, element, have / 2**30, device.type))
 
 
 def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_new_tokens: Optional[int] = None,
@@ -498,6 +535,7 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
     if n_slots == 0:
         return BeamSearchOutput(input_ids.new_zeros((0, prompt_length)),
                                 torch.zeros(0, dtype=torch.float32, device=input_ids.device))
+    _check_beam_memory(model, trie, n_requests, B, max_new_tokens, input_ids.device)
     if input_ids.device.type == "cuda":
         return _beam_search_device(model, input_ids, trie, B, R, max_new_tokens, attention_mask, pad_token_id)
     beam = Beam(B, n_threads=n_threads)

@@ -9,7 +9,7 @@ Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Optional, Tuple, Union
+from typing import Any, Dict, Optional, Tuple, Union
 
 import numpy as np
 import torch
@@ -19,7 +19,8 @@ from ._ffi import ffi, lib
 from .beam import initial_scores
 from .bitmask import apply_token_bitmask_inplace, cuda_available, get_bitmask_shape, reset_token_bitmask
 from .errors import InvalidArgumentError, UnsupportedError, raise_status
-from .trie import STATE_FAILED, STATE_ROOT, STATE_TERMINATED, Trie, failure_policy_code
+from .failure_policy import LIBRARY_DEFAULT, failure_policy_code
+from .trie import STATE_FAILED, STATE_ROOT, STATE_TERMINATED, Trie
 
 __all__ = [
     "allocate_token_bitmask",
@@ -118,10 +119,14 @@ class DeviceTrie:
         trie: the host trie to copy (once; the upload waits for the stream).
         device: a CUDA device (default: the current one).
 
+    Any number of threads may use one DeviceTrie at once, each on its own
+    stream (the device arrays are immutable; :meth:`beam_step` keeps one
+    scratch buffer per stream).
+
     Raises UnsupportedError when this libtreemask has no usable CUDA.
     """
 
-    __slots__ = ("_ptr", "device", "vocab_size", "bitmask_words", "_workspace", "_workspace_shape", "__weakref__")
+    __slots__ = ("_ptr", "device", "vocab_size", "bitmask_words", "_workspace", "__weakref__")
 
     def __init__(self, trie: Trie, device: Union[torch.device, str, int, None] = None) -> None:
         if not isinstance(trie, Trie):
@@ -139,8 +144,11 @@ class DeviceTrie:
         self.device = dev
         self.vocab_size = trie.vocab_size
         self.bitmask_words = trie.bitmask_words
-        self._workspace: Optional[torch.Tensor] = None
-        self._workspace_shape: Tuple[int, int] = (0, 0)
+        # beam_step's scratch and the shape it last served, one per CUDA
+        # stream: two threads stepping on two streams at once must not share
+        # one (the kernels of both would write it concurrently); on one stream
+        # the stream orders them.
+        self._workspace: Dict[int, Tuple[torch.Tensor, Tuple[int, int]]] = {}
 
     def new_states(self, batch_size: int) -> torch.Tensor:
         """A device int32 state tensor with every row at the root."""
@@ -156,7 +164,7 @@ class DeviceTrie:
         return ffi.cast("uint32_t *", states_ptr), tokens_ptr, n, accepted_ptr
 
     def advance_fill_bitmask(self, states: torch.Tensor, tokens: Optional[torch.Tensor], bitmask: torch.Tensor, *,
-                             failure_policy: Union[str, int] = "reject",
+                             failure_policy: Union[str, int] = LIBRARY_DEFAULT,
                              accepted: Optional[torch.Tensor] = None) -> None:
         """One step: ``states`` (updated in place) advance by ``tokens`` (int32,
         one per row, < 0 = no token; None = fill only), then bitmask row r
@@ -176,7 +184,7 @@ class DeviceTrie:
             raise_status(status)
 
     def advance_mask_logits(self, states: torch.Tensor, tokens: Optional[torch.Tensor], logits: torch.Tensor, *,
-                            failure_policy: Union[str, int] = "reject",
+                            failure_policy: Union[str, int] = LIBRARY_DEFAULT,
                             accepted: Optional[torch.Tensor] = None) -> None:
         """The same step writing -inf straight into ``logits`` (float32 /
         float16 / bfloat16, shape ``(rows, width)``, width >= vocab_size,
@@ -319,15 +327,19 @@ class DeviceTrie:
         status = lib.treemask_cuda_beam_workspace_size(n_requests, beam_width, need)
         if status:
             raise_status(status)
-        # The workspace's counters are zero between steps of one shape; a new
-        # shape starts from a zeroed workspace (treemask_cuda.h).
-        if self._workspace is None or self._workspace.numel() < need[0]:
-            self._workspace = torch.zeros(max(int(need[0]), 8), dtype=torch.uint8, device=self.device)
-        elif self._workspace_shape != (n_requests, beam_width):
-            self._workspace.zero_()
-        self._workspace_shape = (n_requests, beam_width)
-        workspace = self._workspace
         with _on_device(self.device):
+            stream = _stream(self.device)
+            key = int(ffi.cast("uintptr_t", stream))
+            # The workspace's counters are zero between steps of one shape; a
+            # new shape starts from a zeroed workspace (treemask_cuda.h).
+            # Allocated and zeroed on this stream; a dict store is atomic
+            # under the GIL.
+            workspace, shape = self._workspace.get(key, (None, (0, 0)))
+            if workspace is None or workspace.numel() < need[0]:
+                workspace = torch.zeros(max(int(need[0]), 8), dtype=torch.uint8, device=self.device)
+            elif shape != (n_requests, beam_width):
+                workspace.zero_()
+            self._workspace[key] = (workspace, (n_requests, beam_width))
             status = lib.treemask_cuda_beam_step(
                 self._ptr, n_requests, beam_width, lg, states_ptr, scores_ptr, parents_ptr, tokens_ptr,
                 ffi.cast("void *", workspace.data_ptr()), workspace.numel(), self._counter(n_bad_rows),

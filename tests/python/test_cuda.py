@@ -388,7 +388,7 @@ def test_device_topk_matches_the_host():
     """The top-k twins' one contract (treemask.h / treemask_cuda.h): k = 0
     valid on both (zero counts, empty rows), a TERMINATED state allows the
     stop tokens, entries past a count are token -1 / score -inf, counts
-    int64 on both."""
+    int64 on both, a k past the vocabulary refused by both."""
     import treemask.torch as tt
 
     rng = random.Random(18)
@@ -399,7 +399,7 @@ def test_device_topk_matches_the_host():
         states[1] = treemask.STATE_TERMINATED
         states[2] = treemask.STATE_FAILED
         logits = _beam_logits(rng, 5, vocab, torch.float32)
-        for k in (0, 1, 4, 40):
+        for k in (0, 1, 4, min(40, vocab)):
             want = treemask.topk_states(trie, states, logits, k)
             tokens, scores, counts = dev_trie.topk(torch.from_numpy(states.view(np.int32)).to(DEV), logits.to(DEV), k)
             assert counts.dtype == torch.int64 and want.counts.dtype == np.int64
@@ -407,8 +407,19 @@ def test_device_topk_matches_the_host():
             assert counts.cpu().numpy().tolist() == want.counts.tolist(), (vocab, k)
             assert tokens.cpu().numpy().tolist() == want.tokens.tolist(), (vocab, k)
             assert np.allclose(scores.cpu().numpy(), want.scores, rtol=1e-5, atol=1e-4)
-            if k == 40:  # fewer allowed tokens than k: the padding of the contract
+            if k > 4:  # fewer allowed tokens than k: the padding of the contract
                 assert (tokens[1, counts[1]:] == -1).all() and (want.tokens[1, want.counts[1]:] == -1).all()
+        device_states = torch.from_numpy(states.view(np.int32)).to(DEV)
+        for topk, args in ((treemask.topk_states, (trie, states, logits)),
+                           (dev_trie.topk, (device_states, logits.to(DEV)))):
+            try:
+                topk(*args, vocab + 1)
+            except treemask.InvalidArgumentError as e:
+                assert "more than the trie's vocab_size" in str(e), e
+            else:
+                raise AssertionError("k = vocab + 1 was not refused by %s" % topk.__name__)
+
+
 def test_batch_matcher_routes_cuda_logits_through_the_device_trie():
     _needs_gpu("BatchMatcher routes by the logits' device type")
     rng = random.Random(19)

@@ -254,6 +254,19 @@ def beam_step_states(trie: Trie, states: np.ndarray, logits: Any, scores: np.nda
     return beam.step_states(trie, states, logits, scores, log_probs=log_probs)
 
 
+def check_topk_k(k: Any, vocab_size: int) -> int:
+    """k of the top-k twins (topk_states, DeviceTrie.topk), checked once for
+    both: an int in [0, vocab_size]. The outputs are (rows, k): a k past the
+    vocabulary only adds padding (no row allows more tokens), and a huge one
+    would be an allocation the OOM killer ends."""
+    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 0:
+        raise InvalidArgumentError("k must be an int >= 0, got %r" % (k,))
+    if k > vocab_size:
+        raise InvalidArgumentError("k %d is more than the trie's vocab_size %d (no row allows more tokens)"
+                                   % (k, vocab_size))
+    return int(k)
+
+
 def topk_states(trie: Trie, states: Any, logits: Any, k: int, *, log_probs: bool = False) -> TopK:
     """Per row i the k best tokens allowed at ``states[i]`` by
     log-probability (``x[t] - logsumexp(x)`` over the row's whole width, or
@@ -265,14 +278,7 @@ def topk_states(trie: Trie, states: Any, logits: Any, k: int, *, log_probs: bool
     :meth:`treemask.torch.DeviceTrie.topk`, is written in treemask.h."""
     if not isinstance(trie, Trie):
         raise InvalidArgumentError("trie must be a treemask.Trie, got %s" % type(trie).__name__)
-    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 0:
-        raise InvalidArgumentError("k must be an int >= 0, got %r" % (k,))
-    k = int(k)
-    # The outputs are (rows, k): a k past the vocabulary only adds padding,
-    # and a huge one would be an allocation the OOM killer ends.
-    if k > trie.vocab_size:
-        raise InvalidArgumentError("k %d is more than the trie's vocab_size %d (no row allows more tokens)"
-                                   % (k, trie.vocab_size))
+    k = check_topk_k(k, trie.vocab_size)
     lg, n_rows, _view, _ = logits_struct(logits)  # _view keeps the buffer alive
     lg.log_probs = bool(log_probs)
     st = _state_array(states, writable=False)

@@ -16,7 +16,7 @@ import torch
 
 from . import _buffers
 from ._ffi import ffi, lib
-from .beam import initial_scores
+from .beam import check_topk_k, initial_scores
 from .bitmask import apply_token_bitmask_inplace, cuda_available, get_bitmask_shape, reset_token_bitmask
 from .errors import InvalidArgumentError, UnsupportedError, raise_status
 from .failure_policy import LIBRARY_DEFAULT, failure_policy_code
@@ -355,8 +355,7 @@ class DeviceTrie:
         scores float32 (n, k), counts int64 (n,))``, entries past
         ``counts[i]`` are token -1, score -inf: the contract of
         :func:`treemask.topk_states` (treemask_cuda.h states it for both)."""
-        if not isinstance(k, int) or isinstance(k, bool) or k < 0:
-            raise InvalidArgumentError("k must be an int >= 0, got %r" % (k,))
+        k = check_topk_k(k, self.vocab_size)
         n = states.numel() if isinstance(states, torch.Tensor) else -1
         states_ptr = ffi.cast("const uint32_t *", _device_array(states, "states", _STATE_DTYPES, self.device, n))
         lg = self._logits(logits, n, log_probs)

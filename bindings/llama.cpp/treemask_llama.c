@@ -237,29 +237,62 @@ static struct llama_sampler_i tm_llama_iface = {
 
 /* ---- public ------------------------------------------------------------- */
 
-struct llama_sampler *treemask_llama_sampler_init(const treemask_trie *trie,
+/* Why the last init on this thread failed (treemask_llama_sampler_error). */
+static _Thread_local char tm_llama_error[512];
+
+static struct llama_sampler *tm_llama_init_failed(treemask_matcher *matcher, const char *why) {
+  snprintf(tm_llama_error, sizeof(tm_llama_error), "treemask_llama_sampler_init: %s", why);
+  treemask_matcher_free(matcher);
+  return NULL;
+}
+
+struct llama_sampler *treemask_llama_sampler_init(int32_t n_vocab, const treemask_trie *trie,
                                                   const treemask_matcher_options *opts) {
+  tm_llama_error[0] = '\0';
+  char why[256];
+  if (!trie) return tm_llama_init_failed(NULL, "trie is NULL");
+  if (n_vocab < 1) {
+    snprintf(why, sizeof(why), "n_vocab %d: want the model's vocabulary size (>= 1)", (int)n_vocab);
+    return tm_llama_init_failed(NULL, why);
+  }
+  /* Every token the trie can offer is below its vocab_size: the check that
+   * keeps the sampler from offering a token the model does not have. */
+  const int32_t trie_vocab = treemask_trie_vocab_size(trie);
+  if (trie_vocab > n_vocab) {
+    snprintf(why, sizeof(why),
+             "the trie's vocab_size %d is larger than the model's n_vocab %d (build the trie for "
+             "this model, with vocab_size = llama_vocab_n_tokens)",
+             (int)trie_vocab, (int)n_vocab);
+    return tm_llama_init_failed(NULL, why);
+  }
   /* The C API takes a mutable trie only to count references. */
   treemask_trie *shared = (treemask_trie *)trie;
   treemask_matcher *matcher = NULL;
-  if (treemask_matcher_create(shared, opts, &matcher) != TREEMASK_OK) return NULL;
+  if (treemask_matcher_create(shared, opts, &matcher) != TREEMASK_OK) {
+    return tm_llama_init_failed(NULL, treemask_last_error());
+  }
   /* At least one stop token: the trie requires one, and so does an
-   * override list. */
+   * override list. Each is below the trie's vocab_size, so below n_vocab. */
   const size_t n_stops = treemask_matcher_stop_tokens(matcher, NULL, 0);
   int32_t *stops = n_stops ? (int32_t *)malloc(n_stops * sizeof(int32_t)) : NULL;
-  tm_llama *s = NULL;
-  if (stops) {
-    treemask_matcher_stop_tokens(matcher, stops, n_stops);
-    s = tm_llama_alloc(shared, stops, n_stops);
-    free(stops);
+  if (!stops) return tm_llama_init_failed(matcher, "out of memory");
+  treemask_matcher_stop_tokens(matcher, stops, n_stops);
+  for (size_t i = 0; i < n_stops; ++i) {
+    if (stops[i] < 0 || stops[i] >= n_vocab) {
+      snprintf(why, sizeof(why), "stop token %d is not below the model's n_vocab %d", (int)stops[i],
+               (int)n_vocab);
+      free(stops);
+      return tm_llama_init_failed(matcher, why);
+    }
   }
-  if (!s) {
-    treemask_matcher_free(matcher);
-    return NULL;
-  }
+  tm_llama *s = tm_llama_alloc(shared, stops, n_stops);
+  free(stops);
+  if (!s) return tm_llama_init_failed(matcher, "out of memory");
   s->matcher = matcher;
   return llama_sampler_init(&tm_llama_iface, s);
 }
+
+const char *treemask_llama_sampler_error(void) { return tm_llama_error; }
 
 static const tm_llama *tm_llama_of(const struct llama_sampler *smpl) {
   return smpl && smpl->iface == &tm_llama_iface ? (const tm_llama *)smpl->ctx : NULL;

@@ -12,7 +12,8 @@
  * probabilities (top_k, top_p, temp, dist, ...):
  *
  *   struct llama_sampler *chain = llama_sampler_chain_init(llama_sampler_chain_default_params());
- *   llama_sampler_chain_add(chain, treemask_llama_sampler_init(trie, NULL));
+ *   const int32_t n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
+ *   llama_sampler_chain_add(chain, treemask_llama_sampler_init(n_vocab, trie, NULL));
  *   llama_sampler_chain_add(chain, llama_sampler_init_top_k(40));
  *   llama_sampler_chain_add(chain, llama_sampler_init_dist(seed));
  *   ... llama_sampler_sample(chain, ctx, -1) ...
@@ -61,14 +62,27 @@
 extern "C" {
 #endif
 
-/* A new sampler at the root of trie. trie is retained (the caller may free
- * its own reference at once). opts NULL means treemask_matcher_options_init's
- * defaults; every matcher option works (decoding modes, length budget,
- * override_stop_tokens). Returns NULL on error (NULL trie, inconsistent
- * options; treemask_last_error() says why). Free it with llama_sampler_free,
- * or let the chain it was added to free it. */
-struct llama_sampler *treemask_llama_sampler_init(const treemask_trie *trie,
+/* A new sampler at the root of trie, for a model of n_vocab tokens
+ * (llama_vocab_n_tokens(llama_model_get_vocab(model)); the first argument,
+ * as llama.cpp's llama_sampler_init_logit_bias takes it). trie is retained
+ * (the caller may free its own reference at once). opts NULL means
+ * treemask_matcher_options_init's defaults; every matcher option works
+ * (decoding modes, length budget, override_stop_tokens).
+ *
+ * Returns NULL on error, and treemask_llama_sampler_error() says why: a NULL
+ * trie, n_vocab < 1, inconsistent options, or a trie that does not fit the
+ * model: its vocab_size larger than n_vocab (build it with vocab_size =
+ * n_vocab), or a stop token (the trie's or override_stop_tokens) >= n_vocab.
+ * Such a trie could offer, or end a sequence with, a token the model does not
+ * have. Free the sampler with llama_sampler_free, or let the chain it was
+ * added to free it. */
+struct llama_sampler *treemask_llama_sampler_init(int32_t n_vocab, const treemask_trie *trie,
                                                   const treemask_matcher_options *opts);
+
+/* Why the last treemask_llama_sampler_init on this thread returned NULL (a
+ * message naming the problem), or "" if it did not fail. Thread-local; valid
+ * until the next init on this thread. */
+const char *treemask_llama_sampler_error(void);
 
 /* True iff smpl is a treemask sampler whose sequence has ended (a stop token
  * was accepted). False for NULL and for any other sampler. */

@@ -750,7 +750,12 @@ treemask_matcher_get_counters(const treemask_matcher *m, treemask_matcher_counte
  *   is no budget (RTP-LLM's <= 0, which creates no think processor).
  * - Length budget (max_new_tokens, treemask_matcher_set_remaining_tokens,
  *   treemask_fill_options.remaining_tokens): a child is offered only if an
- *   end fits in the budget, so max_new_tokens never cuts a label in half.
+ *   end fits in the budget, so max_new_tokens never cuts a label in half
+ *   while some label fits. A budget smaller than every remaining path
+ *   offers the shortest branches, and the engine's length limit then cuts
+ *   the label: an engine should refuse such a request up front (the vLLM
+ *   adapter refuses a max_tokens below the shortest path plus its stop
+ *   token).
  * - Exclusions (treemask_exclusion_set, treemask_matcher_set_label_filter):
  *   labels that must not be produced, without a trie rebuild.
  * - Speculative decoding: treemask_matcher_accept_tokens and
@@ -1292,13 +1297,38 @@ TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_beam_step_batch(
     treemask_beam *beam, treemask_batch *batch, size_t n_requests, const treemask_logits *logits,
     float *scores, int32_t *parents, int32_t *tokens);
 
-/* Per row i < n_rows: the k best tokens allowed at states[i] (the fill
- * rules of section 6: a reserved state allows the stop tokens) by
- * log-probability x[t] - lse (or x[t] with log_probs), best first, ties to
- * the lower token: tokens and scores at out_tokens / out_scores[i * k ..],
- * out_counts[i] how many (fewer when fewer are allowed; -inf and NaN scores
- * are left out). For sampling engines that need only candidates (top-k /
- * top-p over the allowed set). Errors: as treemask_beam_step_states. */
+/* The top-k contract, one text in treemask.h and treemask_cuda.h for the
+ * host twin (treemask_trie_topk_states) and the device twin
+ * (treemask_cuda_trie_topk_states):
+ * - Row i < n_rows: the k best tokens allowed at states[i] by x[t] - lse
+ *   (lse over the row's first n_columns columns; x[t] itself with
+ *   log_probs), best first, ties to the lower token. A node allows its
+ *   children plus the stop tokens when it is terminal;
+ *   TREEMASK_STATE_TERMINATED and TREEMASK_STATE_FAILED allow the stop
+ *   tokens (the fill rules of section 6).
+ * - out_counts[i] (size_t on both) = how many were found: min(k, allowed
+ *   tokens whose score is neither -inf nor NaN). out_tokens /
+ *   out_scores[i * k + j] hold them for j < out_counts[i]; every entry j in
+ *   [out_counts[i], k) is written as token -1, score -inf.
+ * - k = 0 is valid: only out_counts is written (zeros); out_tokens,
+ *   out_scores and the logits data may be NULL.
+ * - A state that is neither a node id nor reserved: the host fails with
+ *   TREEMASK_ERR_OUT_OF_RANGE naming its index before writing anything;
+ *   the device, which cannot report it without synchronising, treats it as
+ *   TREEMASK_STATE_FAILED.
+ * - A row holding NaN or +inf (k > 0, not log_probs): the host fails with
+ *   TREEMASK_ERR_INVALID_ARGUMENT naming the row (earlier rows are
+ *   written); the device gives the row out_counts 0 (its entries -1 /
+ *   -inf) and increments *n_bad_rows when that counter is given.
+ * - Scores: the host computes lse in its own summation order, the device in
+ *   float with exp2 of a fused multiply-add: they agree to about 1e-6
+ *   relative, bit for bit with log_probs. k: any value whose n_rows * k
+ *   entries are addressable on the host, at most
+ *   TREEMASK_CUDA_MAX_BEAM_WIDTH on the device. */
+
+/* The host twin of the top-k contract above, for sampling engines that need
+ * only candidates (top-k / top-p over the allowed set). Other errors: as
+ * treemask_beam_step_states. */
 TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_trie_topk_states(
     const treemask_trie *trie, const uint32_t *states, size_t n_rows, const treemask_logits *logits,
     size_t k, int32_t *out_tokens, float *out_scores, size_t *out_counts);

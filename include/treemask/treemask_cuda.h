@@ -206,6 +206,62 @@ TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_trie_advance_mask_
     const treemask_cuda_trie *dev_trie, uint32_t *states, const int32_t *tokens, size_t n_rows,
     int32_t failure_policy, uint8_t *accepted, void *logits, int32_t dtype,
     size_t logits_row_stride, size_t logits_width, void *stream);
+
+/* Step 1 alone (the device twin of treemask_trie_advance_states): states
+ * advance by tokens (not NULL) with the rules above; nothing is filled.
+ * Errors (nothing enqueued): NULL dev_trie, states or tokens, an unknown
+ * failure_policy, host pointers, a trie of another device. n_rows = 0
+ * succeeds and enqueues nothing. */
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_trie_advance_states(
+    const treemask_cuda_trie *dev_trie, uint32_t *states, const int32_t *tokens, size_t n_rows,
+    int32_t failure_policy, uint8_t *accepted, void *stream);
+
+/* ---- Experimental: states of growing token rows -------------------------- */
+
+/* Rows of token ids that a decode loop grows by one id per step (e.g.
+ * transformers' input_ids past the prompt), with the state of each row.
+ * Initialise with treemask_cuda_token_rows_init. */
+typedef struct treemask_cuda_token_rows {
+  size_t struct_size;
+  /* Device int64 ids: row r is tokens[r * row_stride .. + n_tokens). May be
+   * NULL when n_tokens is 0. */
+  const int64_t *tokens;
+  size_t n_rows;
+  size_t n_tokens;
+  /* Elements from one row to the next; >= n_tokens. 0: n_tokens. */
+  size_t row_stride;
+  /* Device arrays of n_rows entries: each row's state, and a 64-bit hash of
+   * its ids (of unspecified value; the next call matches rows by it). */
+  uint32_t *states;
+  uint64_t *keys;
+} treemask_cuda_token_rows;
+
+TREEMASK_API void treemask_cuda_token_rows_init(treemask_cuda_token_rows *rows);
+
+/* Writes rows->states and rows->keys: the state of each row after its
+ * n_tokens ids from the root, under the advance rules above with
+ * failure_policy (an id outside [0, INT32_MAX) is an id no trie allows: it
+ * is rejected), with no host round trip, whatever the loop did to its rows
+ * between calls (beam search reorders and duplicates them without saying
+ * how).
+ *
+ * prev: NULL, or the previous call's rows: its states and keys as that call
+ * wrote them, its ids unchanged since (keep your own copy if the loop may
+ * overwrite them). When prev->n_tokens is rows->n_tokens - 1, a row whose
+ * first n_tokens - 1 ids equal a row of prev (found by key among prev's
+ * rows, then compared id by id, so the result is exact whatever the hash
+ * does) takes that row's state and advances it by its last id: one trie
+ * step per row and call. Every other row (no prev, a prev of another
+ * length, a row with no equal in prev) walks from the root over all its
+ * ids. One warp per row; prev's rows are scanned by key.
+ *
+ * Errors (nothing enqueued): NULL dev_trie or rows, NULL arrays where rows
+ * (or prev) has rows and ids, row_stride < n_tokens, sizes whose extent
+ * overflows, an unknown failure_policy, host pointers, a trie of another
+ * device. n_rows = 0 succeeds and enqueues nothing. Graph-capturable. */
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_trie_follow_rows(
+    const treemask_cuda_trie *dev_trie, const treemask_cuda_token_rows *prev,
+    const treemask_cuda_token_rows *rows, int32_t failure_policy, void *stream);
 #endif /* TREEMASK_EXPERIMENTAL */
 
 /* ======================================================================== */
@@ -217,16 +273,17 @@ TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_trie_advance_mask_
 /* The CUDA twins of treemask.h section 8 over a device trie and device
  * state arrays: same candidates, scores, tie rule, outputs and state
  * advance as treemask_beam_step_states and treemask_trie_topk_states (read
- * the rules there), fused into two kernels on `stream`: per slot the
+ * the rules there), fused into one kernel launch on `stream`: per slot the
  * log-softmax normalizer of its row (one read) and the exact top-B of its
- * own candidates; per request the exact top-B across its beams, the
- * outputs and the state advance. No host synchronisation, no allocation
- * (the caller passes a workspace), so a step may be captured in a CUDA
- * graph and replayed. Cost per slot: one read of its row plus O(fanout).
+ * own candidates; then, by whichever block finishes a request's last slot,
+ * the exact top-B across its beams, the outputs and the state advance. No
+ * host synchronisation, no allocation (the caller passes a workspace), so
+ * a step may be captured in a CUDA graph and replayed. Cost per slot: one
+ * read of its row plus O(fanout).
  *
  * Differences from the CPU form, all forced by not synchronising:
- * - lse is computed on the device in float (expf / logf, a different
- *   summation order): it agrees with the CPU's normalizer to about 1e-6
+ * - lse is computed on the device in float (exp2 of a fused multiply-add,
+ *   logf, a different summation order): it agrees with the CPU's normalizer to about 1e-6
  *   relative, not bit for bit, so scores may differ in the last bits and
  *   two candidates within that distance may rank differently. With
  *   log_probs (lse = 0) the results equal the CPU's bit for bit.
@@ -238,7 +295,7 @@ TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_trie_advance_mask_
  *   (a device uint32) is incremented once per such slot. The caller zeroes
  *   the counter when it likes and reads it when it synchronises anyway
  *   (e.g. at the end of a search) to detect the fault. The top-k form does
- *   the same: such a row gets out_counts 0.
+ *   the same (its contract below).
  * - With log_probs no normalizer runs and rows are not checked (as on the
  *   CPU): a NaN logit's candidate is simply never selected.
  * - A score of -0 is returned as +0 (the two rank as one score).
@@ -253,14 +310,20 @@ TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_trie_advance_mask_
  * n_columns. states, scores, parents, tokens: device arrays of n_requests *
  * beam_width entries (states and scores updated in place). workspace:
  * device memory of at least treemask_cuda_beam_workspace_size bytes,
- * 8-byte aligned, not used by concurrent steps; its contents between steps
- * are irrelevant. */
+ * 8-byte aligned, not used by concurrent steps, zero-filled before its first
+ * step and again when the step's shape (n_requests, beam_width) changes
+ * (cudaMemsetAsync(workspace, 0, bytes, stream)): it holds a counter per
+ * request that each step uses to find the block finishing the request, and
+ * each step leaves those counters zero. Steps of one shape may then follow
+ * each other and be replayed from a graph without clearing it. The rest of
+ * the workspace is scratch. */
 #define TREEMASK_CUDA_MAX_BEAM_WIDTH 1024
 
 /* *out_bytes = the workspace of a step of n_requests x beam_width slots
- * (beam_width x 8 + 4 bytes per slot). Errors: NULL out_bytes, beam_width
- * outside [1, TREEMASK_CUDA_MAX_BEAM_WIDTH], a size that overflows, a
- * library built without CUDA (TREEMASK_ERR_UNSUPPORTED). Needs no device. */
+ * (beam_width x 8 + 4 bytes per slot, 4 per request, 8-byte aligned).
+ * Errors: NULL out_bytes, beam_width outside [1,
+ * TREEMASK_CUDA_MAX_BEAM_WIDTH], a size that overflows, a library built
+ * without CUDA (TREEMASK_ERR_UNSUPPORTED). Needs no device. */
 TREEMASK_NODISCARD TREEMASK_API treemask_status
 treemask_cuda_beam_workspace_size(size_t n_requests, size_t beam_width, size_t *out_bytes);
 
@@ -277,17 +340,42 @@ TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_beam_step(
     const treemask_logits *logits, uint32_t *states, float *scores, int32_t *parents,
     int32_t *tokens, void *workspace, size_t workspace_bytes, uint32_t *n_bad_rows, void *stream);
 
-/* Per row i < n_rows: the k best tokens allowed at states[i] (TERMINATED,
- * FAILED and invalid states allow the stop tokens) by x[t] - lse (x[t]
- * with log_probs), best first, ties to the lower token, into out_tokens /
- * out_scores[i * k ..]; out_counts[i] (device int32) how many. All arrays
- * are device arrays; no workspace is needed. Errors as for
- * treemask_cuda_beam_step, with k <= TREEMASK_CUDA_MAX_BEAM_WIDTH; k = 0
- * writes only out_counts (zeros). */
+/* The top-k contract, one text in treemask.h and treemask_cuda.h for the
+ * host twin (treemask_trie_topk_states) and the device twin
+ * (treemask_cuda_trie_topk_states):
+ * - Row i < n_rows: the k best tokens allowed at states[i] by x[t] - lse
+ *   (lse over the row's first n_columns columns; x[t] itself with
+ *   log_probs), best first, ties to the lower token. A node allows its
+ *   children plus the stop tokens when it is terminal;
+ *   TREEMASK_STATE_TERMINATED and TREEMASK_STATE_FAILED allow the stop
+ *   tokens (the fill rules of section 6).
+ * - out_counts[i] (size_t on both) = how many were found: min(k, allowed
+ *   tokens whose score is neither -inf nor NaN). out_tokens /
+ *   out_scores[i * k + j] hold them for j < out_counts[i]; every entry j in
+ *   [out_counts[i], k) is written as token -1, score -inf.
+ * - k = 0 is valid: only out_counts is written (zeros); out_tokens,
+ *   out_scores and the logits data may be NULL.
+ * - A state that is neither a node id nor reserved: the host fails with
+ *   TREEMASK_ERR_OUT_OF_RANGE naming its index before writing anything;
+ *   the device, which cannot report it without synchronising, treats it as
+ *   TREEMASK_STATE_FAILED.
+ * - A row holding NaN or +inf (k > 0, not log_probs): the host fails with
+ *   TREEMASK_ERR_INVALID_ARGUMENT naming the row (earlier rows are
+ *   written); the device gives the row out_counts 0 (its entries -1 /
+ *   -inf) and increments *n_bad_rows when that counter is given.
+ * - Scores: the host computes lse in its own summation order, the device in
+ *   float with exp2 of a fused multiply-add: they agree to about 1e-6
+ *   relative, bit for bit with log_probs. k: any value whose n_rows * k
+ *   entries are addressable on the host, at most
+ *   TREEMASK_CUDA_MAX_BEAM_WIDTH on the device. */
+
+/* The device twin of the top-k contract above. All arrays are device
+ * arrays; no workspace is needed. Other errors: as treemask_cuda_beam_step,
+ * with k <= TREEMASK_CUDA_MAX_BEAM_WIDTH. */
 TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_trie_topk_states(
     const treemask_cuda_trie *dev_trie, const uint32_t *states, size_t n_rows,
     const treemask_logits *logits, size_t k, int32_t *out_tokens, float *out_scores,
-    int32_t *out_counts, uint32_t *n_bad_rows, void *stream);
+    size_t *out_counts, uint32_t *n_bad_rows, void *stream);
 
 #endif /* TREEMASK_EXPERIMENTAL */
 

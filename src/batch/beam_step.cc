@@ -81,13 +81,11 @@ Status check_logits(int32_t vocab_size, const LogitsView &v, size_t n_rows) {
   return Status::Ok();
 }
 
+// The heaps are sized by the first step, not here: a beam_width of 10^9
+// costs nothing until a step holds that many slots (whose logits the caller
+// has then allocated), instead of an eager allocation the OOM killer ends.
 BeamStepper::BeamStepper(size_t beam_width, size_t n_threads)
     : beam_width_(beam_width), scratch_(n_threads == 0 ? 1 : n_threads) {
-  for (auto &s : scratch_) {
-    s.heap.resize(beam_width);
-    s.old_states.resize(beam_width);
-    s.old_scores.resize(beam_width);
-  }
   if (scratch_.size() > 1) pool_ = std::make_unique<WorkerPool>(scratch_.size() - 1);
 }
 
@@ -105,6 +103,9 @@ Status BeamStepper::step_core(size_t n_requests, const LogitsView &logits, const
   // that runs it, then hand the winners to slots.keep(). Requests are
   // independent and run on the pool.
   if (z_.size() < n_slots) z_.resize(n_slots);
+  for (auto &sc : scratch_) {
+    if (sc.heap.size() < B) sc.heap.resize(B);
+  }
   auto normalize = [&](size_t r, Scratch &sc) {
     for (size_t i = r * B; i < (r + 1) * B; ++i) {
       if (!(scores[i] > kNegInf) || slots.terminated(i)) continue;
@@ -369,7 +370,8 @@ Status topk_states(const Trie &trie, const uint32_t *states, size_t n_rows, cons
     return error(Code::kOutOfRange, "n_rows ", n_rows, " x k ", k, " overflows size_t");
   }
   const LogitsView logits = view.resolved(trie.vocab_size());
-  TM_TRY(check_logits(trie.vocab_size(), logits, n_rows));
+  // k = 0 reads no logits (the device twin does not either).
+  TM_TRY(check_logits(trie.vocab_size(), logits, k > 0 ? n_rows : 0));
   TM_TRY(check_states(trie, states, n_rows));
   const kernels::LogSumExpFn lse = kernels::logsumexp_best();
   // The top-k heap lives in the output arrays' place: k candidates of 16
@@ -403,9 +405,9 @@ Status topk_states(const Trie &trie, const uint32_t *states, size_t n_rows, cons
       });
     }
     const size_t kept = top.finish();
-    for (size_t j = 0; j < kept; ++j) {
-      out_tokens[i * k + j] = heap[j].token;
-      out_scores[i * k + j] = heap[j].score;
+    for (size_t j = 0; j < k; ++j) {  // past the count: token -1, score -inf (treemask.h)
+      out_tokens[i * k + j] = j < kept ? heap[j].token : -1;
+      out_scores[i * k + j] = j < kept ? heap[j].score : kNegInf;
     }
     out_counts[i] = kept;
   }

@@ -83,10 +83,8 @@ class BeamStepper {
  public:
   // Per-thread working memory (public for the slot adapters in beam_step.cc).
   struct Scratch {
-    std::vector<kernels::BeamCandidate> heap;
-    std::vector<uint32_t> old_states;
-    std::vector<float> old_scores;
-    std::vector<int32_t> allowed;  // next_tokens of a matcher in a decoding mode
+    std::vector<kernels::BeamCandidate> heap;  // beam_width entries, sized by the first step
+    std::vector<int32_t> allowed;              // next_tokens of a matcher in a decoding mode
     Status status;
   };
 

@@ -5,6 +5,7 @@
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include <cstdint>
+#include <cstring>
 
 #include "capi/shim.h"
 #include "kernels/checks.h"
@@ -115,9 +116,37 @@ Result<bridge::BeamLogitsArg> beam_logits_arg(const treemask_logits *in, int32_t
   return a;
 }
 
+// A call's token rows: struct read, row_stride resolved, arrays present
+// where rows and ids exist, extent addressable.
+Result<bridge::TokenRowsArg> token_rows_arg(const treemask_cuda_token_rows *in, const char *name) {
+  treemask_cuda_token_rows o;
+  treemask_cuda_token_rows_init(&o);
+  TM_TRY(treemask::capi::read_options(in, o, "treemask_cuda_token_rows"));
+  bridge::TokenRowsArg a{o.tokens,   o.n_rows,
+                         o.n_tokens, o.row_stride != 0 ? o.row_stride : o.n_tokens,
+                         o.states,   o.keys};
+  if (a.row_stride < a.n_tokens) {
+    return error(Code::kInvalidArgument, name, "->row_stride ", a.row_stride,
+                 " is smaller than n_tokens ", a.n_tokens);
+  }
+  if (a.n_rows == 0) return a;
+  if (a.n_tokens > 0 && !a.tokens) return error(Code::kInvalidArgument, name, "->tokens is NULL");
+  if (!a.states) return error(Code::kInvalidArgument, name, "->states is NULL");
+  if (!a.keys) return error(Code::kInvalidArgument, name, "->keys is NULL");
+  TM_TRY(check_extent(name, a.n_rows, a.row_stride, a.n_tokens, sizeof(int64_t)));
+  TM_TRY(treemask::capi::check_count(name, a.n_rows, sizeof(uint64_t)));
+  return a;
+}
+
 }  // namespace
 
 extern "C" {
+
+void treemask_cuda_token_rows_init(treemask_cuda_token_rows *rows) {
+  if (!rows) return;
+  std::memset(static_cast<void *>(rows), 0, sizeof(*rows));
+  rows->struct_size = sizeof(*rows);
+}
 
 bool treemask_cuda_available(void) {
   try {
@@ -229,6 +258,39 @@ treemask_status treemask_cuda_trie_advance_mask_logits(const treemask_cuda_trie 
   });
 }
 
+treemask_status treemask_cuda_trie_advance_states(const treemask_cuda_trie *dev_trie,
+                                                  uint32_t *states, const int32_t *tokens,
+                                                  size_t n_rows, int32_t failure_policy,
+                                                  uint8_t *accepted, void *stream) {
+  return guard(__func__, [&]() -> Status {
+    TM_ASSIGN_OR_RETURN(const bridge::StepArg step,
+                        step_arg(dev_trie, states, tokens, n_rows, failure_policy, accepted));
+    TM_REQUIRE_ARG(tokens);
+    if (n_rows == 0) return Status::Ok();
+    return bridge::advance_states(step, stream);
+  });
+}
+
+treemask_status treemask_cuda_trie_follow_rows(const treemask_cuda_trie *dev_trie,
+                                               const treemask_cuda_token_rows *prev,
+                                               const treemask_cuda_token_rows *rows,
+                                               int32_t failure_policy, void *stream) {
+  return guard(__func__, [&]() -> Status {
+    TM_TRY(require_built());
+    TM_REQUIRE_ARG(dev_trie);
+    TM_REQUIRE_ARG(rows);
+    TM_TRY(check_failure_policy(failure_policy));
+    TM_ASSIGN_OR_RETURN(const bridge::TokenRowsArg cur, token_rows_arg(rows, "rows"));
+    bridge::TokenRowsArg before;
+    if (prev) {
+      TM_ASSIGN_OR_RETURN(before, token_rows_arg(prev, "prev"));
+    }
+    if (cur.n_rows == 0) return Status::Ok();
+    return bridge::follow_rows(*to_device_trie(dev_trie), prev ? &before : nullptr, cur,
+                               failure_policy, stream);
+  });
+}
+
 treemask_status treemask_cuda_beam_workspace_size(size_t n_requests, size_t beam_width,
                                                   size_t *out_bytes) {
   return guard(__func__, [&]() -> Status {
@@ -278,7 +340,7 @@ treemask_status treemask_cuda_trie_topk_states(const treemask_cuda_trie *dev_tri
                                                const uint32_t *states, size_t n_rows,
                                                const treemask_logits *logits, size_t k,
                                                int32_t *out_tokens, float *out_scores,
-                                               int32_t *out_counts, uint32_t *n_bad_rows,
+                                               size_t *out_counts, uint32_t *n_bad_rows,
                                                void *stream) {
   return guard(__func__, [&]() -> Status {
     TM_TRY(require_built());

@@ -177,10 +177,12 @@ class RtpJsonParser {
     if (auto e = entry.unescaped_key().get(key)) return syntax(e);
     bool accepted = false;
     TM_TRY(dict.begin_key(key, "prefix_dict ", &accepted));
+    // The value's shape is checked under every key, also one that is
+    // ignored (compatibility mode, or a bad key when the diagnostics keep
+    // going): RTP-LLM's loader refuses a malformed value wherever it stands.
     od::array list;
     if (auto e = entry.value().get_array().get(list)) {
       if (json::is_syntax_error(e)) return syntax(e);
-      if (!accepted) return Status::Ok();
       return diag_.problem(error(Code::kParse, dict.context(),
                                  ": the value must be a list of token ids (byte ", offset(), ")"));
     }
@@ -192,7 +194,6 @@ class RtpJsonParser {
         continue;
       }
       if (json::is_syntax_error(e)) return syntax(e);
-      if (!accepted) continue;
       std::string_view text;
       if (element.raw_json_token().get(text)) text = "?";
       while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
@@ -205,7 +206,7 @@ class RtpJsonParser {
           !digits.empty() && digits.find_first_not_of("0123456789") == std::string_view::npos;
       if (e == simdjson::INCORRECT_TYPE && !integer_text) {
         TM_TRY(dict.add_non_integer(cat(text, " (at byte ", offset(), ")")));
-      } else {
+      } else if (accepted) {
         TM_TRY(dict.add_outside_int32(text));
       }
     }

@@ -413,6 +413,14 @@ Result<Ref<Trie>> load_trie(const std::string &path, uint32_t flags, size_t dens
   TM_ASSIGN_OR_RETURN(const int raw_fd, open_regular_file(path, &size));
   FileDescriptor fd(raw_fd);
   if (size == 0) return error(Code::kCorruptFile, "\"", path, "\": empty file, not a .tmtrie file");
+  // The magic from one read first: a file that is no .tmtrie at all (a 2 GB
+  // sparse file took 4.7 s) is not mapped and pre-faulted to say so.
+  unsigned char magic[sizeof(kMagic)];
+  if (size < sizeof(kMagic) ||
+      pread(fd.get(), magic, sizeof(magic), 0) != static_cast<ssize_t>(sizeof(magic)) ||
+      std::memcmp(magic, kMagic, sizeof(kMagic)) != 0) {
+    return error(Code::kCorruptFile, "\"", path, "\": not a .tmtrie file (bad magic bytes)");
+  }
   // Pre-faulting pays off: the structural validation (and, unless trusted,
   // the checksum) reads nearly every page right away.
   void *base = mmap(nullptr, size, PROT_READ, MAP_SHARED | MAP_POPULATE, fd.get(), 0);

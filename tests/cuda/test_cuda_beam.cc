@@ -145,7 +145,7 @@ struct DeviceStep {
         scores(n_slots),
         parents(n_slots),
         tokens(n_slots),
-        workspace(ws_size(n_requests, beam)),
+        workspace(std::vector<uint8_t>(ws_size(n_requests, beam), 0)),  // zeroed once
         n_bad(std::vector<uint32_t>{0}) {
     workspace_bytes = workspace.size();
   }
@@ -352,14 +352,15 @@ void run_topk(uint64_t seed) {
   lg.log_probs = log_probs;
   lg.data = rows.bytes.data();
   const size_t kk = std::max<size_t>(k, 1);
-  std::vector<int32_t> want_tokens(n_rows * kk);
-  std::vector<float> want_scores(n_rows * kk);
+  std::vector<int32_t> want_tokens(n_rows * kk, 5);
+  std::vector<float> want_scores(n_rows * kk, 1.0f);
   std::vector<size_t> want_counts(n_rows);
   CHECK_TM(treemask_trie_topk_states(trie.p, states.data(), n_rows, &lg, k, want_tokens.data(),
                                      want_scores.data(), want_counts.data()));
   DeviceArray<uint8_t> dev_rows(rows.bytes);
   DeviceArray<uint32_t> dev_states(states);
-  DeviceArray<int32_t> out_tokens(n_rows * kk), out_counts(n_rows);
+  DeviceArray<int32_t> out_tokens(n_rows * kk);
+  DeviceArray<size_t> out_counts(n_rows);
   DeviceArray<float> out_scores(n_rows * kk);
   lg.data = dev_rows.get();
   CHECK_TM(treemask_cuda_trie_topk_states(dev.p, dev_states.get(), n_rows, &lg, k, out_tokens.get(),
@@ -369,16 +370,82 @@ void run_topk(uint64_t seed) {
   const auto got_counts = out_counts.download();
   const std::string where = "top-k seed " + std::to_string(seed);
   for (size_t i = 0; i < n_rows; ++i) {
-    CHECK_MSG(static_cast<size_t>(got_counts[i]) == want_counts[i], where + " count");
-    for (size_t j = 0; j < want_counts[i] && j < static_cast<size_t>(got_counts[i]); ++j) {
+    CHECK_MSG(got_counts[i] == want_counts[i], where + " count");
+    for (size_t j = 0; j < k; ++j) {
       const float w = want_scores[i * k + j], g = got_scores[i * k + j];
-      if (log_probs) {
+      if (j >= want_counts[i]) {  // the contract's padding, on both twins
+        CHECK_MSG(want_tokens[i * k + j] == -1 && want_scores[i * k + j] == kNegInf,
+                  where + " host padding");
+        CHECK_MSG(got_tokens[i * k + j] == -1 && g == kNegInf, where + " device padding");
+      } else if (log_probs) {
         CHECK_MSG(got_tokens[i * k + j] == want_tokens[i * k + j], where + " token");
         CHECK_MSG(same_score(g, w), where + " score");
       } else {
         CHECK_MSG(std::fabs(g - w) <= tolerance(w), where + " score");
       }
     }
+  }
+}
+
+// The top-k contract's edges on both twins: k = 0 with no output or logits
+// arrays (counts zeroed), rows with fewer allowed tokens than k, reserved
+// states, and an invalid state (the host refuses it, the device treats it as
+// FAILED: the stop tokens).
+void topk_contract() {
+  TrieHandle trie;
+  CHECK_TM(testutil::make_trie({{1, 2}, {1, 3}, {4}}, 8, {0, 7}, trie));
+  DevTrie dev(trie.p);
+  const std::vector<uint32_t> states = {TREEMASK_STATE_ROOT, kTerminated, TREEMASK_STATE_FAILED,
+                                        1000};
+  Rows rows(cudatest::kF32, states.size(), 8);
+  for (size_t i = 0; i < states.size(); ++i) {
+    for (size_t c = 0; c < 8; ++c) rows.set(i, c, -static_cast<float>(c + 1) / 4.0f);
+  }
+  DeviceArray<uint8_t> dev_rows(rows.bytes);
+  DeviceArray<uint32_t> dev_states(states);
+  treemask_logits none;
+  treemask_logits_init(&none);  // k = 0: data may be NULL on both
+  std::vector<size_t> host_counts(3, 99);
+  CHECK_TM(treemask_trie_topk_states(trie.p, states.data(), 3, &none, 0, nullptr, nullptr,
+                                     host_counts.data()));
+  CHECK(host_counts == std::vector<size_t>(3, 0));
+  DeviceArray<size_t> dev_counts(std::vector<size_t>(4, 99));
+  CHECK_TM(treemask_cuda_trie_topk_states(dev.p, dev_states.get(), 4, &none, 0, nullptr, nullptr,
+                                          dev_counts.get(), nullptr, nullptr));
+  CHECK(dev_counts.download() == std::vector<size_t>(4, 0));
+  // k = 3 over 4 rows: the root allows 1 and 4; reserved states the stops 0
+  // and 7; the invalid state 1000 as FAILED on the device.
+  treemask_logits lg;
+  treemask_logits_init(&lg);
+  lg.log_probs = true;
+  lg.data = rows.bytes.data();
+  std::vector<int32_t> tokens(12);
+  std::vector<float> scores(12);
+  CHECK(treemask_trie_topk_states(trie.p, states.data(), 4, &lg, 3, tokens.data(), scores.data(),
+                                  host_counts.data()) == TREEMASK_ERR_OUT_OF_RANGE);
+  CHECK(std::string(treemask_last_error()).find("states[3]") != std::string::npos);
+  host_counts.assign(4, 99);
+  CHECK_TM(treemask_trie_topk_states(trie.p, states.data(), 3, &lg, 3, tokens.data(), scores.data(),
+                                     host_counts.data()));
+  lg.data = dev_rows.get();
+  DeviceArray<int32_t> dev_tokens(12);
+  DeviceArray<float> dev_scores(12);
+  CHECK_TM(treemask_cuda_trie_topk_states(dev.p, dev_states.get(), 4, &lg, 3, dev_tokens.get(),
+                                          dev_scores.get(), dev_counts.get(), nullptr, nullptr));
+  const auto got_tokens = dev_tokens.download();
+  const auto got_counts = dev_counts.download();
+  const std::vector<int32_t> want_tokens = {1, 4, -1, 0, 7, -1, 0, 7, -1, 0, 7, -1};
+  CHECK(got_counts == (std::vector<size_t>{2, 2, 2, 2}));
+  CHECK(got_tokens == want_tokens);
+  CHECK((std::vector<size_t>(host_counts.begin(), host_counts.begin() + 3) ==
+         std::vector<size_t>{2, 2, 2}));
+  CHECK((std::vector<int32_t>(tokens.begin(), tokens.begin() + 9) ==
+         std::vector<int32_t>(want_tokens.begin(), want_tokens.begin() + 9)));
+  const auto got_scores = dev_scores.download();
+  for (size_t i = 0; i < 12; ++i) {
+    const float want = i % 3 == 2 ? kNegInf : -static_cast<float>(want_tokens[i] + 1) / 4;
+    CHECK(same_score(got_scores[i], want));
+    if (i < 9) CHECK(same_score(scores[i], got_scores[i]));
   }
 }
 
@@ -491,6 +558,153 @@ void graph_capture() {
   CHECK_CUDA(cudaStreamDestroy(stream));
 }
 
+// Shapes at the edges of the step's paths, compared bit for bit (log_probs):
+// slots with 1, B - 1, B, B + 1 and 2,047 / 2,048 / 2,049 candidates (the
+// last one past what a block selects from shared memory), requests of
+// B x B = 2,025 and 2,116 keys (the merge in shared memory and streamed),
+// B = 1, and many tied scores (the logits are multiples of 1/16).
+void awkward_shapes() {
+  struct Shape {
+    int32_t root_fanout, second_fanout;
+    size_t B, n_requests;
+  };
+  const Shape shapes[] = {
+      {1, 1, 1, 1},       {5, 3, 1, 4},     {7, 6, 7, 2},     {8, 8, 7, 3},
+      {9, 2, 8, 2},       {2047, 3, 45, 1}, {2048, 2, 46, 2}, {2049, 40, 45, 1},
+      {2049, 2049, 2, 2}, {300, 70, 70, 2}, {40, 33, 32, 3},  {33, 31, 33, 2},
+  };
+  std::mt19937_64 rng(123);
+  for (const Shape &sh : shapes) {
+    const int32_t vocab = sh.root_fanout + sh.second_fanout + 1;
+    const int32_t stop = vocab - 1;
+    std::vector<Path> paths;
+    for (int32_t a = 0; a < sh.root_fanout; ++a) {
+      for (int32_t b = 0; b < sh.second_fanout; ++b) paths.push_back({a, sh.root_fanout + b});
+    }
+    TrieHandle trie;
+    CHECK_TM(testutil::make_trie(paths, vocab, {stop}, trie));
+    if (!trie.p) continue;
+    SearchSpec spec;
+    spec.B = sh.B;
+    spec.n_requests = sh.n_requests;
+    spec.dtype = static_cast<int32_t>(rng() % 3);
+    spec.log_probs = true;
+    spec.n_columns = static_cast<size_t>(vocab);
+    spec.stride = spec.n_columns + 1;
+    spec.steps = 4;
+    compare_search(
+        trie.p, spec, rng,
+        "shape " + std::to_string(sh.root_fanout) + "x" + std::to_string(sh.second_fanout));
+  }
+}
+
+// The selections' last resort: when the candidates above the floor that a
+// subset's top-B sets do not fit in shared memory, the selection runs over
+// all of them. Rising logits put a slot's best candidates after its first
+// ones (3,000 candidates, all above the floor), and rising beam scores put
+// a request's best lists after its first ones (64 x 64 keys); one step each,
+// bit for bit against the CPU.
+void overflow_paths() {
+  const int32_t fanout = 3000, vocab = fanout + 1;
+  std::vector<Path> paths;
+  for (int32_t t = 0; t < fanout; ++t) paths.push_back({t});
+  TrieHandle trie;
+  CHECK_TM(testutil::make_trie(paths, vocab, {fanout}, trie));
+  DevTrie dev(trie.p);
+  for (const size_t B : {size_t{8}, size_t{64}}) {
+    const size_t n_requests = 2, n_slots = n_requests * B;
+    Rows rows(cudatest::kF32, n_slots, vocab);
+    for (size_t i = 0; i < n_slots; ++i) {
+      for (size_t c = 0; c < static_cast<size_t>(vocab); ++c) {
+        rows.set(i, c, -static_cast<float>(static_cast<size_t>(vocab) - c) / 1024.0f);
+      }
+    }
+    std::vector<float> scores(n_slots);
+    for (size_t i = 0; i < n_slots; ++i) scores[i] = static_cast<float>(i % B);  // rising
+    std::vector<uint32_t> states(n_slots, TREEMASK_STATE_ROOT);
+    DeviceStep d(n_requests, B);
+    d.states.upload(states);
+    d.scores.upload(scores);
+    DeviceArray<uint8_t> dev_rows(rows.bytes);
+    treemask_logits lg;
+    treemask_logits_init(&lg);
+    lg.log_probs = true;
+    lg.data = rows.bytes.data();
+    Cpu cpu(B);
+    std::vector<int32_t> parents(n_slots), tokens(n_slots);
+    CHECK_TM(treemask_beam_step_states(cpu.p, trie.p, n_requests, &lg, states.data(), scores.data(),
+                                       parents.data(), tokens.data()));
+    lg.data = dev_rows.get();
+    CHECK_TM(treemask_cuda_beam_step(dev.p, n_requests, B, &lg, d.states.get(), d.scores.get(),
+                                     d.parents.get(), d.tokens.get(), d.workspace.get(),
+                                     d.workspace_bytes, nullptr, nullptr));
+    CHECK_MSG(d.parents.download() == parents, "overflow B " + std::to_string(B) + " parents");
+    CHECK_MSG(d.tokens.download() == tokens, "overflow B " + std::to_string(B) + " tokens");
+    CHECK_MSG(d.states.download() == states, "overflow B " + std::to_string(B) + " states");
+  }
+}
+
+// One workspace serves steps of one shape one after the other with no
+// clearing (each step leaves its per-request arrival counters, the first
+// n_requests x 4 bytes, zero again), and steps of other shapes after a
+// zero-fill (the contract in treemask_cuda.h).
+void workspace_reuse() {
+  std::mt19937_64 rng(321);
+  const int32_t vocab = 60;
+  const auto paths = random_paths(rng, vocab, 0, 4, 40);
+  TrieHandle trie;
+  CHECK_TM(testutil::make_trie(paths, vocab, {0}, trie));
+  DevTrie dev(trie.p);
+  DeviceStep big(8, 9);  // the largest shape below
+  const std::pair<size_t, size_t> shapes[] = {{3, 5}, {3, 5}, {8, 9}, {8, 9},
+                                              {1, 1}, {2, 7}, {5, 3}, {5, 3}};
+  std::pair<size_t, size_t> last{0, 0};
+  for (const auto &shape : shapes) {
+    const auto [n_requests, B] = shape;
+    if (shape != last) big.workspace.upload(std::vector<uint8_t>(big.workspace_bytes, 0));
+    last = shape;
+    const size_t n_slots = n_requests * B;
+    Rows rows(cudatest::kF32, n_slots, vocab);
+    for (size_t i = 0; i < n_slots; ++i) {
+      for (size_t c = 0; c < static_cast<size_t>(vocab); ++c)
+        rows.set(i, c, random_value(rng, true));
+    }
+    std::vector<float> scores(n_slots, kNegInf);
+    for (size_t r = 0; r < n_requests; ++r) scores[r * B] = 0.0f;
+    std::vector<uint32_t> states(n_slots, TREEMASK_STATE_ROOT);
+    big.states.upload(std::vector<uint32_t>(big.n_slots, TREEMASK_STATE_ROOT));
+    std::vector<float> all_scores(big.n_slots, kNegInf);
+    std::copy(scores.begin(), scores.end(), all_scores.begin());
+    big.scores.upload(all_scores);
+    DeviceArray<uint8_t> dev_rows(rows.bytes);
+    treemask_logits lg;
+    treemask_logits_init(&lg);
+    lg.log_probs = true;
+    lg.data = rows.bytes.data();
+    Cpu cpu(B);
+    std::vector<int32_t> parents(n_slots), tokens(n_slots);
+    CHECK_TM(treemask_beam_step_states(cpu.p, trie.p, n_requests, &lg, states.data(), scores.data(),
+                                       parents.data(), tokens.data()));
+    lg.data = dev_rows.get();
+    CHECK_TM(treemask_cuda_beam_step(dev.p, n_requests, B, &lg, big.states.get(), big.scores.get(),
+                                     big.parents.get(), big.tokens.get(), big.workspace.get(),
+                                     big.workspace_bytes, nullptr, nullptr));
+    const auto got_parents = big.parents.download();
+    const auto got_tokens = big.tokens.download();
+    const auto got_states = big.states.download();
+    const std::string where = "reuse " + std::to_string(n_requests) + "x" + std::to_string(B);
+    for (size_t i = 0; i < n_slots; ++i) {
+      const std::string at = where + " slot " + std::to_string(i);
+      CHECK_MSG(got_parents[i] == parents[i] && got_tokens[i] == tokens[i], at);
+      CHECK_MSG(got_states[i] == states[i], at + " state");
+    }
+    const auto ws = big.workspace.download();
+    CHECK_MSG(std::all_of(ws.begin(), ws.begin() + static_cast<std::ptrdiff_t>(n_requests * 4),
+                          [](uint8_t b) { return b == 0; }),
+              where + ": the arrival counters are zero after the step");
+  }
+}
+
 void argument_errors() {
   TrieHandle trie;
   CHECK_TM(testutil::make_trie({{1, 2}, {2}}, 8, {0}, trie));
@@ -525,7 +739,7 @@ void argument_errors() {
   bad_dtype.dtype = 5;
   CHECK(step(2, 3, &bad_dtype, d.workspace_bytes, d.states.get()) == TREEMASK_ERR_INVALID_ARGUMENT);
   CHECK(step(0, 3, &lg, 0, d.states.get()) == TREEMASK_OK);
-  DeviceArray<int32_t> counts(2);
+  DeviceArray<size_t> counts(2);
   CHECK(treemask_cuda_trie_topk_states(
             dev.p, d.states.get(), 2, &lg, TREEMASK_CUDA_MAX_BEAM_WIDTH + 1, d.tokens.get(),
             d.scores.get(), counts.get(), nullptr, nullptr) == TREEMASK_ERR_INVALID_ARGUMENT);
@@ -545,6 +759,10 @@ int main() {
   const int topks = cudatest::kEmulated ? testutil::scaled(60) : testutil::scaled(300);
   for (int i = 0; i < topks && cudatest::g_failures == 0; ++i)
     run_topk(9000 + static_cast<uint64_t>(i));
+  topk_contract();
+  awkward_shapes();
+  workspace_reuse();
+  overflow_paths();
   large_searches();
   bad_row();
   graph_capture();

@@ -223,7 +223,7 @@ void run_everything() {
   // The device beam step and top-k: the workspace size needs no device.
   size_t ws_bytes = 0;
   const treemask_status ws = treemask_cuda_beam_workspace_size(2, 3, &ws_bytes);
-  EXPECT(TREEMASK_TEST_CUDA_BUILT ? ws == TREEMASK_OK && ws_bytes == 2 * 3 * (3 * 8 + 4)
+  EXPECT(TREEMASK_TEST_CUDA_BUILT ? ws == TREEMASK_OK && ws_bytes == 2 * 3 * (3 * 8 + 4) + 2 * 4
                                   : ws == TREEMASK_ERR_UNSUPPORTED);
   EXPECT(argument_error(treemask_cuda_beam_workspace_size(2, 0, &ws_bytes),
                         TREEMASK_ERR_INVALID_ARGUMENT, "beam_width 0 is outside"));
@@ -232,12 +232,25 @@ void run_everything() {
   lg.data = logits.data();
   float scores[2] = {0, 0};
   int32_t parents[2], tokens[2];
+  size_t counts[2];
   EXPECT(argument_error(treemask_cuda_beam_step(nullptr, 1, 2, &lg, states, scores, parents, tokens,
                                                 nullptr, 0, nullptr, nullptr),
                         TREEMASK_ERR_INVALID_ARGUMENT, "dev_trie is NULL"));
   EXPECT(argument_error(treemask_cuda_trie_topk_states(nullptr, states, 2, &lg, 1, tokens, scores,
-                                                       parents, nullptr, nullptr),
+                                                       counts, nullptr, nullptr),
                         TREEMASK_ERR_INVALID_ARGUMENT, "dev_trie is NULL"));
+
+  // The advance alone and the growing token rows.
+  const int32_t step_tokens[2] = {1, 2};
+  EXPECT(argument_error(
+      treemask_cuda_trie_advance_states(nullptr, states, step_tokens, 2, 0, nullptr, nullptr),
+      TREEMASK_ERR_INVALID_ARGUMENT, "dev_trie is NULL"));
+  treemask_cuda_token_rows rows;
+  treemask_cuda_token_rows_init(&rows);
+  EXPECT(rows.struct_size == sizeof rows && rows.tokens == nullptr && rows.n_rows == 0);
+  EXPECT(argument_error(treemask_cuda_trie_follow_rows(nullptr, nullptr, &rows, 0, nullptr),
+                        TREEMASK_ERR_INVALID_ARGUMENT, "dev_trie is NULL"));
+  treemask_cuda_token_rows_init(nullptr);  // a no-op
 
   // Nothing to do needs no device.
   const treemask_status empty = treemask_cuda_apply_token_bitmask(

@@ -9,6 +9,7 @@
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include <algorithm>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -422,6 +423,203 @@ void test_graph(const TrieUnderTest &t, std::mt19937_64 &rng) {
   CHECK_CUDA(cudaStreamDestroy(stream));
 }
 
+// The host's answer for a row of ids: a walk from the root with
+// treemask_trie_advance_states, ids outside [0, INT32_MAX) as INT32_MAX.
+uint32_t host_walk(const TrieUnderTest &t, const int64_t *ids, size_t n, int32_t policy) {
+  uint32_t state = TREEMASK_STATE_ROOT;
+  for (size_t k = 0; k < n; ++k) {
+    const int32_t token =
+        ids[k] >= 0 && ids[k] < INT32_MAX ? static_cast<int32_t>(ids[k]) : INT32_MAX;
+    CHECK_TM(treemask_trie_advance_states(t.trie.p, &state, &token, 1, policy, nullptr));
+  }
+  return state;
+}
+
+// The tokens a state allows (the host's fill).
+std::vector<int32_t> allowed_tokens(const TrieUnderTest &t, uint32_t state) {
+  std::vector<int32_t> row(static_cast<size_t>((t.vocab + 31) / 32));
+  CHECK_TM(treemask_trie_fill_states(t.trie.p, &state, 1, row.data(), row.size()));
+  std::vector<int32_t> out;
+  for (int32_t tok = 0; tok < t.vocab; ++tok) {
+    if (cudatest::bit_set(row.data(), static_cast<size_t>(tok))) out.push_back(tok);
+  }
+  return out;
+}
+
+// treemask_cuda_trie_advance_states (the advance alone) against the host's.
+void test_advance_states(const TrieUnderTest &t, std::mt19937_64 &rng, cudaStream_t stream) {
+  treemask_cuda_trie *dt = nullptr;
+  CHECK_TM(treemask_cuda_trie_upload(t.trie.p, stream, &dt));
+  const size_t n = 300;
+  std::vector<uint32_t> states(n);
+  std::vector<int32_t> tokens(n);
+  for (int32_t policy = 0; policy <= 2; ++policy) {
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t kind = rng() % 8;
+      states[i] = kind == 0   ? kTerminated
+                  : kind == 1 ? kFailed
+                              : static_cast<uint32_t>(rng() % t.n_nodes);
+      tokens[i] = rng() % 10 == 0 ? -1 : static_cast<int32_t>(rng() % (t.vocab + 2));
+    }
+    DeviceArray<uint32_t> dev_states(states);
+    DeviceArray<int32_t> dev_tokens(tokens);
+    DeviceArray<uint8_t> dev_accepted(n);
+    std::vector<bool> want_accepted(n);
+    for (size_t i = 0; i < n; ++i) {
+      bool ok = false;
+      CHECK_TM(treemask_trie_advance_states(t.trie.p, &states[i], &tokens[i], 1, policy, &ok));
+      want_accepted[i] = ok;
+    }
+    CHECK_TM(treemask_cuda_trie_advance_states(dt, dev_states.get(), dev_tokens.get(), n, policy,
+                                               dev_accepted.get(), stream));
+    CHECK(dev_states.download(stream) == states);
+    const auto accepted = dev_accepted.download(stream);
+    for (size_t i = 0; i < n; ++i) CHECK((accepted[i] != 0) == want_accepted[i]);
+  }
+  CHECK(treemask_cuda_trie_advance_states(dt, nullptr, nullptr, 1, 0, nullptr, stream) ==
+        TREEMASK_ERR_INVALID_ARGUMENT);
+  treemask_cuda_trie_free(dt);
+}
+
+// A decode loop's rows on the device: each step gathers the previous rows
+// the way beam search does (reordered, duplicated, some dropped), appends
+// one id per row (mostly allowed, also stops, rejected ids, ids past the
+// vocabulary, negative and huge int64 ids) and asks for every row's state
+// with the previous call as prev. Rows live in a buffer wider than they are
+// (transformers' running sequences), the row count changes, a step is
+// sometimes skipped (prev one id too short: every row walks from the
+// root), rows sometimes come from nowhere, and sometimes prev is forged (a
+// key that matches but ids that do not: the comparison must reject it).
+// Every state must equal the host's walk of its row.
+void test_follow_rows(const TrieUnderTest &t, int32_t policy, std::mt19937_64 &rng,
+                      cudaStream_t stream) {
+  treemask_cuda_trie *dt = nullptr;
+  CHECK_TM(treemask_cuda_trie_upload(t.trie.p, stream, &dt));
+  const size_t capacity = 25, max_rows = 40;
+  std::vector<std::vector<int64_t>> rows(1 + rng() % 8);
+  struct Call {
+    DeviceArray<int64_t> ids;
+    DeviceArray<uint32_t> states;
+    DeviceArray<uint64_t> keys;
+    treemask_cuda_token_rows desc;
+    Call(const std::vector<int64_t> &buffer, size_t n_rows, size_t n_tokens, size_t stride)
+        : ids(buffer), states(n_rows), keys(n_rows) {
+      treemask_cuda_token_rows_init(&desc);
+      desc.tokens = ids.get();
+      desc.n_rows = n_rows;
+      desc.n_tokens = n_tokens;
+      desc.row_stride = stride;
+      desc.states = states.get();
+      desc.keys = keys.get();
+    }
+  };
+  std::unique_ptr<Call> prev;
+  for (size_t n_tokens = 0; n_tokens < capacity - 1; ++n_tokens) {
+    if (n_tokens > 0) {
+      // Gather like beam search, then append one id per row.
+      std::vector<std::vector<int64_t>> next;
+      const size_t n_next = 1 + rng() % max_rows;
+      for (size_t i = 0; i < n_next; ++i) {
+        if (rng() % 25 == 0) {  // a row from nowhere
+          std::vector<int64_t> fresh(n_tokens - 1);
+          for (auto &id : fresh) id = static_cast<int64_t>(rng() % static_cast<uint64_t>(t.vocab));
+          next.push_back(fresh);
+        } else {
+          next.push_back(rows[rng() % rows.size()]);
+        }
+      }
+      for (auto &row : next) {
+        const std::vector<int32_t> allowed =
+            allowed_tokens(t, host_walk(t, row.data(), row.size(), policy));
+        const uint64_t kind = rng() % 20;
+        int64_t id;
+        if (kind < 12 && !allowed.empty()) {
+          id = allowed[rng() % allowed.size()];
+        } else if (kind < 14) {
+          id = t.stops[rng() % t.stops.size()];
+        } else if (kind < 16) {
+          id = static_cast<int64_t>(rng() % static_cast<uint64_t>(t.vocab));
+        } else if (kind < 17) {
+          id = t.vocab + static_cast<int64_t>(rng() % 5);
+        } else if (kind < 18) {
+          id = -1 - static_cast<int64_t>(rng() % 3);
+        } else if (kind < 19) {
+          id = int64_t{1} << 40;
+        } else {
+          id = INT32_MAX;
+        }
+        row.push_back(id);
+      }
+      rows = std::move(next);
+    }
+    const size_t n_rows = rows.size();
+    std::vector<int64_t> buffer(n_rows * capacity, 7);
+    for (size_t r = 0; r < n_rows; ++r) {
+      std::copy(rows[r].begin(), rows[r].end(), buffer.begin() + r * capacity);
+    }
+    auto call = std::make_unique<Call>(buffer, n_rows, n_tokens, capacity);
+    const bool skip_prev = rng() % 8 == 0;
+    if (prev && rng() % 6 == 0 && prev->desc.n_rows > 0 && prev->desc.n_tokens > 0) {
+      // A forged prev: its keys still those of the rows' ids, its ids and
+      // states those of other ids (each row's first id changed). A row that
+      // trusted the key would take a state that is not its own.
+      auto changed = prev->ids.download(stream);
+      std::vector<uint32_t> states(prev->desc.n_rows);
+      for (size_t r = 0; r < prev->desc.n_rows; ++r) {
+        int64_t *row = &changed[r * capacity];
+        row[0] = row[0] == 0 ? 1 : 0;
+        states[r] = host_walk(t, row, prev->desc.n_tokens, policy);
+      }
+      prev->ids.upload(changed, stream);
+      prev->states.upload(states, stream);
+    }
+    CHECK_TM(treemask_cuda_trie_follow_rows(dt, skip_prev || !prev ? nullptr : &prev->desc,
+                                            &call->desc, policy, stream));
+    const auto got = call->states.download(stream);
+    for (size_t r = 0; r < n_rows; ++r) {
+      const uint32_t want = host_walk(t, rows[r].data(), rows[r].size(), policy);
+      CHECK_MSG(got[r] == want, t.name + " policy " + std::to_string(policy) + " row " +
+                                    std::to_string(r) + " of " + std::to_string(n_tokens) +
+                                    " ids: " + std::to_string(got[r]) + " vs " +
+                                    std::to_string(want));
+    }
+    prev = std::move(call);
+  }
+  // A row that matches prev takes prev's state (one step, no walk): with
+  // prev's states all TERMINATED, rows that extend prev's rows stay so.
+  {
+    const size_t n_rows = prev->desc.n_rows, n_tokens = prev->desc.n_tokens + 1;
+    auto ids = prev->ids.download(stream);
+    for (size_t r = 0; r < n_rows; ++r) ids[r * capacity + n_tokens - 1] = 1;
+    Call next(ids, n_rows, n_tokens, capacity);
+    prev->states.upload(std::vector<uint32_t>(n_rows, kTerminated), stream);
+    CHECK_TM(treemask_cuda_trie_follow_rows(dt, &prev->desc, &next.desc, policy, stream));
+    CHECK(next.states.download(stream) == std::vector<uint32_t>(n_rows, kTerminated));
+  }
+  // Errors: a NULL rows, an unknown policy, row_stride < n_tokens, host arrays.
+  treemask_cuda_token_rows bad;
+  treemask_cuda_token_rows_init(&bad);
+  CHECK(treemask_cuda_trie_follow_rows(dt, nullptr, nullptr, 0, stream) ==
+        TREEMASK_ERR_INVALID_ARGUMENT);
+  CHECK(treemask_cuda_trie_follow_rows(dt, nullptr, &bad, 7, stream) ==
+        TREEMASK_ERR_INVALID_ARGUMENT);
+  bad = prev->desc;
+  bad.row_stride = bad.n_tokens - 1;
+  CHECK(treemask_cuda_trie_follow_rows(dt, nullptr, &bad, 0, stream) ==
+        TREEMASK_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(treemask_last_error()).find("row_stride") != std::string::npos);
+  std::vector<uint32_t> host_states(prev->desc.n_rows);
+  bad = prev->desc;
+  bad.states = host_states.data();
+  CHECK(treemask_cuda_trie_follow_rows(dt, nullptr, &bad, 0, stream) ==
+        TREEMASK_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(treemask_last_error()).find("rows->states") != std::string::npos);
+  bad = prev->desc;
+  bad.n_rows = 0;  // nothing to do
+  CHECK_TM(treemask_cuda_trie_follow_rows(dt, nullptr, &bad, 0, stream));
+  treemask_cuda_trie_free(dt);
+}
+
 }  // namespace
 
 int main() {
@@ -444,6 +642,14 @@ int main() {
   }
   test_reserved_and_invalid_states(big, stream);
   test_step_errors(big, stream);
+  test_advance_states(big, rng, stream);
+  for (int32_t policy = 0; policy <= 2; ++policy) test_follow_rows(big, policy, rng, stream);
+  for (int i = 0; i < 6; ++i) {
+    TrieUnderTest small;
+    random_small_trie(rng, i % 2 ? 40 : 3, small);
+    test_advance_states(small, rng, stream);
+    test_follow_rows(small, i % 3, rng, i % 2 ? nullptr : stream);
+  }
   CHECK_CUDA(cudaStreamDestroy(stream));
   return cudatest::finish("test_cuda_trie");
 }

@@ -636,4 +636,105 @@ TEST(RtpCompat, SkipsWhatRtpLlmSkipsAndCountsIt) {
   rtp::expect_trie_follows_rule(tsv.p, d);
 }
 
+// Item 13 (issue 21): RTP-LLM's PrefixToCandidateTokensTest, every case of
+// it that a prefix_dict file can express, in compatibility mode. Its keys
+// ("k", "leaf", ...) do not start with start_token_id, so compatibility mode
+// ignores them (as RTP-LLM never looks them up), but a malformed value is
+// refused wherever it stands, as RTP-LLM's parser refuses it. Names are
+// RTP-LLM's test names; `loads` is what RTP-LLM's initSuccess() expects.
+TEST(RtpCompat, PortedPrefixToCandidateTokensTest) {
+  REQUIRE_JSON_OR_EXPECT_UNSUPPORTED();
+  struct Case {
+    const char *name;
+    const char *json;
+    bool loads;
+  };
+  const Case cases[] = {
+      {"SAXLegacyEquivalence",
+       R"({"start_token_id": 100, "end_token_id": 200, "sep": "-",)"
+       R"( "prefix_dict": {"a-b": [10,20,30], "a-b-c": [40,50]}})",
+       true},
+      {"SAXEmptyArray",
+       R"({"start_token_id": 1, "end_token_id": 2, "prefix_dict": {"leaf": [], "normal": [10,20]}})",
+       true},
+      {"SAXDuplicateTokens",
+       R"({"start_token_id": 1, "end_token_id": 2, "prefix_dict": {"dup": [5, 5, 3, 3, 5]}})",
+       true},
+      {"SAXInvalidJsonFallback", R"({ "start_token_id": 1, "end_token_id": 2, INVALID })", false},
+      {"SAXLargeTokenIdOverflow",
+       R"({"start_token_id": 1, "end_token_id": 2, "prefix_dict": {"overflow": [10, 3000000000, 20]}})",
+       true},
+      {"SAXNegativeCandidateTokensSkipped",
+       R"({"start_token_id": 1, "end_token_id": 2,)"
+       R"( "prefix_dict": {"neg": [-10, 5, -3, 7], "all_neg": [-1, -2]}})",
+       true},
+      {"SAXRootNotObject", R"([1, 2, 3])", false},
+      {"SAXRootScalar", R"(42)", false},
+      {"SAXPrefixDictNotObject",
+       R"({"start_token_id": 1, "end_token_id": 2, "prefix_dict": [1, 2, 3]})", false},
+      {"SAXPrefixDictValueNotArray",
+       R"({"start_token_id": 1, "end_token_id": 2, "prefix_dict": {"k": 5}})", false},
+      {"SAXPrefixDictValueObject",
+       R"({"start_token_id": 1, "end_token_id": 2, "prefix_dict": {"k": {"nested": 1}}})", false},
+      {"SAXPrefixDictArrayElementNotInt",
+       R"({"start_token_id": 1, "end_token_id": 2, "prefix_dict": {"k": [1, "x", 3]}})", false},
+      {"SAXStartTokenIdString",
+       R"({"start_token_id": "abc", "end_token_id": 2, "prefix_dict": {"k": [1, 2]}})", false},
+      {"SAXEndTokenIdBool",
+       R"({"start_token_id": 1, "end_token_id": true, "prefix_dict": {"k": [1, 2]}})", false},
+      {"SAXStartTokenIdObject",
+       R"({"start_token_id": {"x": 1}, "end_token_id": 2, "prefix_dict": {"k": [1, 2]}})", false},
+      {"SAXSepNotString",
+       R"({"start_token_id": 1, "end_token_id": 2, "sep": 5, "prefix_dict": {"k": [1, 2]}})",
+       false},
+      {"SAXPrefixDictNumber", R"({"start_token_id": 1, "end_token_id": 2, "prefix_dict": 5})",
+       false},
+      {"SAXNestedArray",
+       R"({"start_token_id": 1, "end_token_id": 2, "prefix_dict": {"k": [[1, 2], [3]]}})", false},
+      {"SAXUnknownRootObjectFieldTolerated",
+       R"({"start_token_id": 100, "end_token_id": 200,)"
+       R"( "metadata": {"author": "x", "version": 3, "nested": {"a": [1, 2], "b": "str"}},)"
+       R"( "prefix_dict": {"k": [10, 20]}})",
+       true},
+      {"SAXUnknownRootArrayFieldTolerated",
+       R"({"start_token_id": 1, "end_token_id": 2, "extra_list": [1, 2, [3, 4], {"x": 5}],)"
+       R"( "prefix_dict": {"k": [10, 20]}})",
+       true},
+      {"SAXUnknownRootFieldBeforeAndAfter",
+       R"({"lead": {"deep": {"deeper": [1, 2, 3]}}, "start_token_id": 7, "end_token_id": 8,)"
+       R"( "prefix_dict": {"a": [1], "b": [2, 3]}, "trail": [{"k": "v"}, [9, [10]]]})",
+       true},
+      {"SAXStartTokenIdOverflow",
+       R"({"start_token_id": 3000000000, "end_token_id": 2, "prefix_dict": {"k": [1, 2]}})", false},
+      {"SAXEndTokenIdOverflow",
+       R"({"start_token_id": 1, "end_token_id": -3000000000, "prefix_dict": {"k": [1, 2]}})",
+       false},
+  };
+  const auto o = options(1000);
+  const testutil::Rtp compat(-1, -1, nullptr, true);
+  for (const Case &c : cases) {
+    TrieHandle t;
+    const treemask_status s = from_json(c.json, t, 1000, &o, compat.get());
+    EXPECT_EQ(s == TREEMASK_OK, c.loads) << c.name << ": " << last_error();
+  }
+  // The four values compatibility mode used to ignore under a foreign key,
+  // each named in the error.
+  for (const char *value : {"5", "[[1, 2], [3]]", "[1, \"x\", 3]", "{\"nested\": 1}"}) {
+    TrieHandle t;
+    const std::string json = std::string(R"({"start_token_id": 1, "end_token_id": 2,)") +
+                             R"( "prefix_dict": {"1": [5], "k": )" + value + "}}";
+    EXPECT_EQ(from_json(json, t, 1000, &o, compat.get()), TREEMASK_ERR_PARSE) << value;
+    EXPECT_NE(last_error().find("key \"k\""), std::string::npos) << last_error();
+  }
+  // Under an accepted key as well; and the strict default refuses them too.
+  TrieHandle t;
+  EXPECT_EQ(from_json(R"({"start_token_id": 1, "end_token_id": 2, "prefix_dict": {"1": {"a": 1}}})",
+                      t, 1000, &o, compat.get()),
+            TREEMASK_ERR_PARSE);
+  TrieHandle strict;
+  EXPECT_NE(from_json(R"({"start_token_id": 1, "end_token_id": 2, "prefix_dict": {"k": 5}})",
+                      strict, 1000),
+            TREEMASK_OK);
+}
+
 }  // namespace

@@ -88,7 +88,7 @@ static struct llama_sampler *make_chain(const chain_spec *c, treemask_trie *trie
   struct llama_sampler *chain = llama_sampler_chain_init(llama_sampler_chain_default_params());
   *ours = NULL;
   if (c->with_treemask) {
-    *ours = treemask_llama_sampler_init(trie, NULL);
+    *ours = treemask_llama_sampler_init(V, trie, NULL);
     llama_sampler_chain_add(chain, *ours);
   }
   for (const char *r = c->rest; *r; ++r) {
@@ -153,7 +153,7 @@ int main(void) {
   double alone_us = 1e30, reordered_us = 1e30;
   for (int reversed = 0; reversed < 2; ++reversed) {
     for (int rep = 0; rep < 3; ++rep) {
-      struct llama_sampler *ours = treemask_llama_sampler_init(trie, NULL);
+      struct llama_sampler *ours = treemask_llama_sampler_init(V, trie, NULL);
       double total = 0;
       for (int i = 0; i < n; ++i) {
         next_logits();

@@ -100,14 +100,35 @@ static void expect_allowed(struct llama_sampler *smpl, const int32_t *want, size
 }
 
 static void test_init_errors(void) {
-  CHECK(treemask_llama_sampler_init(NULL, NULL) == NULL);
-  CHECK(strlen(treemask_last_error()) > 0);
+  CHECK(treemask_llama_sampler_init(V, NULL, NULL) == NULL);
+  CHECK(strstr(treemask_llama_sampler_error(), "trie is NULL") != NULL);
   treemask_trie *trie = small_trie();
   treemask_matcher_options o;
   treemask_matcher_options_init(&o);
   o.failure_policy = 99;
-  CHECK(treemask_llama_sampler_init(trie, &o) == NULL);
-  CHECK(strstr(treemask_last_error(), "failure_policy") != NULL);
+  CHECK(treemask_llama_sampler_init(V, trie, &o) == NULL);
+  CHECK(strstr(treemask_llama_sampler_error(), "failure_policy") != NULL);
+  /* Issue 21 item 12: a trie that does not fit the model's vocabulary (its
+   * stop token STOP = 999 on a model of 500 tokens would be offered). */
+  CHECK(treemask_llama_sampler_init(500, trie, NULL) == NULL);
+  CHECK(strstr(treemask_llama_sampler_error(),
+               "vocab_size 1000 is larger than the model's n_vocab 500") != NULL);
+  CHECK(treemask_llama_sampler_init(0, trie, NULL) == NULL);
+  CHECK(strstr(treemask_llama_sampler_error(), "n_vocab 0") != NULL);
+  CHECK(treemask_llama_sampler_init(-5, trie, NULL) == NULL);
+  /* Fits exactly: fine, and a success clears the message. */
+  struct llama_sampler *fits = treemask_llama_sampler_init(V, trie, NULL);
+  CHECK(fits != NULL);
+  CHECK(strcmp(treemask_llama_sampler_error(), "") == 0);
+  llama_sampler_free(fits);
+  /* A larger (padded) model vocabulary is fine: its extra ids are never allowed. */
+  fits = treemask_llama_sampler_init(V + 64, trie, NULL);
+  CHECK(fits != NULL);
+  static candidates c;
+  fill_identity(&c, V);
+  llama_sampler_apply(fits, &c.arr);
+  CHECK(c.arr.size == 2 && c.arr.data[0].id == 5 && c.arr.data[1].id == 20);
+  llama_sampler_free(fits);
   treemask_trie_free(trie);
   CHECK(!treemask_llama_sampler_is_terminated(NULL));
   CHECK(treemask_llama_sampler_matcher(NULL) == NULL);
@@ -119,7 +140,7 @@ static void test_init_errors(void) {
 
 static void test_walk(void) {
   treemask_trie *trie = small_trie();
-  struct llama_sampler *s = treemask_llama_sampler_init(trie, NULL);
+  struct llama_sampler *s = treemask_llama_sampler_init(V, trie, NULL);
   treemask_trie_free(trie); /* the sampler retains it */
   CHECK(s != NULL);
   CHECK(strcmp(llama_sampler_name(s), "treemask") == 0);
@@ -148,7 +169,7 @@ static void test_walk(void) {
 /* Arrays that are not id == index: reversed, sorted by logit, truncated. */
 static void test_other_layouts(void) {
   treemask_trie *trie = small_trie();
-  struct llama_sampler *s = treemask_llama_sampler_init(trie, NULL);
+  struct llama_sampler *s = treemask_llama_sampler_init(V, trie, NULL);
   treemask_trie_free(trie);
   static candidates c;
 
@@ -216,7 +237,7 @@ static void test_fail_closed(void) {
   const int32_t root[] = {5, 20}, stop[] = {STOP};
 
   /* a token outside the trie accepted (forced by the application) */
-  struct llama_sampler *s = treemask_llama_sampler_init(trie, NULL);
+  struct llama_sampler *s = treemask_llama_sampler_init(V, trie, NULL);
   llama_sampler_accept(s, 6);
   CHECK(treemask_llama_sampler_is_failed(s));
   expect_allowed(s, stop, 1);
@@ -238,7 +259,7 @@ static void test_fail_closed(void) {
   treemask_matcher_options o;
   treemask_matcher_options_init(&o);
   o.failure_policy = TREEMASK_FAILURE_STICKY_ERROR;
-  s = treemask_llama_sampler_init(trie, &o);
+  s = treemask_llama_sampler_init(V, trie, &o);
   treemask_matcher *m = (treemask_matcher *)treemask_llama_sampler_matcher(s);
   bool accepted = true;
   CHECK(treemask_matcher_accept_token(m, 6, &accepted) == TREEMASK_OK && !accepted);
@@ -254,7 +275,7 @@ static void test_fail_closed(void) {
   treemask_matcher_options_init(&o);
   o.override_stop_tokens = overrides;
   o.n_override_stop_tokens = 2;
-  s = treemask_llama_sampler_init(trie, &o);
+  s = treemask_llama_sampler_init(V, trie, &o);
   llama_sampler_accept(s, 6);
   expect_allowed(s, overrides, 2);
   llama_sampler_free(s);
@@ -263,7 +284,7 @@ static void test_fail_closed(void) {
 
 static void test_clone_and_copy(void) {
   treemask_trie *trie = small_trie();
-  struct llama_sampler *s = treemask_llama_sampler_init(trie, NULL);
+  struct llama_sampler *s = treemask_llama_sampler_init(V, trie, NULL);
   treemask_trie_free(trie);
   llama_sampler_accept(s, 5);
   struct llama_sampler *c = llama_sampler_clone(s);
@@ -282,7 +303,7 @@ static void test_clone_and_copy(void) {
   /* a whole chain cloned carries our state */
   trie = small_trie();
   struct llama_sampler *chain = llama_sampler_chain_init(llama_sampler_chain_default_params());
-  llama_sampler_chain_add(chain, treemask_llama_sampler_init(trie, NULL));
+  llama_sampler_chain_add(chain, treemask_llama_sampler_init(V, trie, NULL));
   llama_sampler_chain_add(chain, llama_sampler_init_dist(7));
   treemask_trie_free(trie);
   llama_sampler_accept(chain, 5);
@@ -329,7 +350,7 @@ static bool is_small_trie_path(const int32_t *t, size_t n) {
 static void test_reset_semantics(void) {
   treemask_trie *trie = small_trie();
   struct llama_sampler *chain = llama_sampler_chain_init(llama_sampler_chain_default_params());
-  llama_sampler_chain_add(chain, treemask_llama_sampler_init(trie, NULL));
+  llama_sampler_chain_add(chain, treemask_llama_sampler_init(V, trie, NULL));
   llama_sampler_chain_add(chain, llama_sampler_init_dist(1234));
   treemask_trie_free(trie);
   int32_t first[10], seq[10];
@@ -373,7 +394,7 @@ static void test_probabilities(void) {
   llama_token_data data[8];
   for (int i = 0; i < 8; ++i) data[i] = (llama_token_data){i, logf(probs[i]), probs[i]};
   llama_token_data_array arr = {data, 8, -1, false};
-  struct llama_sampler *s = treemask_llama_sampler_init(trie, NULL);
+  struct llama_sampler *s = treemask_llama_sampler_init(V, trie, NULL);
   struct llama_sampler *dist = llama_sampler_init_dist(0);
   llama_sampler_apply(s, &arr);
   llama_sampler_apply(dist, &arr);
@@ -396,7 +417,7 @@ static void test_queues(void) {
   for (size_t q = 0; q < sizeof(queues) / sizeof(queues[0]); ++q) {
     for (unsigned round = 0; round < 50; ++round) {
       struct llama_sampler *chain = llama_sampler_chain_init(llama_sampler_chain_default_params());
-      llama_sampler_chain_add(chain, treemask_llama_sampler_init(trie, NULL));
+      llama_sampler_chain_add(chain, treemask_llama_sampler_init(V, trie, NULL));
       for (const char *c = queues[q]; *c; ++c) {
         switch (*c) {
           case 'k': llama_sampler_chain_add(chain, llama_sampler_init_top_k(1 + round % 3)); break;
@@ -427,7 +448,7 @@ static void test_think_mode(void) {
   o.n_think_end_tokens = 1;
   o.start_in_thinking = true;
   o.think_begin_token = 49;
-  struct llama_sampler *s = treemask_llama_sampler_init(trie, &o);
+  struct llama_sampler *s = treemask_llama_sampler_init(V, trie, &o);
   CHECK(s != NULL);
   static candidates c;
   fill_identity(&c, V);
@@ -575,6 +596,19 @@ static void test_model(const char *model_path, const char *labels_path, const ch
   CHECK(treemask_trie_from_paths(&o, ls.tokens, ls.offsets, ls.n_paths, NULL, &trie) ==
         TREEMASK_OK);
   if (trie_out) CHECK(treemask_trie_save(trie, trie_out, NULL) == TREEMASK_OK);
+  /* Issue 21 item 12: the same labels built for a larger vocabulary (a stop
+   * id past the model's last token) are refused for this model. */
+  treemask_trie *too_wide = NULL;
+  const int32_t past_the_end = n_vocab + 50;
+  treemask_trie_options wide = o;
+  wide.vocab_size = n_vocab + 100;
+  wide.stop_tokens = &past_the_end;
+  wide.n_stop_tokens = 1;
+  CHECK(treemask_trie_from_paths(&wide, ls.tokens, ls.offsets, ls.n_paths, NULL, &too_wide) ==
+        TREEMASK_OK);
+  CHECK(treemask_llama_sampler_init(n_vocab, too_wide, NULL) == NULL);
+  CHECK(strstr(treemask_llama_sampler_error(), "larger than the model's n_vocab") != NULL);
+  treemask_trie_free(too_wide);
   printf("model: %d-token vocabulary; trie of %zu labels (longest %zu tokens), stop tokens",
          n_vocab, ls.n_paths, max_len);
   for (size_t i = 0; i < n_stops; ++i) printf(" %d", stops[i]);
@@ -590,14 +624,14 @@ static void test_model(const char *model_path, const char *labels_path, const ch
   CHECK(ctx != NULL);
 
   struct llama_sampler *chain = llama_sampler_chain_init(llama_sampler_chain_default_params());
-  llama_sampler_chain_add(chain, treemask_llama_sampler_init(trie, NULL));
+  llama_sampler_chain_add(chain, treemask_llama_sampler_init(n_vocab, trie, NULL));
   llama_sampler_chain_add(chain, llama_sampler_init_dist(42));
   const int runs = getenv("TREEMASK_LLAMA_RUNS") ? atoi(getenv("TREEMASK_LLAMA_RUNS")) : 200;
   CHECK(generate_many(ctx, vocab, chain, &ls, max_len, runs, "[treemask, dist]") > 1);
   llama_sampler_free(chain);
 
   chain = llama_sampler_chain_init(llama_sampler_chain_default_params());
-  llama_sampler_chain_add(chain, treemask_llama_sampler_init(trie, NULL));
+  llama_sampler_chain_add(chain, treemask_llama_sampler_init(n_vocab, trie, NULL));
   llama_sampler_chain_add(chain, llama_sampler_init_top_k(3));
   llama_sampler_chain_add(chain, llama_sampler_init_temp(0.8f));
   llama_sampler_chain_add(chain, llama_sampler_init_dist(7));

@@ -244,7 +244,10 @@ def test_errors():
     with pytest.raises(treemask.Error, match="state"):
         treemask.beam_step_states(trie, np.full(4, 10**6, np.uint32), good, scores.copy(), B)
     with pytest.raises(treemask.InvalidArgumentError, match="k must be"):
-        treemask.topk_states(trie, states, good, 0)
+        treemask.topk_states(trie, states, good, -1)
+    # k = 0 is valid (the top-k contract of treemask.h, shared with the device).
+    none = treemask.topk_states(trie, states, good, 0)
+    assert none.tokens.shape == (4, 0) and none.counts.tolist() == [0, 0, 0, 0]
     with pytest.raises(treemask.InvalidArgumentError):
         treemask.Beam(0)
     with pytest.raises(treemask.InvalidArgumentError):

@@ -19,6 +19,25 @@ from treemask.hf import TrieLogitsProcessor  # noqa: E402
 VOCAB, EOS, PAD = 300, 299, 298
 
 
+@pytest.fixture(params=["host", "device"])
+def path(request, monkeypatch):
+    """Which path masks the scores: the host walk, or the device path
+    (treemask.torch's wrappers and follow_rows) over the host twins on CPU
+    tensors (host_cuda.py; the kernels themselves run in tests/cuda and
+    tests/python/test_cuda.py). Returns a function that routes a processor,
+    and the HostCudaLib (None for the host path)."""
+    if request.param == "host":
+        return lambda processor: processor, None
+    import host_cuda
+
+    host = host_cuda.install(monkeypatch)
+
+    def route(processor):
+        processor._device_path = lambda scores: True
+        return processor
+    return route, host
+
+
 def allowed_in(scores_row):
     return torch.nonzero(torch.isfinite(scores_row)).flatten().tolist()
 
@@ -67,42 +86,52 @@ def simulate(processor, model, rng, n_rows, steps, prompt, reorder=True, skip_st
 
 
 @pytest.mark.parametrize("reorder", [False, True])
-def test_rows_follow_their_own_tokens(reorder):
+def test_rows_follow_their_own_tokens(reorder, path):
+    route, host = path
     rng = random.Random(int(reorder))
     for _ in range(scaled(6)):
         paths = random_paths(rng, 30, 290, 6)
         trie = treemask.Trie.from_paths(paths, VOCAB, [EOS])
         model = TrieModel(paths, [EOS])
-        processor = TrieLogitsProcessor(trie, pad_token_id=PAD)
+        processor = route(TrieLogitsProcessor(trie, pad_token_id=PAD))
         # The cached path must serve every step: walking from the root would
-        # make a step cost O(rows x length).
+        # make a step cost O(rows x length). On the device path every row
+        # finds its parent among the previous call's rows.
         processor._state_from_root = None
         simulate(processor, model, rng, n_rows=8, steps=9, prompt=[5, 6, 7], reorder=reorder, pad=PAD)
+        if host is not None:
+            assert host.rows_walked == 0 and host.calls["follow_rows"] > 0
 
 
-def test_off_trie_tokens_close_the_row():
+def test_off_trie_tokens_close_the_row(path):
+    route, _host = path
     rng = random.Random(9)
     paths = random_paths(rng, 30, 290, 5)
     trie = treemask.Trie.from_paths(paths, VOCAB, [EOS])
-    simulate(TrieLogitsProcessor(trie), TrieModel(paths, [EOS]), rng, 6, 7, [1], wild=0.2)
+    simulate(route(TrieLogitsProcessor(trie)), TrieModel(paths, [EOS]), rng, 6, 7, [1], wild=0.2)
 
 
-def test_a_skipped_step_and_a_new_generation():
+def test_a_skipped_step_and_a_new_generation(path):
+    route, host = path
     rng = random.Random(4)
     paths = random_paths(rng, 30, 290, 6)
     trie = treemask.Trie.from_paths(paths, VOCAB, [EOS])
     model = TrieModel(paths, [EOS])
-    processor = TrieLogitsProcessor(trie)
+    processor = route(TrieLogitsProcessor(trie))
     simulate(processor, model, rng, 4, 6, [1, 2], skip_step=2)
     assert processor.prompt_length == 2
+    # The step after the skipped one found no parents: its 4 rows walked.
+    assert host is None or host.rows_walked == 4
     # A second generate() call with another prompt length re-infers it.
     simulate(processor, model, rng, 3, 5, [8, 8, 8, 8])
     assert processor.prompt_length == 4
+    assert host is None or host.rows_walked == 4
 
 
-def test_explicit_prompt_length_and_argument_errors():
+def test_explicit_prompt_length_and_argument_errors(path):
+    route, _host = path
     trie = treemask.Trie.from_paths([[1, 2]], VOCAB, [EOS])
-    processor = TrieLogitsProcessor(trie, prompt_length=2)
+    processor = route(TrieLogitsProcessor(trie, prompt_length=2))
     scores = torch.zeros((1, VOCAB))
     out = processor(torch.tensor([[7, 7, 1]]), scores)  # one token generated already
     assert allowed_in(out[0]) == [2]
@@ -142,9 +171,10 @@ def test_bfloat16_scores_and_a_transformers_processor_list():
     assert allowed_in(out[0].float()) == [1, 3] == allowed_in(out[1].float())
 
 
-def test_ids_outside_int32_are_rejected_not_skipped():
+def test_ids_outside_int32_are_rejected_not_skipped(path):
+    route, _host = path
     trie = treemask.Trie.from_paths([[1, 2]], VOCAB, [EOS])
-    processor = TrieLogitsProcessor(trie, prompt_length=0)
+    processor = route(TrieLogitsProcessor(trie, prompt_length=0))
     scores = torch.zeros((2, VOCAB))
     out = processor(torch.tensor([[1, 2**40], [1, -5]]), scores)
     # Both tokens are off the trie: fail_closed leaves only the stop token.

@@ -130,47 +130,25 @@ def test_num_return_sequences_and_errors():
         beam_search(model, input_ids, trie, 2, attention_mask=torch.ones(3, 5, dtype=torch.long))
 
 
-class HostDeviceTrie:
-    """treemask.torch.DeviceTrie's interface over the host step, on CPU
-    tensors: lets the device search loop run here, without a GPU, so that
-    its logic (first step by top-k, state advance, reordering, padding of
-    finished and dead slots) is checked against the host loop."""
-
-    def __init__(self, trie, device):
-        self.trie = trie
-        self.beams = {}
-
-    def topk(self, states, logits, k, *, log_probs=False):
-        r = treemask.topk_states(self.trie, states.numpy().view(np.uint32), logits, k)
-        return (torch.from_numpy(np.asarray(r.tokens, dtype=np.int32)),
-                torch.from_numpy(np.asarray(r.scores, dtype=np.float32)),
-                torch.from_numpy(np.asarray(r.counts).astype(np.int32)))
-
-    def advance_fill_bitmask(self, states, tokens, bitmask):
-        self.trie.advance_states(states.numpy().view(np.uint32), tokens.numpy())  # in place
-
-    def beam_step(self, states, logits, scores, beam_width, *, log_probs=False):
-        beam = self.beams.setdefault(beam_width, treemask.Beam(beam_width))
-        parents, tokens = beam.step_states(self.trie, states.numpy().view(np.uint32), logits, scores.numpy(),
-                                           log_probs=log_probs)
-        return torch.from_numpy(parents), torch.from_numpy(tokens), scores
-
-
 @pytest.mark.parametrize("num_beams", [1, 6, 40])
 def test_device_search_loop_equals_the_host_loop(monkeypatch, num_beams):
-    """treemask.hf's CUDA search loop (tensors throughout) with the device
-    trie replaced by the host step: the same sequences and scores as the
-    host loop, dead and finished slots included (the GPU test compares the
-    real device step, tests/python/test_cuda.py)."""
+    """treemask.hf's CUDA search loop over treemask.torch.DeviceBeam
+    (start by top-k, graph-capturable steps, tensors throughout) with the
+    device entry points answered by their host twins on CPU tensors
+    (host_cuda.py): the same sequences and scores as the host loop, dead and
+    finished slots included (the GPU test runs the real kernels,
+    tests/python/test_cuda.py)."""
+    import host_cuda
+
     import treemask.hf as hf
-    import treemask.torch as tt
 
     trie, vocab = minionerec_trie(BUNDLED)
     model = tiny_qwen2(vocab, seed=3)
     input_ids, attention_mask = prompts(3, 5, seed=num_beams, ragged=True)
     want = beam_search(model, input_ids, trie, num_beams, attention_mask=attention_mask)
-    monkeypatch.setattr(tt, "DeviceTrie", HostDeviceTrie)
+    host = host_cuda.install(monkeypatch)
     got = hf._beam_search_device(model, input_ids, trie, num_beams, num_beams, trie.stats().max_depth + 1,
                                  attention_mask, PAD)
     assert got.sequences.tolist() == want.sequences.tolist()
     assert torch.equal(got.scores, want.scores)
+    assert host.calls["topk"] == 1 and host.calls["beam_step"] == trie.stats().max_depth

@@ -117,3 +117,45 @@ def test_output_logits_are_the_raw_logits():
     assert out.scores[0].data_ptr() != out.scores[1].data_ptr()
     # The first step allows exactly the root's children.
     assert torch.nonzero(torch.isfinite(out.scores[0][0])).flatten().tolist() == [5, 8]
+
+
+def test_the_device_path_generates_what_the_host_path_does(monkeypatch):
+    """TrieLogitsProcessor's device path (ids copied, states by follow_rows
+    from the previous call's rows, the fused mask) against its host path,
+    through generate(): greedy, sampling with num_return_sequences, beam
+    search with num_return_sequences, and a pad token allowed after EOS.
+    The device entry points run as their host twins on CPU tensors
+    (host_cuda.py); tests/python/test_cuda.py repeats this on a GPU."""
+    import host_cuda
+
+    labels = iab_labels(SOURCE_ROOT)
+    tokenizer = toy_tokenizer(labels + PROMPTS)
+    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
+    trie = treemask.Trie.from_labels(labels, tokenizer, len(tokenizer), [eos])
+    model = tiny_qwen2(len(tokenizer), eos, pad, seed=5)
+    tokenizer.padding_side = "left"
+    inputs = tokenizer(PROMPTS, return_tensors="pt", padding=True)
+    common = dict(max_new_tokens=trie.stats().max_depth + 1, eos_token_id=eos, pad_token_id=pad,
+                  return_dict_in_generate=True, output_scores=True)
+    modes = {
+        "greedy": dict(do_sample=False),
+        "sampling": dict(do_sample=True, top_k=0, num_return_sequences=3),
+        "beam search": dict(num_beams=4, num_return_sequences=4, do_sample=False),
+        "beam search, pad allowed": dict(num_beams=3, num_return_sequences=2, do_sample=False),
+    }
+    host = host_cuda.install(monkeypatch)
+    for name, kwargs in modes.items():
+        results = []
+        for on_device in (False, True):
+            processor = TrieLogitsProcessor(trie, pad_token_id=pad if "pad" in name else None)
+            processor._device_path = lambda scores, on_device=on_device: on_device
+            torch.manual_seed(11)
+            with torch.no_grad():
+                results.append(model.generate(**inputs, logits_processor=[processor], **kwargs, **common))
+        want, got = results
+        assert torch.equal(got.sequences, want.sequences), name
+        assert len(got.scores) == len(want.scores)
+        for a, b in zip(got.scores, want.scores):
+            assert torch.equal(torch.isfinite(a), torch.isfinite(b)), name
+        check_outputs(got.sequences, inputs["input_ids"].shape[1], tokenizer, trie, eos)
+    assert host.calls["follow_rows"] > 0 and host.rows_walked == 0

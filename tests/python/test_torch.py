@@ -92,3 +92,134 @@ def test_device_trie_without_cuda_is_a_clear_error():
 
 def test_state_constants():
     assert tt.STATE_TERMINATED == 0xFFFFFFFE and tt.STATE_FAILED == 0xFFFFFFFF and tt.STATE_ROOT == 0
+
+
+def _semantic_id_trie(rng, vocab=600, items=400, stop=599):
+    paths = [[rng.randrange(0, 200), 200 + rng.randrange(0, 200), 400 + rng.randrange(0, 190)]
+             for _ in range(items)]
+    return treemask.Trie.from_paths(paths, vocab, [stop], no_labels=True)
+
+
+def test_device_beam_over_the_host_twins(monkeypatch):
+    """DeviceBeam's wrapper logic (start by top-k at the root, steps over its
+    own tensors, reset, finished) with the device entry points answered by
+    their host twins on CPU tensors (host_cuda.py): the same searches as
+    treemask.Beam, and not one tensor reallocated across steps (what makes
+    a step capturable; the GPU test captures and replays one,
+    tests/python/test_cuda.py)."""
+    import random
+
+    import host_cuda
+
+    host = host_cuda.install(monkeypatch)
+    rng = random.Random(7)
+    trie = _semantic_id_trie(rng)
+    gen = torch.Generator().manual_seed(3)
+    for n_requests, B in ((1, 1), (3, 4), (2, 33)):
+        beam = tt.DeviceBeam(trie, n_requests, B, device="cuda")
+        owned = [t.data_ptr() for t in (beam.states, beam.scores, beam.parents, beam.tokens, beam.n_bad_rows)]
+        assert beam.scores.tolist() == treemask.initial_scores(n_requests, B).tolist()
+        for _search in range(2):
+            first = torch.randn((n_requests, 600), generator=gen) * 3
+            tokens, scores = beam.start(first)
+            want = treemask.topk_states(trie, np.zeros(n_requests, dtype=np.uint32), first, B)
+            assert tokens.tolist() == want.tokens.reshape(-1).tolist()
+            assert scores.tolist() == want.scores.reshape(-1).tolist()
+            states = np.zeros(n_requests * B, dtype=np.uint32)
+            trie.advance_states(states, want.tokens.reshape(-1))
+            host_scores = want.scores.reshape(-1).copy()
+            assert beam.states.numpy().view(np.uint32).tolist() == states.tolist()
+            reference = treemask.Beam(B)
+            for _step in range(4):
+                logits = torch.randn((n_requests * B, 600), generator=gen).to(torch.bfloat16)
+                want_parents, want_tokens = reference.step_states(trie, states, logits, host_scores)
+                parents, tokens, scores = beam.step(logits)
+                assert parents is beam.parents and tokens is beam.tokens and scores is beam.scores
+                assert parents.tolist() == want_parents.tolist() and tokens.tolist() == want_tokens.tolist()
+                assert scores.tolist() == host_scores.tolist()
+                assert beam.states.numpy().view(np.uint32).tolist() == states.tolist()
+            assert bool(beam.finished().all())  # 3 codes and the stop token: every hypothesis ended
+            beam.reset()
+            assert beam.scores.tolist() == treemask.initial_scores(n_requests, B).tolist()
+            assert int(beam.states.abs().sum()) == 0 and beam.parents.tolist() == [-1] * (n_requests * B)
+        assert [t.data_ptr() for t in (beam.states, beam.scores, beam.parents, beam.tokens,
+                                       beam.n_bad_rows)] == owned
+    assert host.calls["beam_step"] == 4 * 2 * 3
+    with pytest.raises(treemask.InvalidArgumentError, match="beam_width"):
+        tt.DeviceBeam(trie, 2, 0, device="cuda")
+    beam = tt.DeviceBeam(trie, 2, 3, device="cuda")
+    with pytest.raises(treemask.InvalidArgumentError, match="6 rows"):
+        beam.step(torch.zeros((5, 600)))
+    with pytest.raises(treemask.InvalidArgumentError, match="float32, float16 or bfloat16"):
+        beam.step(torch.zeros((6, 600), dtype=torch.float64))
+
+
+def test_device_beam_needs_cuda():
+    if treemask.cuda_available():
+        pytest.skip("this machine has a usable CUDA device: the error path cannot be reached")
+    trie = treemask.Trie.from_paths([[1]], 8, [0])
+    with pytest.raises(treemask.UnsupportedError, match="needs CUDA"):
+        tt.DeviceBeam(trie, 1, 2)
+
+
+def test_cuda_apply_fast_path_arguments(monkeypatch):
+    """apply_token_bitmask_inplace's fast path for CUDA tensors, on the CPU:
+    tensors posing as CUDA tensors of device 0 and the C call recorded.
+    Usual calls reach the C call with the arguments the general path would
+    compute; unusual ones return to the general path (which explains them)."""
+    from treemask import bitmask as bm
+
+    class PosingAsCuda(torch.Tensor):
+        __torch_function__ = torch._C._disabled_torch_function_impl
+
+        @property
+        def is_cuda(self):
+            return True
+
+        def get_device(self):
+            return 0
+
+    recorded = []
+
+    class RecordingLib:
+        def __getattr__(self, name):
+            return getattr(bm.lib, name)
+
+        @staticmethod
+        def treemask_cuda_apply_token_bitmask(*args):
+            recorded.append(args)
+            return 0
+
+    calls = bm._CudaCalls(torch)
+    calls.stream = lambda index: bm.ffi.NULL
+    calls.is_current = lambda index: True
+    monkeypatch.setattr(bm, "_cuda_calls", calls)
+    monkeypatch.setattr(bm, "lib", RecordingLib())
+
+    def cuda(t):
+        return t.as_subclass(PosingAsCuda)
+
+    wide = torch.zeros((3, 1100))
+    logits = cuda(wide[:, :1000])  # strided rows
+    mask = cuda(torch.zeros((3, 32), dtype=torch.int32))
+    treemask.apply_token_bitmask_inplace(logits, mask)
+    args = recorded.pop()
+    # (logits, dtype, n_rows, row_stride, width, bitmask, words, bitmask rows, vocab_size, indices, n_indices)
+    assert args[1:5] == (0, 3, 1100, 1000) and args[6:9] == (32, 3, 1000) and args[10] == 0
+    assert int(bm.ffi.cast("uintptr_t", args[0])) == wide.data_ptr()
+    treemask.apply_token_bitmask_inplace(cuda(torch.zeros(40, dtype=torch.bfloat16)),
+                                         cuda(torch.zeros(2, dtype=torch.int32)), vocab_size=33)
+    args = recorded.pop()
+    assert args[1:5] == (2, 1, 40, 40) and args[6:9] == (2, 1, 33)
+    # Unusual calls leave the fast path: the general path's errors come out.
+    assert not bm._apply_cuda_fast(torch, logits, cuda(torch.zeros((2, 32), dtype=torch.int32)), None)
+    assert not bm._apply_cuda_fast(torch, logits, cuda(torch.zeros((3, 32), dtype=torch.int64)), None)
+    assert not bm._apply_cuda_fast(torch, logits, torch.zeros((3, 32), dtype=torch.int32), None)
+    assert not bm._apply_cuda_fast(torch, cuda(torch.zeros((3, 1000), dtype=torch.float64)), mask, None)
+    assert not bm._apply_cuda_fast(torch, cuda(torch.zeros((1000, 3)).t()), mask, None)
+    assert not bm._apply_cuda_fast(torch, logits, mask, 1001)
+    assert not bm._apply_cuda_fast(torch, logits, np.zeros((3, 32), dtype=np.int32), None)
+    assert not recorded
+    assert bm._apply_cuda_fast(torch, cuda(torch.zeros((0, 1000))), cuda(torch.zeros((0, 32), dtype=torch.int32)),
+                               None)
+    assert not recorded  # nothing to mask: no call

@@ -13,7 +13,7 @@ items of 3 codes, code <x_N> mapped to token 1000 + 256 * level + N).
    - treemask.hf.beam_search on the same weights (transformers, float32).
 2. The share of vLLM's own beam output that is not a catalogue item
    (treemask's: 0, checked).
-3. The processor's cost per beam row: treemask.vllm_beam.normalize_beam_rows
+3. The processor's cost per beam row: treemask.vllm.beam.normalize_beam_rows
    and the mask (treemask.apply_token_bitmask_inplace) on 50 rows of the
    vocabulary, against torch.log_softmax of the same rows (what vLLM's
    raw_logprobs mode computes for every request that asks for logprobs).
@@ -80,7 +80,7 @@ def row_cost(repeat):
     import torch
 
     import treemask
-    from treemask.vllm_beam import normalize_beam_rows
+    from treemask.vllm.beam import normalize_beam_rows
 
     g = torch.Generator().manual_seed(0)
     logits = torch.randn(B, VOCAB, generator=g)

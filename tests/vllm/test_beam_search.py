@@ -1,12 +1,13 @@
 """Exact constrained beam search on vLLM (treemask.vllm.beam_search, and
-treemask.vllm_client.beam_search through the OpenAI server) against
+treemask.vllm.client.beam_search through the OpenAI server) against
 treemask.hf.beam_search on the same weights (the tiny Qwen2 loaded by
 transformers, float32, CPU, in this venv): the same hypotheses, scores
 within 1e-3, on the MiniOneRec catalogue shape (3 codes) for B in {1, 4,
 16, 50} and prompts of different lengths, and on catalogues of mixed
 lengths; prefix caching on (the offline engine) and off (the server) give
 the same results; requests that name a state outside their own trie, an
-unregistered trie or a file outside the allowed directories are refused.
+unregistered trie, a file outside the allowed directories or more than one
+token are refused.
 
 One offline engine (prefix caching on) and one server (off, loopback, its
 life bounded by the module) serve every test.
@@ -14,20 +15,17 @@ life bounded by the module) serve every test.
 Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
 import json
-import os
+import pathlib
 import random
-import signal
-import socket
-import subprocess
-import sys
-import time
+import re
+import tempfile
 import types
 
 import numpy as np
 import pytest
 
 import treemask
-from conftest import COLORS, ROOT
+from conftest import COLORS, ROOT, vllm_server
 
 vllm = pytest.importorskip("vllm")
 torch = pytest.importorskip("torch")
@@ -36,15 +34,15 @@ requests = pytest.importorskip("requests")
 from vllm import LLM, SamplingParams  # noqa: E402
 
 import treemask.vllm as tv  # noqa: E402
-from treemask import vllm_beam, vllm_client  # noqa: E402
 from treemask.beam_driver import EngineMismatchError  # noqa: E402
+from treemask.vllm import beam as vllm_beam, client as vllm_client, registered  # noqa: E402
+from treemask.vllm.files import REFUSED  # noqa: E402
 from treemask.hf import beam_search as hf_beam_search  # noqa: E402
 
 VOCAB = 151936
 MAX_LOGPROBS = 64
 CODE_BASE = 1000  # code <x_N> of level x is token CODE_BASE + 256 * level + N
 MINIONEREC = ROOT / "examples" / "data" / "minionerec" / "Industrial_and_Scientific.index.json"
-STARTUP_TIMEOUT_S = 420
 
 
 def minionerec_paths():
@@ -166,12 +164,12 @@ def test_beams_are_served_from_the_prefix_cache(llm, catalogue, prompts):
     hyps = tv.beam_search(llm, [long_prompt], catalogue, 4)[0]
     beam = hyps[0][0][:2]
     params = SamplingParams(max_tokens=1, temperature=0, logprobs=4, detokenize=False,
-                            extra_args={"treemask_trie_id": vllm_beam.register_trie(catalogue),
+                            extra_args={"treemask_trie_id": tv.register_trie(catalogue),
                                         "treemask_beam_tokens": beam})
     try:
         out = llm.generate([{"prompt_token_ids": long_prompt + beam}], params, use_tqdm=False)[0]
     finally:
-        vllm_beam.unregister_trie(params.extra_args["treemask_trie_id"])
+        tv.unregister_trie(params.extra_args["treemask_trie_id"])
     assert out.num_cached_tokens >= 128, out.num_cached_tokens
     # The row was the beam's: its allowed continuations as log-probabilities, -inf elsewhere.
     m = treemask.Matcher(catalogue)
@@ -200,7 +198,7 @@ def test_processor_writes_beam_rows_and_masks_the_others():
     from vllm.v1.sample.logits_processor import BatchUpdate
 
     trie = treemask.Trie.from_paths([[1, 2, 3], [1, 2, 4], [1, 5], [6]], SMALL_V, [SMALL_EOS])
-    trie_id = vllm_beam.register_trie(trie)
+    trie_id = tv.register_trie(trie)
     try:
         proc = small_processor()
         beam = {"treemask_trie_id": trie_id, "treemask_beam_tokens": [1, 2]}
@@ -226,7 +224,7 @@ def test_processor_writes_beam_rows_and_masks_the_others():
         finite = torch.isfinite(logits[3]).nonzero().flatten().tolist()
         assert finite == [SMALL_EOS]
     finally:
-        vllm_beam.unregister_trie(trie_id)
+        tv.unregister_trie(trie_id)
 
 
 def test_beam_rows_hold_the_unmasked_log_softmax_of_any_rows():
@@ -255,7 +253,7 @@ def refused(llm, extra, message):
 
 def test_a_beam_reaches_only_states_of_its_own_trie(llm, tiny, catalogue):
     other = treemask.Trie.from_paths([[3000, 3001, 3002]], VOCAB, [tiny.eos])
-    mine, theirs = vllm_beam.register_trie(catalogue), vllm_beam.register_trie(other)
+    mine, theirs = tv.register_trie(catalogue), tv.register_trie(other)
     code = minionerec_paths()[0]
     try:
         # Another trie's walk (the "state" of another request) is not a walk of this one.
@@ -272,12 +270,16 @@ def test_a_beam_reaches_only_states_of_its_own_trie(llm, tiny, catalogue):
         refused(llm, {"treemask_trie_id": mine, "treemask_beam_tokens": [-1]}, r"treemask_beam_tokens\[0\]")
         refused(llm, {"treemask_trie_id": mine, "treemask_beam_tokens": "1,2"}, "want a list of token ids")
         refused(llm, {"treemask_trie_id": mine, "treemask_beam_tokens": [], "treemask_stop_tokens": [5]},
-                "does not apply to treemask_trie_id")
+                "treemask_stop_tokens applies to treemask_trie and treemask_choices only")
+        # A beam request is one step: one token, whatever budget it asks for.
+        with pytest.raises(ValueError, match="max_tokens must be 1, got 4"):
+            llm.generate([[1, 2, 3, 4]], SamplingParams(max_tokens=4, extra_args={
+                "treemask_trie_id": mine, "treemask_beam_tokens": []}), use_tqdm=False)
         # No key names a raw state.
         refused(llm, {"treemask_trie_id": mine, "treemask_state": 17}, "unknown key 'treemask_state'")
     finally:
-        vllm_beam.unregister_trie(mine)
-        vllm_beam.unregister_trie(theirs)
+        tv.unregister_trie(mine)
+        tv.unregister_trie(theirs)
     # An ended search's trie, a guessed id, a path as an id.
     refused(llm, {"treemask_trie_id": mine, "treemask_beam_tokens": []}, "no trie is registered under this id")
     refused(llm, {"treemask_trie_id": "0" * 32, "treemask_beam_tokens": []}, "no trie is registered under this id")
@@ -302,64 +304,31 @@ def test_driver_refuses_an_engine_it_cannot_use(llm, catalogue, monkeypatch):
     monkeypatch.setattr(lp, "cached_load_custom_logitsprocs", lambda names: [])
     with pytest.raises(treemask.UnsupportedError, match="logits processor is not loaded"):
         tv.beam_search(llm, [[1, 2]], catalogue, 4)
-    assert not vllm_beam._local, "every registration was removed"
+    assert not registered.registered_ids(), "every registration was removed"
 
 
 # ---- the OpenAI server: client-side driver, prefix caching off ------------------
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def tries_dir(tmp_path_factory, catalogue):
+    """An allowed directory and one outside every allowed directory (the
+    session's temporary directory is allowed: conftest)."""
     allowed = tmp_path_factory.mktemp("allowed")
     catalogue.save(allowed / "catalogue.tmtrie")
-    outside = tmp_path_factory.mktemp("outside")
-    catalogue.save(outside / "catalogue.tmtrie")
-    return types.SimpleNamespace(allowed=allowed, outside=outside)
+    with tempfile.TemporaryDirectory(prefix="treemask-outside-") as outside:
+        catalogue.save(pathlib.Path(outside) / "catalogue.tmtrie")
+        yield types.SimpleNamespace(allowed=allowed, outside=pathlib.Path(outside))
 
 
 @pytest.fixture(scope="module")
 def server(tiny, tries_dir, tmp_path_factory):
-    port = free_port()
-    log = tmp_path_factory.mktemp("server") / "server.log"
-    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(tiny.path),
-           "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", str(port),
-           "--gpu-memory-utilization", "0.15", "--max-model-len", "512", "--max-num-seqs", "256",
-           "--dtype", "float32", "--enforce-eager", "--seed", "0", "--no-enable-prefix-caching",
-           "--logprobs-mode", "processed_logits", "--max-logprobs", str(MAX_LOGPROBS)]
-    env = dict(os.environ, TREEMASK_VLLM_TRIE_DIRS=str(tries_dir.allowed))
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    base = "http://127.0.0.1:%d" % port
-    try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail("the server exited with %s:\n%s" % (proc.returncode, log.read_text()[-4000:]))
-            try:
-                if requests.get(base + "/health", timeout=2).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("the server did not start in %d s:\n%s" % (STARTUP_TIMEOUT_S, log.read_text()[-4000:]))
-            time.sleep(1)
-        yield base
-    finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=30)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait(timeout=30)
+    """Prefix caching off; the operator allows tries_dir.allowed only."""
+    with vllm_server(tiny.path, tmp_path_factory.mktemp("server"),
+                     env={"TREEMASK_VLLM_TRIE_DIRS": str(tries_dir.allowed)},
+                     extra_args=["--max-model-len", "512", "--max-num-seqs", "256", "--no-enable-prefix-caching",
+                                 "--logprobs-mode", "processed_logits", "--max-logprobs", str(MAX_LOGPROBS)]) as s:
+        yield s.base
 
 
 @pytest.mark.parametrize("B", [16, 50])
@@ -392,12 +361,18 @@ def test_server_refuses_foreign_states_and_unregistered_tries(server, tries_dir)
     assert requests.get(server + "/health", timeout=10).status_code == 200
 
 
-def test_server_refuses_a_trie_outside_the_allowed_directories(server, tries_dir):
-    if not hasattr(tv, "Settings"):
-        pytest.skip("this tree's plugin has no TREEMASK_VLLM_TRIE_DIRS allowlist yet (issue 21 adds it)")
-    r = completion(server, {"treemask_trie": str(tries_dir.outside / "catalogue.tmtrie"),
-                            "treemask_beam_tokens": []})
-    assert r.status_code == 400, r.text
+def test_server_refuses_a_trie_outside_the_allowed_directories(server, tries_dir, catalogue):
+    """A beam request's file is subject to the operator's allowlist, with the
+    one answer of every refused name."""
+    code = minionerec_paths()[0]
+    for name in (str(tries_dir.outside / "catalogue.tmtrie"), "../" + tries_dir.outside.name + "/catalogue.tmtrie",
+                 str(tries_dir.allowed / ".." / "nothing.tmtrie")):
+        r = completion(server, {"treemask_trie": name, "treemask_beam_tokens": code[:1]})
+        assert r.status_code == 400, r.text
+        assert r.json()["error"]["message"] == "treemask: " + REFUSED, r.text
+    with pytest.raises(vllm_client.ServerError, match=re.escape("HTTP 400: treemask: " + REFUSED)):
+        vllm_client.beam_search(server, "tiny", [[1, 2, 3]], catalogue, 4,
+                                keys={"treemask_trie": str(tries_dir.outside / "catalogue.tmtrie")})
 
 
 def test_client_driver_detects_a_server_trie_that_is_not_its_own(server, tiny, tries_dir):

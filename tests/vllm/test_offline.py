@@ -125,7 +125,8 @@ def test_stop_token_the_generation_config_does_not_list(llm, tiny_model, tries):
 
 
 @pytest.mark.parametrize("extra, message", [
-    ({"treemask_trie": "/nonexistent/catalog.tmtrie"}, "No such file"),
+    ({"treemask_trie": "/nonexistent/catalog.tmtrie"}, "no trie file of that name is available"),
+    ({"treemask_choices": ["a b c d e f g"], "max_tokens": 2}, "cannot hold the trie's shortest sequence"),
     ({"treemask_choices": ["a"], "treemask_trie": "x.tmtrie"}, "exactly one of"),
     ({"treemask_choices": ["a"], "treemask_stop_tokens": [VOCAB + 5]}, "out of range"),
 ])
@@ -133,7 +134,9 @@ def test_bad_requests_raise_value_error(llm, extra, message):
     # vLLM turns the ValueError of validate_params into its VLLMValidationError
     from vllm.exceptions import VLLMValidationError
 
+    extra = dict(extra)
+    max_tokens = extra.pop("max_tokens", 4)
     with pytest.raises((ValueError, VLLMValidationError), match="treemask: .*" + message):
-        llm.generate(["x"], SamplingParams(max_tokens=4, extra_args=extra))
+        llm.generate(["x"], SamplingParams(max_tokens=max_tokens, extra_args=extra))
     # the engine is still fine
     assert llm.generate(["x"], SamplingParams(max_tokens=2, temperature=0))[0].outputs[0].token_ids

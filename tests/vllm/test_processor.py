@@ -2,8 +2,11 @@
 vLLM's BatchUpdate mechanics (additions, removals, one-way moves, swaps,
 preempted requests resumed with their output, -1 placeholders), the
 length budget, the trie registry (reload on atomic replace, running
-requests keep their snapshot, bounded choice cache) and request
-validation (the errors a request gets at submission, stop tokens added).
+requests keep their snapshot, bounded by bytes, files outside the allowed
+directories failing closed in the worker), request validation (the errors
+a request gets at submission, stop tokens added, a max_tokens no label
+fits), the API server's hooks (loads off the event loop, beam search
+refused) and the one-thread guard.
 
 The randomised test drives the processor through vLLM's own persistent
 batch (vllm.v1.worker.gpu_input_batch.InputBatch: add_request,
@@ -13,9 +16,11 @@ every row of every step against a fresh Matcher over the row's output.
 
 Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
+import asyncio
 import json
-import os
 import random
+import re
+import threading
 import types
 
 import numpy as np
@@ -24,12 +29,17 @@ import torch
 
 import treemask
 from treemask import vllm as tv
+from treemask.vllm import frontend, masker, processor
+from treemask.vllm.keys import ChoiceSource
+from treemask.vllm.trie_registry import _compile_choices
+from treemask.vllm.settings import Settings
 from vllm import SamplingParams
 from vllm.v1.sample.logits_processor import BatchUpdate, LogitsProcessors, MoveDirectionality
 
 V = 300  # vocab: byte tokens 0..255 for choice lists, stop tokens above
 EOS, EXTRA_STOP = 290, 291
 SLOTS = 8
+REFUSED = "no trie file of that name is available"
 
 
 def byte_tokenizer(text):
@@ -39,7 +49,7 @@ def byte_tokenizer(text):
 def model_config(vocab=V, eos=EOS):
     return types.SimpleNamespace(
         get_vocab_size=lambda: vocab, try_get_generation_config=lambda: {"eos_token_id": [eos]},
-        hf_text_config=types.SimpleNamespace(eos_token_id=eos), tokenizer=None, skip_tokenizer_init=True,
+        hf_text_config=types.SimpleNamespace(eos_token_id=eos), tokenizer="bytes", skip_tokenizer_init=True,
         trust_remote_code=False, tokenizer_revision=None)
 
 
@@ -53,12 +63,10 @@ def make_processor(slots=SLOTS, device="cpu"):
 
 @pytest.fixture(autouse=True)
 def fresh_registry(tmp_path):
-    tv.registry.clear()
-    saved = tv.registry.cache_dir
-    tv.registry.cache_dir = str(tmp_path / "choice-cache")
+    """The process's registry, allowing files in tmp_path only."""
+    processor.registry.configure(Settings(trie_dirs=(str(tmp_path),), cache_dir=str(tmp_path / "choice-cache")))
     yield
-    tv.registry.cache_dir = saved
-    tv.registry.clear()
+    processor.registry.configure(None)
 
 
 PATHS_A = [[1, 2, 3], [1, 2, 4, 5], [1, 6], [7, 8, 9, 10, 11, 12], [7, 13]]
@@ -245,11 +253,11 @@ def test_file_replaced_new_requests_get_the_new_snapshot(tries, tmp_path):
     _, logits = step(proc, 2)
     assert allowed(logits[0]) == {2, 6}  # the running request keeps its snapshot
     assert allowed(logits[1]) == {40}
-    assert tv.registry.n_file_loads == 2
+    assert processor.registry.n_file_loads == 2
     # unchanged file: no reload
     proc.update_state(BatchUpdate(batch_size=3, removed=[], moved=[],
                                   added=[(2, params(treemask_trie=tries["a"]), None, [])]))
-    assert tv.registry.n_file_loads == 2
+    assert processor.registry.n_file_loads == 2
 
 
 def test_a_file_broken_after_validation_fails_closed(tmp_path):
@@ -262,12 +270,13 @@ def test_a_file_broken_after_validation_fails_closed(tmp_path):
     assert allowed(logits[0]) == {EOS}
 
 
-def test_choice_cache_is_bounded():
-    reg = tv.TrieRegistry(max_choice_lists=2, cache_dir="off")
+def test_choice_registry_is_bounded_by_bytes(tmp_path):
+    one = treemask.Trie.from_labels(["a"], byte_tokenizer, V, [EOS], prefix="").stats().bytes + 57
+    reg = tv.TrieRegistry(Settings(registry_bytes=2 * one, cache_dir=""))
     model = tv.ModelInfo(V, [EOS], byte_tokenizer)
     lists = [["a"], ["b"], ["c"]]
     tries_ = [reg.trie_for(tv.parse_extra_args({"treemask_choices": c}), model) for c in lists]
-    assert reg.n_choice_compiles == 3
+    assert reg.n_choice_compiles == 3 and reg.bytes <= 2 * one
     assert reg.trie_for(tv.parse_extra_args({"treemask_choices": ["c"]}), model) is tries_[2]
     assert reg.trie_for(tv.parse_extra_args({"treemask_choices": ["a"]}), model) is not tries_[0]
     assert reg.n_choice_compiles == 4
@@ -278,20 +287,20 @@ def test_choice_file_cache_is_shared_between_processes(tmp_path):
     same directory stands for the other process)."""
     model = tv.ModelInfo(V, [EOS], byte_tokenizer)
     spec = tv.parse_extra_args({"treemask_choices": ["red", "green", "blue"]})
-    frontend = tv.TrieRegistry(cache_dir=str(tmp_path))
-    compiled = frontend.trie_for(spec, model)
-    assert frontend.n_choice_compiles == 1
-    worker = tv.TrieRegistry(cache_dir=str(tmp_path))
+    frontend_registry = tv.TrieRegistry(Settings(cache_dir=str(tmp_path / "c")))
+    compiled = frontend_registry.trie_for(spec, model)
+    assert frontend_registry.n_choice_compiles == 1
+    worker = tv.TrieRegistry(Settings(cache_dir=str(tmp_path / "c")))
     mapped = worker.trie_for(spec, model)
     assert worker.n_choice_compiles == 0
-    assert mapped.labels == compiled.labels == spec.choices
+    assert mapped.labels == compiled.labels == spec.source.choices
     m = treemask.Matcher(mapped)
     assert m.accept_tokens(byte_tokenizer("green")) == 5 and m.accept_token(EOS)
     # a file whose labels differ (another list, a planted file) is not used
-    (cached,) = list(tmp_path.glob("*.tmtrie"))
+    (cached,) = list((tmp_path / "c").glob("*.tmtrie"))
     treemask.Trie.from_labels(["red", "green", "black"], byte_tokenizer, V, [EOS], prefix="").save(cached)
-    other = tv.TrieRegistry(cache_dir=str(tmp_path))
-    assert other.trie_for(spec, model).labels == spec.choices and other.n_choice_compiles == 1
+    other = tv.TrieRegistry(Settings(cache_dir=str(tmp_path / "c")))
+    assert other.trie_for(spec, model).labels == spec.source.choices and other.n_choice_compiles == 1
 
 
 def test_batched_choice_compile_equals_from_labels(tiny_model):
@@ -302,7 +311,7 @@ def test_batched_choice_compile_equals_from_labels(tiny_model):
     labels = tuple(COLORS + ANIMALS + FRUITS + ["  two spaces", "tab\there", "ünïcödé", "<|im_end|>"])
     model = tv.ModelInfo(151936, [info["eos"]], tokenizer)
     for prefix in ("", " "):
-        fast = tv._compile_choices(labels, prefix, model, (info["eos"],))
+        fast = _compile_choices(ChoiceSource(labels, prefix), model, (info["eos"],))
         slow = treemask.Trie.from_labels(list(labels), tokenizer, 151936, [info["eos"]], prefix=prefix)
         assert fast.skipped_labels == slow.skipped_labels
         assert fast.stats() == slow.stats()
@@ -336,13 +345,13 @@ class InputProcessor:
     ({"treemask_choices": []}, "is empty"),
     ({"treemask_choices": ["a", 3]}, "treemask_choices[1] is int"),
     ({"treemask_trie": "x.txt"}, "unknown format '.txt'"),
-    ({"treemask_trie": "/nonexistent/x.tmtrie"}, "No such file"),
+    ({"treemask_trie": "/nonexistent/x.tmtrie"}, REFUSED),
     ({"treemask_choices": ["a"], "treemask_failure_policy": "maybe"}, "treemask_failure_policy"),
     ({"treemask_choices": ["a"], "treemask_stop_tokens": ["x"]}, "want a token id"),
     ({"treemask_trie": "x.tsv"}, "treemask_start_token_id"),
 ])
 def test_bad_requests_fail_at_submission(extra, message):
-    with pytest.raises(ValueError, match="treemask: .*" + __import__("re").escape(message)):
+    with pytest.raises(ValueError, match="treemask: .*" + re.escape(message)):
         InputProcessor().validate(SamplingParams(extra_args=extra))
 
 
@@ -353,7 +362,7 @@ def test_corrupt_file_and_empty_label_set_fail_at_submission(tmp_path):
         InputProcessor().validate(SamplingParams(extra_args={"treemask_trie": str(bad)}))
     big = tmp_path / "big.jsonl"
     big.write_text("[1, 2, 1000]\n")
-    with pytest.raises(ValueError, match="treemask: .*big.jsonl.*1000"):
+    with pytest.raises(ValueError, match="treemask: .*big.jsonl.*outside the model's vocabulary"):
         InputProcessor().validate(SamplingParams(extra_args={"treemask_trie": str(big)}))
 
     def eos_tokenizer(text):  # every label contains the stop token: nothing is left
@@ -396,21 +405,21 @@ def test_device_masker_host_parts(tries):
     """The pinned staging and the torch fallback apply (what runs on a
     CUDA device without treemask's kernel), on the CPU; and the processor
     driven through its device path (a non-CPU device is all it checks)."""
-    masker = tv._DeviceMasker(4, (V + 31) // 32, torch.device("cpu"), False)
-    masker.wait_host()
-    a = masker.host
+    dm = masker.DeviceMasker(4, (V + 31) // 32, torch.device("cpu"), False)
+    dm.wait_host()
+    a = dm.host
     trie = treemask.Trie.load(tries["a"])
     trie.fill_states(np.array([treemask.STATE_ROOT] * 3, dtype=np.uint32), a[:3])
     logits = torch.randn(3, V)
     before = logits.clone()
-    masker.apply(logits, 3, [0, 2], V)
+    dm.apply(logits, 3, [0, 2], V)
     assert allowed(logits[0]) == allowed(logits[2]) == {1, 7}
     assert torch.equal(logits[1], before[1])
     assert torch.equal(logits[0, [1, 7]], before[0, [1, 7]])
     # the whole processor through the device path, with "meta"-free CPU
     # tensors standing in for the device ones
     proc = make_processor()
-    proc._masker = tv._DeviceMasker(SLOTS, (V + 31) // 32, torch.device("cpu"), False)
+    proc._masker = masker.DeviceMasker(SLOTS, (V + 31) // 32, torch.device("cpu"), False)
     proc._host = proc._masker.host
     proc.batch.bind_bitmask(proc._host)
     out = []
@@ -435,7 +444,7 @@ def test_random_batches_through_vllms_input_batch(tries):
                        device=torch.device("cpu"), vocab_size=V, block_sizes=[16], max_num_blocks_per_req=[4],
                        logitsprocs=LogitsProcessors([proc]), logitsprocs_need_output_token_ids=True)
     trie_a = treemask.Trie.load(tries["a"])
-    trie_b = treemask.Trie.from_jsonl(tv._PathArg(tries["b"]), V, [EOS])
+    trie_b = treemask.Trie.from_jsonl(tries["b"], V, [EOS])
     choice = treemask.Trie.from_labels(["ab", "abc", "b"], byte_tokenizer, V, [EOS], prefix="")
     kinds = [("a", {"treemask_trie": tries["a"]}, trie_a), ("b", {"treemask_trie": tries["b"]}, trie_b),
              ("c", {"treemask_choices": ["ab", "abc", "b"]}, choice), ("u", None, None)]
@@ -512,15 +521,124 @@ def test_random_batches_through_vllms_input_batch(tries):
 
 
 
+# ---- issue 21: the worker side, the frontend hooks, threads ----------------
+
+
+def test_max_tokens_that_no_label_fits_is_refused_at_submission(tries):
+    """Item 6: with max_tokens=1 and a 3-token choice the server returned a
+    cut label (finish_reason "length")."""
+    with pytest.raises(ValueError, match=re.escape("max_tokens 2 cannot hold the trie's shortest sequence (2 tokens)"
+                                                   " and its stop token: give max_tokens >= 3")):
+        InputProcessor().validate(SamplingParams(max_tokens=2, extra_args={"treemask_trie": tries["a"]}))
+    InputProcessor().validate(SamplingParams(max_tokens=3, extra_args={"treemask_trie": tries["a"]}))
+    with pytest.raises(ValueError, match=r"shortest sequence \(15 tokens\)"):
+        InputProcessor().validate(SamplingParams(max_tokens=1, extra_args={"treemask_choices": ["hello world foo"]}))
+
+
+def test_a_file_outside_the_allowed_directories_fails_closed_in_the_worker(tmp_path_factory):
+    elsewhere = tmp_path_factory.mktemp("elsewhere") / "x.tmtrie"
+    treemask.Trie.from_paths([[1, 2]], V, [EOS]).save(elsewhere)
+    proc = make_processor()
+    proc.update_state(BatchUpdate(batch_size=1, removed=[], moved=[],
+                                  added=[(0, params(treemask_trie=str(elsewhere)), None, [])]))
+    _, logits = step(proc, 1)
+    assert allowed(logits[0]) == {EOS}
+    with pytest.raises(ValueError, match=REFUSED):
+        InputProcessor().validate(SamplingParams(extra_args={"treemask_trie": str(elsewhere)}))
+
+
+def test_request_stop_tokens_do_not_load_the_file_again(tries):
+    proc = make_processor()
+    added = [(i, params(treemask_trie=tries["b"], treemask_stop_tokens=[EOS + (i % 5)]), None, [24])
+             for i in range(SLOTS)]
+    proc.update_state(BatchUpdate(batch_size=SLOTS, removed=[], moved=[], added=added))
+    _, logits = step(proc, SLOTS)
+    for i in range(SLOTS):
+        assert allowed(logits[i]) == {EOS + (i % 5)}
+    assert processor.registry.n_file_loads == 1
+
+
+def test_the_api_servers_hooks_are_installed():
+    from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
+    from vllm.entrypoints.openai.completion.protocol import CompletionRequest
+    from vllm.v1.engine.async_llm import AsyncLLM
+
+    assert frontend.installed == {"prepare": True, "beam_search": True}
+    assert tv.registry is processor.registry and isinstance(tv.registry, tv.TrieRegistry)
+    assert getattr(AsyncLLM.add_request, "_treemask_hook", False)
+    request = CompletionRequest(model="m", prompt="x", max_tokens=4, n=2, use_beam_search=True,
+                                vllm_xargs={"treemask_choices": ["a"]})
+    with pytest.raises(ValueError, match="use_beam_search cannot carry a trie"):
+        request.to_beam_search_params(4, {})
+    plain = ChatCompletionRequest(model="m", messages=[{"role": "user", "content": "x"}], n=2,
+                                  use_beam_search=True)
+    assert plain.to_beam_search_params(4, {}).beam_width == 2
+    frontend.install()  # idempotent
+    assert getattr(AsyncLLM.add_request, "__wrapped__", None) is not None
+    assert not getattr(AsyncLLM.add_request.__wrapped__, "_treemask_hook", False)
+
+
+def test_prepare_loads_off_the_event_loop_and_validation_uses_it(tries, monkeypatch):
+    """Item 2: the API server validates on its event loop; the trie is loaded
+    on the hook's thread pool first, and validate_params only looks it up."""
+    loaded_on = []
+    real = processor.registry.trie_for
+
+    def recording(spec, model):
+        loaded_on.append(threading.get_ident())
+        return real(spec, model)
+
+    engine = types.SimpleNamespace(input_processor=InputProcessor())
+    p = SamplingParams(max_tokens=8, extra_args={"treemask_choices": ["red", "green"]})
+
+    async def add_request():
+        monkeypatch.setattr(processor.registry, "trie_for", recording)
+        await frontend._prepare(engine, p)
+        assert frontend.take_prepared(p) is not None
+        monkeypatch.setattr(processor.registry, "trie_for", lambda *a: pytest.fail("loaded on the loop"))
+        engine.input_processor.validate(p)  # what process_inputs does, on the loop
+        return threading.get_ident()
+
+    loop_thread = asyncio.run(add_request())
+    assert loaded_on and loaded_on[0] != loop_thread
+    assert EOS in p.stop_token_ids
+    frontend._prepared.clear()
+    monkeypatch.setattr(processor.registry, "trie_for", real)
+    # an error is the request's error
+    bad = SamplingParams(extra_args={"treemask_trie": "/nonexistent/x.tmtrie"})
+    with pytest.raises(ValueError, match=REFUSED):
+        asyncio.run(frontend._prepare(engine, bad))
+
+
+def test_processor_refuses_a_second_thread():
+    proc = make_processor()
+    entered, release = threading.Event(), threading.Event()
+
+    def slow(batch_update):
+        entered.set()
+        release.wait(10)
+
+    proc._catch_up = lambda: slow(None)
+    proc.update_state(BatchUpdate(batch_size=1, removed=[], moved=[],
+                                  added=[(0, params(treemask_choices=["a"]), None, [])]))
+    t = threading.Thread(target=lambda: proc.apply(torch.zeros(1, V)))
+    t.start()
+    assert entered.wait(10)
+    with pytest.raises(treemask.InvalidStateError, match="another thread"):
+        proc.update_state(BatchUpdate(batch_size=1, removed=[0], moved=[], added=[]))
+    release.set()
+    t.join(10)
+
+
 # ---- what vLLM does not route through logits processors (item 6) ----------
 
 
 def test_vllm_beam_search_carries_no_extra_args():
     """vLLM's beam search takes BeamSearchParams, which have no extra_args,
     and builds its own single-token SamplingParams per step: a constrained
-    beam search through treemask's keys is impossible (README: what works
-    instead). If vLLM adds the field, this fails: then test constrained beam
-    search."""
+    beam search through treemask's keys is impossible there, hence
+    treemask.vllm.beam_search (test_beam_search.py). If vLLM adds the field,
+    this fails: then test vLLM's own beam search with treemask's keys."""
     from vllm.sampling_params import BeamSearchParams
 
     assert "extra_args" not in BeamSearchParams.__struct_fields__

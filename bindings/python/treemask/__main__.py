@@ -3,14 +3,18 @@
     python -m treemask compile-labels LABELS.txt --tokenizer tokenizer.json \\
         --vocab-size V --stop-tokens ID[,ID...] -o out.tmtrie [--prefix " "] [--strict]
 
-compile-labels reads one label per line (UTF-8; a trailing newline or CR is
-not part of the label; blank lines are skipped), tokenizes ``prefix + label``
+compile-labels reads one label per line (UTF-8; a byte-order mark at the start
+of the file, which Windows editors write, is not part of the first label; a
+trailing newline or CR is not part of a label; blank lines are skipped),
+tokenizes ``prefix + label``
 with the tokenizer, builds the trie with label id = line's label index and
 saves it as a .tmtrie with the label strings (``Trie.load`` restores them).
 Labels that do not round-trip through the tokenizer, contain a stop token or
 tokenize to nothing are skipped and listed with the reason (``--strict``: the
 first one is an error). The tokenizer is a ``tokenizer.json`` file (the
-``tokenizers`` package) or a transformers tokenizer directory.
+``tokenizers`` package) or a transformers tokenizer directory. The output
+must not be one of the inputs (the labels file, the tokenizer file or a file
+of the tokenizer directory): that is a usage error, never an overwrite.
 
 Exit status: 0 ok, 1 bad input, 2 usage.
 
@@ -107,6 +111,25 @@ class _Progress:
             sys.stderr.write("\r%70s\r" % "")
 
 
+def _refuse_output_that_is_an_input(output: str, labels: str, tokenizer: str) -> None:
+    """_Usage if output is (the same file as) the labels file, the tokenizer
+    file or a file of the tokenizer directory: save() would replace it."""
+    try:
+        out = os.stat(output)
+    except OSError:
+        return  # a new file: no input can be it
+    inputs = [("the labels file", labels), ("the --tokenizer file", tokenizer)]
+    if os.path.isdir(tokenizer):
+        inputs += [("a file of the --tokenizer directory", e.path) for e in os.scandir(tokenizer)]
+    for what, path in inputs:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) == (out.st_dev, out.st_ino):
+            raise _Usage("-o %s is %s; refusing to overwrite an input" % (output, what))
+
+
 def compile_labels(argv: List[str]) -> int:
     parser = _Parser(prog="python -m treemask compile-labels",
                      description="Label strings (one per line) -> a .tmtrie with the label names.")
@@ -120,16 +143,19 @@ def compile_labels(argv: List[str]) -> int:
     args = parser.parse_args(argv)
     try:
         stops = _int_list("--stop-tokens", args.stop_tokens)
-        if os.path.exists(args.output) and os.path.exists(args.labels) \
-                and os.path.samefile(args.output, args.labels):
-            raise _Usage("-o %s is the labels file; refusing to overwrite it" % args.output)
+        _refuse_output_that_is_an_input(args.output, args.labels, args.tokenizer)
         try:
-            with open(args.labels, encoding="utf-8") as f:
+            # utf-8-sig: a byte-order mark is not part of the first label.
+            with open(args.labels, encoding="utf-8-sig") as f:
                 labels = [line.rstrip("\r\n") for line in f]
         except (OSError, UnicodeDecodeError) as e:
             print("python -m treemask: %s: %s" % (args.labels, escape_for_terminal(str(e))), file=sys.stderr)
             return 1
         labels = [label for label in labels if label.strip()]
+        if not labels:
+            print("python -m treemask: %s: no labels (the file is empty or has only blank lines)"
+                  % escape_for_terminal(args.labels), file=sys.stderr)
+            return 1
         tokenizer = _load_tokenizer(args.tokenizer)
     except _Usage as e:
         parser.print_usage(sys.stderr)

@@ -173,14 +173,16 @@ def bitmask_row(bitmask: Any, index: int, words_needed: int):
     return pointer + index * words, words
 
 
-def exclusive(cls, lock_attr: str = "_busy"):
-    """Wraps every public method and property of cls (and of the mixins it
-    defines them in) so that two threads using one object at once get
-    InvalidStateError instead of corrupting the C object's state: each call
-    takes the object's lock without blocking. The lock is reentrant, so a
-    method may call another of the same object. An int argument too large
-    for its C type (cffi's OverflowError) becomes OutOfRangeError, so every
-    error is a treemask.Error."""
+def exclusive(cls, lock_attr: str = "_busy", also: Tuple[str, ...] = ()):
+    """Wraps every public method and property of cls (and of the treemask
+    mixins it defines them in; never a base class of another package, such
+    as an engine's processor interface) and the methods named in ``also``
+    (``__call__``) so that two threads using one object at once get
+    InvalidStateError instead of corrupting its state: each call takes the
+    object's lock without blocking. The lock is reentrant, so a method may
+    call another of the same object. An int argument too large for its C
+    type (cffi's OverflowError) becomes OutOfRangeError, so every error is a
+    treemask.Error."""
     import functools
 
     from .errors import InvalidStateError, OutOfRangeError
@@ -204,10 +206,11 @@ def exclusive(cls, lock_attr: str = "_busy"):
         return wrapper
 
     for klass in cls.__mro__:
-        if klass is object or "_exclusive_wrapped" in vars(klass):
+        if klass is object or "_exclusive_wrapped" in vars(klass) \
+                or not klass.__module__.startswith(__name__.rsplit(".", 1)[0] + "."):
             continue
         for name, value in list(vars(klass).items()):
-            if name.startswith("_"):
+            if name.startswith("_") and name not in also:
                 continue
             if isinstance(value, property) and value.fget is not None:
                 wrapped = property(guard(name, value.fget), value.fset and guard(name, value.fset), None,

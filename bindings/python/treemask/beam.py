@@ -142,7 +142,11 @@ def _rows_per_request(n_rows: int, beam_width: Any) -> Tuple[int, int]:
 class Beam:
     """What a beam step needs besides the caller's arrays (candidate heaps,
     a worker pool): create one per (beam width, thread count) and reuse it,
-    so that steps never allocate in C. One thread at a time.
+    so that steps never allocate in C (its buffers are sized by the first
+    step, so a large beam_width costs nothing until used). One thread at a
+    time: a call while another thread is inside one raises
+    :class:`InvalidStateError` (as for Matcher) instead of corrupting the
+    step's buffers.
 
     Args:
         beam_width: B >= 1.
@@ -150,9 +154,10 @@ class Beam:
             requests are split between them.
     """
 
-    __slots__ = ("_ptr", "beam_width", "n_threads", "__weakref__")
+    __slots__ = ("_ptr", "beam_width", "n_threads", "_busy", "__weakref__")
 
     def __init__(self, beam_width: int, *, n_threads: int = 1) -> None:
+        self._busy = threading.RLock()  # concurrent use raises (_buffers.exclusive)
         if not isinstance(beam_width, (int, np.integer)) or isinstance(beam_width, bool) or beam_width < 1:
             raise InvalidArgumentError("beam_width must be an int >= 1, got %r" % (beam_width,))
         n_threads = _buffers.thread_count(n_threads)
@@ -220,6 +225,9 @@ class Beam:
         return "<treemask.Beam beam_width=%d n_threads=%d>" % (self.beam_width, self.n_threads)
 
 
+_buffers.exclusive(Beam)
+
+
 _local = threading.local()
 
 
@@ -246,18 +254,31 @@ def beam_step_states(trie: Trie, states: np.ndarray, logits: Any, scores: np.nda
     return beam.step_states(trie, states, logits, scores, log_probs=log_probs)
 
 
+def check_topk_k(k: Any, vocab_size: int) -> int:
+    """k of the top-k twins (topk_states, DeviceTrie.topk), checked once for
+    both: an int in [0, vocab_size]. The outputs are (rows, k): a k past the
+    vocabulary only adds padding (no row allows more tokens), and a huge one
+    would be an allocation the OOM killer ends."""
+    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 0:
+        raise InvalidArgumentError("k must be an int >= 0, got %r" % (k,))
+    if k > vocab_size:
+        raise InvalidArgumentError("k %d is more than the trie's vocab_size %d (no row allows more tokens)"
+                                   % (k, vocab_size))
+    return int(k)
+
+
 def topk_states(trie: Trie, states: Any, logits: Any, k: int, *, log_probs: bool = False) -> TopK:
     """Per row i the k best tokens allowed at ``states[i]`` by
     log-probability (``x[t] - logsumexp(x)`` over the row's whole width, or
     ``x[t]`` with ``log_probs``), best first, ties to the lower token; for
     sampling engines that only need candidates (top-k / top-p over the
     allowed set). Returns :class:`TopK` of numpy arrays: tokens (n, k)
-    int32 and scores (n, k) float32 (-1 / -inf past counts[i]), counts (n,)."""
+    int32 and scores (n, k) float32 (-1 / -inf past counts[i]), counts (n,)
+    int64. k = 0 gives empty rows and zero counts. The contract, shared with
+    :meth:`treemask.torch.DeviceTrie.topk`, is written in treemask.h."""
     if not isinstance(trie, Trie):
         raise InvalidArgumentError("trie must be a treemask.Trie, got %s" % type(trie).__name__)
-    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
-        raise InvalidArgumentError("k must be an int >= 1, got %r" % (k,))
-    k = int(k)
+    k = check_topk_k(k, trie.vocab_size)
     lg, n_rows, _view, _ = logits_struct(logits)  # _view keeps the buffer alive
     lg.log_probs = bool(log_probs)
     st = _state_array(states, writable=False)

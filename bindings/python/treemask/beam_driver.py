@@ -1,8 +1,8 @@
 """The driver side of an exact constrained beam search over an engine that
 scores one step of many beams at a time and returns, for each beam, the
 log-probabilities of its best allowed next tokens (vLLM with treemask's
-beam rows: :mod:`treemask.vllm_beam`; its OpenAI server:
-:mod:`treemask.vllm_client`).
+beam rows: :mod:`treemask.vllm.beam`; its OpenAI server:
+:mod:`treemask.vllm.client`).
 
 The step itself is treemask's own (:class:`treemask.Beam`, the step of
 :func:`treemask.hf.beam_search`), run on sparse rows: each live beam's row

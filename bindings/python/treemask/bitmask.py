@@ -105,7 +105,9 @@ def _logits_view(logits: Any, writable: bool = True) -> _Logits:
     if len(shape) != 2:
         raise InvalidArgumentError("logits: want 1 or 2 dimensions, got %s" % _buffers.describe(logits))
     view.n_rows, view.width = shape
-    if view.width and strides[1] != 1:
+    # An empty array's strides mean nothing (numpy gives (0, 0)): 0 rows is
+    # an empty batch, which every caller handles as one.
+    if view.width and view.n_rows and strides[1] != 1:
         raise InvalidArgumentError("logits: the vocab dimension must be contiguous (stride 1), got strides %s"
                                    % (strides,))
     view.row_stride = strides[0] if view.n_rows > 1 else view.width
@@ -167,6 +169,12 @@ def apply_token_bitmask_inplace(logits: Any, bitmask: Any, *, vocab_size: Option
     logits is an error, and so is a CUDA tensor when this libtreemask has no
     usable CUDA (:func:`cuda_available`).
     """
+    if n_threads != 1:
+        n_threads = _buffers.thread_count(n_threads)
+    torch = _buffers.torch_tensor_module(logits)
+    if torch is not None and indices is None and logits.is_cuda and _apply_cuda_fast(torch, logits, bitmask,
+                                                                                         vocab_size):
+        return
     n_threads = _buffers.thread_count(n_threads)
     view = _logits_view(logits)
     mask_pointer, mask_rows, words, vocab_size = _check_apply(view, bitmask, vocab_size, indices)
@@ -176,6 +184,96 @@ def apply_token_bitmask_inplace(logits: Any, bitmask: Any, *, vocab_size: Option
         _apply_cpu(view, mask_pointer, mask_rows, words, vocab_size, indices, n_threads)
     else:
         _apply_cuda(logits, view, mask_pointer, mask_rows, words, vocab_size, indices)
+
+
+class _CudaCalls:
+    """What the CUDA fast path looks up once per process: the dtype codes by
+    torch dtype object, and torch's own C accessors of the current stream
+    and device (a Stream object and a device guard cost microseconds)."""
+
+    def __init__(self, torch: Any) -> None:
+        self.int32 = torch.int32
+        self.dtypes = {torch.float32: lib.TREEMASK_F32, torch.float16: lib.TREEMASK_F16,
+                       torch.bfloat16: lib.TREEMASK_BF16}
+        self.raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        self.get_device = getattr(torch._C, "_cuda_getDevice", None)
+        self.torch = torch
+
+    def stream(self, index: int):
+        if self.raw_stream is not None:
+            return ffi.cast("void *", self.raw_stream(index))
+        return ffi.cast("void *", self.torch.cuda.current_stream(index).cuda_stream)
+
+    def is_current(self, index: int) -> bool:
+        current = self.get_device() if self.get_device is not None else self.torch.cuda.current_device()
+        return current == index
+
+
+_cuda_calls: Optional[_CudaCalls] = None
+
+
+def _apply_cuda_fast(torch: Any, logits: Any, bitmask: Any, vocab_size: Optional[int]) -> bool:
+    """apply_token_bitmask_inplace for the common CUDA call (tensors of a
+    supported dtype on one device, vocab dimension contiguous, a contiguous
+    int32 bitmask with a row per logits row, no indices) with only the
+    checks that decide the arguments; the library checks them again (it
+    does anyway) and the CUDA state. Returns False, having done nothing,
+    for anything else: the general path then runs and explains what is
+    wrong. About a third of the Python time of the general path (see
+    tests/bench/bench_cuda_python.py)."""
+    global _cuda_calls
+    calls = _cuda_calls
+    if calls is None or calls.torch is not torch:
+        calls = _cuda_calls = _CudaCalls(torch)
+    dtype = calls.dtypes.get(logits.dtype)
+    if dtype is None or type(bitmask) is not type(logits) or bitmask.dtype is not calls.int32 \
+            or not bitmask.is_contiguous():
+        return False
+    shape = logits.shape
+    if len(shape) == 2:
+        n_rows, width = shape
+        row_stride = logits.stride(0) if n_rows > 1 else width
+        column_stride = logits.stride(1)
+    elif len(shape) == 1:
+        n_rows, width = 1, shape[0]
+        row_stride, column_stride = width, logits.stride(0)
+    else:
+        return False
+    mask_shape = bitmask.shape
+    if len(mask_shape) == 2:
+        mask_rows, words = mask_shape
+    elif len(mask_shape) == 1:
+        mask_rows, words = 1, mask_shape[0]
+    else:
+        return False
+    index = logits.get_device()
+    if (width > 1 and column_stride != 1) or mask_rows != n_rows or bitmask.get_device() != index \
+            or row_stride < width:
+        return False
+    if vocab_size is None:
+        vocab_size = min(width, 32 * words)
+    elif not 0 < vocab_size <= min(width, 32 * words):
+        return False
+    if n_rows == 0 or width == 0:
+        return True
+    args = (ffi.cast("void *", logits.data_ptr()), dtype, n_rows, row_stride, width,
+            ffi.cast("const int32_t *", bitmask.data_ptr()), words, mask_rows, vocab_size, ffi.NULL, 0)
+    if calls.is_current(index):
+        status = lib.treemask_cuda_apply_token_bitmask(*args, calls.stream(index))
+    else:  # the library checks pointers against the current device
+        with torch.cuda.device(index):
+            status = lib.treemask_cuda_apply_token_bitmask(*args, calls.stream(index))
+    if status:
+        _raise_cuda_status(status, logits.device)
+    return True
+
+
+def _raise_cuda_status(status: int, device: Any) -> None:
+    if status == lib.TREEMASK_ERR_UNSUPPORTED:
+        raise UnsupportedError(
+            "logits are on %s but this libtreemask has no usable CUDA (built without it, or no driver or"
+            " device): treemask.cuda_available() is False (%s)" % (device, last_error()))
+    raise_status(status)
 
 
 def apply_token_bitmask(logits: Any, bitmask: Any, *, vocab_size: Optional[int] = None,
@@ -350,10 +448,6 @@ def _apply_cpu(view: _Logits, mask_pointer, mask_rows: int, words: int, vocab_si
 def _apply_cuda(logits: Any, view: _Logits, mask_pointer, mask_rows: int, words: int, vocab_size: int,
                 indices) -> None:
     torch = view.torch
-    if not lib.treemask_cuda_available():
-        raise UnsupportedError(
-            "logits are on %s but this libtreemask has no usable CUDA (built without it, or no driver or"
-            " device): treemask.cuda_available() is False" % view.device)
     with torch.cuda.device(view.device):
         stream = torch.cuda.current_stream(view.device).cuda_stream
         index_pointer, n_indices, keep = ffi.NULL, 0, None
@@ -372,4 +466,4 @@ def _apply_cuda(logits: Any, view: _Logits, mask_pointer, mask_rows: int, words:
             ffi.cast("const int32_t *", mask_pointer), words, mask_rows, vocab_size, index_pointer, n_indices,
             ffi.cast("void *", stream))
         if status:
-            raise_status(status)
+            _raise_cuda_status(status, view.device)

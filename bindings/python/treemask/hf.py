@@ -13,7 +13,9 @@ Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
 from __future__ import annotations
 
+import os
 import sys
+import threading
 from typing import Any, Dict, NamedTuple, Optional, Union
 
 import numpy as np
@@ -22,7 +24,8 @@ from . import _buffers
 from ._ffi import ffi, lib
 from .bitmask import apply_token_bitmask, cuda_available
 from .errors import InvalidArgumentError, raise_status
-from .trie import STATE_ROOT, STATE_TERMINATED, Trie, failure_policy_code
+from .failure_policy import ADAPTER_DEFAULT, failure_policy_code
+from .trie import STATE_ROOT, STATE_TERMINATED, Trie
 
 try:  # Subclassing lets transformers' LogitsProcessorList treat it as its own.
     from transformers import LogitsProcessor as _LogitsProcessorBase
@@ -63,7 +66,9 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
         failure_policy: what a token the trie does not allow does to its row
             (it can only come from another processor or a forced token):
             ``"fail_closed"`` (default: only stop tokens from then on),
-            ``"reject"`` (the token is ignored), ``"sticky_error"``.
+            ``"reject"`` (the token is ignored), ``"sticky_error"``; see
+            :mod:`treemask.failure_policy` for why adapters default to
+            fail_closed.
         n_threads: threads that mask CPU scores (see
             :func:`treemask.apply_token_bitmask_inplace`). Default 1: inside
             ``generate`` torch's own intra-op workers keep spinning on the
@@ -74,15 +79,24 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
     The processor returns a new tensor and never modifies ``scores``
     (transformers requires this: with ``output_logits=True`` it returns the
     raw logits it passed in). On the CPU the copy and the mask are one fused
-    pass (:func:`treemask.apply_token_bitmask`). Scores on a CUDA device are
-    masked there: the bitmask is filled on the host, copied with one
-    explicit non-blocking transfer from pinned memory, and applied by
-    treemask's CUDA kernel to a copy of the scores (or, when this libtreemask
-    has no CUDA, by an equivalent out-of-place torch expression).
+    pass (:func:`treemask.apply_token_bitmask`).
+
+    Scores on a CUDA device stay there, and so does everything else: the
+    trie is uploaded once per device (:class:`treemask.torch.DeviceTrie`,
+    the one synchronisation), and each step enqueues a copy of the generated
+    ids, one kernel that derives every row's state from the previous step's
+    rows (``treemask_cuda_trie_follow_rows``: a row equal to a previous row
+    but for its last id takes one trie step from that row's state, found by
+    a hash of the ids and then compared id by id, so beam search's
+    reordering changes nothing; any other row walks from the root), a copy
+    of the scores and the fused kernel that writes -inf into it. No host
+    synchronisation, no trie walk on the host; the states are exactly the
+    host path's. Where this libtreemask has no usable CUDA, the host path
+    fills a pinned bitmask, copies it up and masks with torch.
     """
 
     def __init__(self, trie: Trie, prompt_length: Optional[int] = None, *, pad_token_id: Optional[int] = None,
-                 failure_policy: Union[str, int] = "fail_closed", n_threads: int = 1) -> None:
+                 failure_policy: Union[str, int] = ADAPTER_DEFAULT, n_threads: int = 1) -> None:
         if not isinstance(trie, Trie):
             raise InvalidArgumentError("trie must be a treemask.Trie, got %s" % type(trie).__name__)
         if prompt_length is not None and prompt_length < 0:
@@ -103,6 +117,13 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
             self._pad_bit = np.array([1 << (pad_token_id & 31)], dtype=np.uint32).view(np.int32)[0]
         self._one_state = np.zeros(1, dtype=np.uint32)
         self._one_token = np.zeros(1, dtype=np.int32)
+        self._device_tries: Dict[Any, Any] = {}  # torch.device -> DeviceTrie
+        self._device_buffers: Any = None  # two (ids, states, keys) sets, alternating
+        self._device_flip = 0
+        self._cuda_usable: Optional[bool] = None
+        # One generate() at a time: a second thread's call raises
+        # InvalidStateError instead of mixing two generations' row states.
+        self._busy = threading.RLock()
         self.reset()
 
     def reset(self) -> None:
@@ -110,6 +131,7 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
         self.prompt_length = self._fixed_prompt_length
         self._last_length = -1
         self._previous: Dict[bytes, int] = {b"": STATE_ROOT}
+        self._device_prev: Any = None  # the last device call's (ids, states, keys)
 
     # ---- states ----------------------------------------------------------
 
@@ -182,6 +204,8 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
                                        % (length, self.prompt_length))
         self._last_length = length
         generated = input_ids[:, self.prompt_length:]
+        if self._device_path(scores):
+            return self._call_on_device(generated, scores)
         if generated.device.type != "cpu":
             generated = generated.cpu()  # a few bytes per row; the trie walk is on the host
         generated = np.ascontiguousarray(generated.numpy(), dtype=np.int64)
@@ -201,6 +225,60 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
         if not on_device:
             return apply_token_bitmask(scores, bitmask, out=self._output_buffer(scores), n_threads=self.n_threads)
         return self._apply_on_device(scores, n_rows)
+
+    # ---- the device path ----------------------------------------------------
+
+    def _device_path(self, scores: Any) -> bool:
+        """Whether scores are masked by the device path: a CUDA tensor and a
+        libtreemask with usable CUDA (asked once)."""
+        if scores.device.type != "cuda":
+            return False
+        if self._cuda_usable is None:
+            self._cuda_usable = cuda_available()
+        return self._cuda_usable
+
+    def _row_buffers(self, n_rows: int, n_tokens: int, device: Any):
+        """This call's (ids, states, keys) on `device`: one of two sets that
+        alternate, so that the previous call's stay intact as prev. Grown
+        (doubling the id columns) when a generation outgrows them."""
+        import torch
+
+        sets = self._device_buffers
+        if sets is None or sets[0][0].shape[0] != n_rows or sets[0][0].shape[1] < n_tokens \
+                or sets[0][0].device != device:
+            columns = max(16, n_tokens, 2 * sets[0][0].shape[1] if sets is not None else 0)
+            sets = self._device_buffers = [
+                (torch.empty((n_rows, columns), dtype=torch.int64, device=device),
+                 torch.empty(n_rows, dtype=torch.int32, device=device),
+                 torch.empty(n_rows, dtype=torch.int64, device=device)) for _ in range(2)]
+        self._device_flip ^= 1
+        return sets[self._device_flip]
+
+    def _call_on_device(self, generated: Any, scores: Any) -> Any:
+        import torch
+
+        from .torch import TERMINATED_INT32, DeviceTrie
+
+        if generated.device != scores.device:
+            raise InvalidArgumentError("input_ids are on %s but the scores on %s (treemask never copies between"
+                                       " devices)" % (generated.device, scores.device))
+        device_trie = self._device_tries.get(scores.device)
+        if device_trie is None:
+            device_trie = self._device_tries[scores.device] = DeviceTrie(self.trie, scores.device)
+        n_rows, n_tokens = generated.shape
+        ids, states, keys = self._row_buffers(n_rows, n_tokens, scores.device)
+        ids = ids[:, :n_tokens]
+        # A copy the loop cannot overwrite: it is the next call's prev.
+        ids.copy_(generated)
+        device_trie.follow_rows(ids, states, keys, prev=self._device_prev, failure_policy=self._policy)
+        self._device_prev = (ids, states, keys)
+        out = self._output_buffer(scores)
+        out.copy_(scores)
+        device_trie.advance_mask_logits(states, None, out)
+        if self.pad_token_id is not None:
+            pad = self.pad_token_id
+            out[:, pad] = torch.where(states == TERMINATED_INT32, scores[:, pad], out[:, pad])
+        return out
 
     def _output_buffer(self, scores: Any) -> Any:
         """Where this step's masked scores go: the tensor returned last step
@@ -241,6 +319,9 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
         if allowed.shape[1] < width:
             allowed = torch.nn.functional.pad(allowed, (0, width - allowed.shape[1]))
         return scores.masked_fill(allowed[:, :width] == 0, float("-inf"))
+
+
+_buffers.exclusive(TrieLogitsProcessor, also=("__call__",))
 
 
 class BeamSearchOutput(NamedTuple):
@@ -285,18 +366,18 @@ def _next_logits(model: Any, cache: Any, src: Any, tok: Any, mask: Any, position
 
 def _beam_search_device(model: Any, input_ids: Any, trie: Trie, B: int, R: int, max_new_tokens: int,
                         attention_mask: Any, pad_token_id: int) -> BeamSearchOutput:
-    """beam_search on a CUDA device: the same loop with the device trie's
-    top-k and beam step; states (int32 views of the uint32 states), scores
-    and sequences stay on the device."""
+    """beam_search on a CUDA device: the same loop over a
+    :class:`treemask.torch.DeviceBeam` (its first step by top-k at the
+    root, then its graph-capturable beam step); states, scores and
+    sequences stay on the device."""
     import torch
 
-    from .torch import DeviceTrie
+    from .torch import TERMINATED_INT32, DeviceBeam
 
     device = input_ids.device
-    dev = DeviceTrie(trie, device)
     n_requests = input_ids.shape[0]
     n_slots = n_requests * B
-    terminated = int(np.array([STATE_TERMINATED], dtype=np.uint32).view(np.int32)[0])
+    beam = DeviceBeam(trie, n_requests, B, device=device)
     mask = attention_mask.to(device=device, dtype=torch.long)
     positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 0)
     request_base = torch.arange(n_requests, device=device).repeat_interleave(B) * B
@@ -304,17 +385,9 @@ def _beam_search_device(model: Any, input_ids: Any, trie: Trie, B: int, R: int, 
     with torch.no_grad():
         out = model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True,
                     logits_to_keep=1)
-        root = torch.zeros(n_requests, dtype=torch.int32, device=device)
-        first_tokens, first_scores, _counts = dev.topk(root, out.logits[:, -1, :], B)
+        tokens, _scores = beam.start(out.logits[:, -1, :])
         cache = out.past_key_values
         del out
-        tokens = first_tokens.reshape(-1).contiguous()
-        scores = first_scores.reshape(-1).contiguous()
-        states = torch.zeros(n_slots, dtype=torch.int32, device=device)
-        scratch = torch.empty((n_slots, trie.bitmask_words), dtype=torch.int32, device=device)
-        dev.advance_fill_bitmask(states, tokens, scratch)  # -1 (dead slot): no token
-        del scratch
-        states = torch.where(tokens < 0, torch.full_like(states, terminated), states)
         tok = torch.where(tokens < 0, torch.full_like(tokens, pad_token_id), tokens).long()
         generated[:, 0] = tok
         src = torch.arange(n_requests, device=device).repeat_interleave(B)
@@ -322,11 +395,11 @@ def _beam_search_device(model: Any, input_ids: Any, trie: Trie, B: int, R: int, 
         positions = positions[:, -1:].repeat_interleave(B, dim=0)
         steps = 1
         for step in range(1, max_new_tokens):
-            if bool((states == terminated).all()):
+            if bool(beam.finished().all()):
                 break
             logits, cache, mask, positions = _next_logits(model, cache, src, tok.view(n_slots, 1), mask, positions)
-            was_finished = states == terminated
-            parents, tokens, scores = dev.beam_step(states, logits, scores, B)
+            was_finished = beam.states == TERMINATED_INT32
+            parents, tokens, _scores = beam.step(logits)
             del logits
             src = request_base + parents.clamp(min=0).long()
             # A carried-over finished hypothesis (or a dead slot) gets padding.
@@ -340,7 +413,33 @@ def _beam_search_device(model: Any, input_ids: Any, trie: Trie, B: int, R: int, 
     keep = (torch.arange(n_requests, device=device)[:, None] * B
             + torch.arange(R, device=device)[None, :]).reshape(-1)
     sequences = torch.cat([ids, generated[keep, :steps]], dim=1)
-    return BeamSearchOutput(sequences, scores[keep].clone())
+    return BeamSearchOutput(sequences, beam.scores[keep].clone())
+
+
+def _check_beam_memory(model: Any, trie: Trie, n_requests: int, num_beams: int, max_new_tokens: int,
+                       device: Any) -> None:
+    """OutOfMemoryError when one step of the search cannot fit the device's
+    memory: each beam gets a logits row of the model's whole vocabulary, so
+    a num_beams of millions is refused here, clearly, instead of by the
+    kernel's OOM killer halfway through the search."""
+    import torch
+
+    from .errors import OutOfMemoryError
+
+    config = getattr(model, "config", None)
+    width = max(int(getattr(config, "vocab_size", 0) or 0), trie.vocab_size)
+    element = torch.empty((), dtype=getattr(model, "dtype", torch.float32)).element_size()
+    n_slots = n_requests * num_beams
+    need = n_slots * (width * element + max_new_tokens * 8)  # logits rows, generated tokens
+    if device.type == "cuda":
+        have = torch.cuda.get_device_properties(device).total_memory
+    else:
+        have = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    if need > have:
+        raise OutOfMemoryError(
+            "hf.beam_search: num_beams %d x %d requests need at least %.1f GiB per step (a logits row of %d"
+            " x %d bytes per beam), more than the %.1f GiB of this %s: lower num_beams"
+            % (num_beams, n_requests, need / 2**30, width, element, have / 2**30, device.type))
 
 
 def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_new_tokens: Optional[int] = None,
@@ -391,11 +490,11 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
         n_threads: threads of the beam step (requests are split between them).
 
     With ``input_ids`` on a CUDA device (and the model there too) every
-    step runs on the device: :class:`treemask.torch.DeviceTrie` (the trie
-    uploaded once) takes the first step's top-B and each beam step, the
-    states, scores and sequences stay device tensors, and the only host
-    synchronisation per step is the "all finished?" test. The result's
-    tensors are then on that device.
+    step runs on the device: a :class:`treemask.torch.DeviceBeam` (the trie
+    uploaded once, its tensors allocated once) takes the first step's top-B
+    and each beam step, the states, scores and sequences stay device
+    tensors, and the only host synchronisation per step is the "all
+    finished?" test. The result's tensors are then on that device.
     """
     import torch
 
@@ -436,6 +535,7 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
     if n_slots == 0:
         return BeamSearchOutput(input_ids.new_zeros((0, prompt_length)),
                                 torch.zeros(0, dtype=torch.float32, device=input_ids.device))
+    _check_beam_memory(model, trie, n_requests, B, max_new_tokens, input_ids.device)
     if input_ids.device.type == "cuda":
         return _beam_search_device(model, input_ids, trie, B, R, max_new_tokens, attention_mask, pad_token_id)
     beam = Beam(B, n_threads=n_threads)

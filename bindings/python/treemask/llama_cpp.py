@@ -22,13 +22,15 @@ Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 from __future__ import annotations
 
 import sys
+import threading
 import traceback
 from typing import Any, Optional
 
 import numpy as np
 
+from . import _buffers
 from ._ffi import ffi, lib
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, InvalidStateError
 from .matcher import Matcher
 from .trie import Trie
 
@@ -63,7 +65,8 @@ class TrieLogitsProcessor:
         prompt_length: where generation starts in ``input_ids`` (None: inferred).
         **matcher_options: passed to :class:`treemask.Matcher` (think mode,
             ``max_new_tokens``, multi-label, ``override_stop_tokens``...). The
-            failure policy is always ``"fail_closed"``.
+            failure policy is always ``"fail_closed"``
+            (:mod:`treemask.failure_policy` says why).
 
     Attributes:
         error: the first internal error (a string), or None. While set, only
@@ -84,6 +87,10 @@ class TrieLogitsProcessor:
         self._next = np.zeros(_LIST_MAX, dtype=np.int32)
         self._next_ptr = ffi.from_buffer("int32_t[]", self._next)
         self.error: Optional[str] = None
+        # One generation at a time: a call while another thread is inside one
+        # fails both closed (__call__); the other methods raise
+        # InvalidStateError (_buffers.exclusive).
+        self._busy = threading.RLock()
         self.reset()
 
     def reset(self) -> None:
@@ -108,6 +115,14 @@ class TrieLogitsProcessor:
     # ---- the call ------------------------------------------------------------
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
+        if not self._busy.acquire(False):
+            # Two generations share this processor at once: raising here would
+            # leave this one unconstrained (llama-cpp-python swallows it), so
+            # both fail closed instead.
+            self._fail(InvalidStateError("TrieLogitsProcessor: used by two threads at once; give each"
+                                         " generation its own processor"))
+            self._keep_stop_tokens(scores)
+            return scores
         try:
             if self.error is None:
                 self._catch_up(np.asarray(input_ids))
@@ -116,6 +131,8 @@ class TrieLogitsProcessor:
                     return scores
         except BaseException as e:
             self._fail(e)
+        finally:
+            self._busy.release()
         self._keep_stop_tokens(scores)
         return scores
 
@@ -188,3 +205,6 @@ class TrieLogitsProcessor:
         if bits.size < scores.shape[0]:
             bits = np.concatenate([bits, np.zeros(scores.shape[0] - bits.size, dtype=np.uint8)])
         scores[bits == 0] = -np.inf
+
+
+_buffers.exclusive(TrieLogitsProcessor)

@@ -12,7 +12,8 @@ import numpy as np
 from . import _buffers
 from ._ffi import ffi, lib
 from .errors import InvalidArgumentError, OutOfRangeError, raise_status
-from .trie import Trie, failure_policy_code
+from .failure_policy import LIBRARY_DEFAULT, failure_policy_code
+from .trie import Trie
 
 __all__ = ["Matcher", "MatcherCounters", "ExclusionSet"]
 
@@ -317,8 +318,9 @@ class Matcher(_MatcherMethods):
     Args:
         trie: the :class:`Trie` to follow (kept alive by the matcher).
         failure_policy: what a rejected token does: ``"reject"`` (state
-            unchanged, like xgrammar), ``"fail_closed"`` (only stop tokens from
-            then on, like RTP-LLM) or ``"sticky_error"`` (failed until reset).
+            unchanged, like xgrammar; the default), ``"fail_closed"`` (only
+            stop tokens from then on, like RTP-LLM) or ``"sticky_error"``
+            (failed until reset); see :mod:`treemask.failure_policy`.
         terminate_without_stop_token: terminate as soon as a leaf is reached.
         max_rollback_tokens: how many accepts rollback may undo (0 = unlimited).
         pad_token: accepted after termination like a stop token.
@@ -328,7 +330,10 @@ class Matcher(_MatcherMethods):
         think_end_tokens, think_begin_token, start_in_thinking,
             max_thinking_tokens: think mode (free text until the end sequence,
             forced once the budget is spent).
-        max_new_tokens: length budget (never cut a label in half).
+        max_new_tokens: length budget: only branches that end within it are
+            offered, so a label is never cut in half while one fits; when
+            none fits, the shortest branches are (refuse such a request up
+            front, as treemask.vllm does).
         override_stop_tokens: replace the trie's stop tokens for this matcher.
         think_force_end_after_prefix: once a prefix of think_end_tokens is
             emitted naturally, force the rest (RTP-LLM's behaviour; off by
@@ -340,7 +345,7 @@ class Matcher(_MatcherMethods):
 
     __slots__ = ("_m", "_trie", "_flag", "_count", "_busy", "__weakref__")
 
-    def __init__(self, trie: Trie, *, failure_policy: Union[str, int] = "reject",
+    def __init__(self, trie: Trie, *, failure_policy: Union[str, int] = LIBRARY_DEFAULT,
                  terminate_without_stop_token: bool = False, max_rollback_tokens: int = 0,
                  pad_token: Optional[int] = None, label_separator: Optional[Sequence[int]] = None,
                  max_labels: int = 0, leaves_only: bool = False,

@@ -8,15 +8,19 @@ Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple, Union
+import contextlib
+from typing import Any, Dict, Optional, Tuple, Union
 
+import numpy as np
 import torch
 
 from . import _buffers
 from ._ffi import ffi, lib
+from .beam import check_topk_k, initial_scores
 from .bitmask import apply_token_bitmask_inplace, cuda_available, get_bitmask_shape, reset_token_bitmask
 from .errors import InvalidArgumentError, UnsupportedError, raise_status
-from .trie import STATE_FAILED, STATE_ROOT, STATE_TERMINATED, Trie, failure_policy_code
+from .failure_policy import LIBRARY_DEFAULT, failure_policy_code
+from .trie import STATE_FAILED, STATE_ROOT, STATE_TERMINATED, Trie
 
 __all__ = [
     "allocate_token_bitmask",
@@ -24,10 +28,51 @@ __all__ = [
     "get_bitmask_shape",
     "reset_token_bitmask",
     "DeviceTrie",
+    "DeviceBeam",
     "STATE_ROOT",
     "STATE_TERMINATED",
     "STATE_FAILED",
 ]
+
+# STATE_TERMINATED as an int32 state tensor holds it.
+TERMINATED_INT32 = int(np.array([STATE_TERMINATED], dtype=np.uint32).view(np.int32)[0])
+
+
+# The three places this module meets the CUDA runtime, as functions so that
+# the CPU tests can run the wrappers over host memory with the host twins
+# (tests/python/host_cuda.py).
+def _resolve_device(device: Union[torch.device, str, int, None]) -> torch.device:
+    """A CUDA device with its index (default: the current one)."""
+    dev = torch.device("cuda", torch.cuda.current_device()) if device is None else torch.device(device)
+    if dev.type != "cuda":
+        raise InvalidArgumentError("device %s is not a CUDA device" % dev)
+    if dev.index is None:
+        dev = torch.device("cuda", torch.cuda.current_device())
+    return dev
+
+
+# torch's own C accessors, when this torch has them: a Stream object and a
+# device guard cost microseconds per call, which a decode step pays each time.
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+_get_device = getattr(torch._C, "_cuda_getDevice", None)
+
+
+def _stream(device: torch.device):
+    """The current stream of `device` as the C API's `void *`."""
+    if _raw_stream is not None:
+        return ffi.cast("void *", _raw_stream(device.index))
+    return ffi.cast("void *", torch.cuda.current_stream(device).cuda_stream)
+
+
+def _on_device(device: torch.device):
+    """A context that makes `device` current (the library checks pointers
+    against the current device); nothing to do when it is already."""
+    current = _get_device() if _get_device is not None else torch.cuda.current_device()
+    return contextlib.nullcontext() if current == device.index else torch.cuda.device(device)
+
+
+# Top-k counts are size_t in the C API and int64 tensors here.
+assert ffi.sizeof("size_t") == 8, "treemask.torch needs a 64-bit size_t"
 
 
 def allocate_token_bitmask(batch_size: int, vocab_size: int) -> torch.Tensor:
@@ -74,6 +119,10 @@ class DeviceTrie:
         trie: the host trie to copy (once; the upload waits for the stream).
         device: a CUDA device (default: the current one).
 
+    Any number of threads may use one DeviceTrie at once, each on its own
+    stream (the device arrays are immutable; :meth:`beam_step` keeps one
+    scratch buffer per stream).
+
     Raises UnsupportedError when this libtreemask has no usable CUDA.
     """
 
@@ -85,22 +134,21 @@ class DeviceTrie:
         if not cuda_available():
             raise UnsupportedError("DeviceTrie needs CUDA: this libtreemask was built without it or finds no"
                                    " usable device (treemask.cuda_available() is False)")
-        dev = torch.device("cuda", torch.cuda.current_device()) if device is None else torch.device(device)
-        if dev.type != "cuda":
-            raise InvalidArgumentError("DeviceTrie: device %s is not a CUDA device" % dev)
-        if dev.index is None:
-            dev = torch.device("cuda", torch.cuda.current_device())
+        dev = _resolve_device(device)
         out = ffi.new("treemask_cuda_trie **")
-        with torch.cuda.device(dev):
-            stream = torch.cuda.current_stream(dev).cuda_stream
-            status = lib.treemask_cuda_trie_upload(trie._ptr, ffi.cast("void *", stream), out)
+        with _on_device(dev):
+            status = lib.treemask_cuda_trie_upload(trie._ptr, _stream(dev), out)
         if status:
             raise_status(status)
         self._ptr = ffi.gc(out[0], lib.treemask_cuda_trie_free)
         self.device = dev
         self.vocab_size = trie.vocab_size
         self.bitmask_words = trie.bitmask_words
-        self._workspace: Optional[torch.Tensor] = None
+        # beam_step's scratch and the shape it last served, one per CUDA
+        # stream: two threads stepping on two streams at once must not share
+        # one (the kernels of both would write it concurrently); on one stream
+        # the stream orders them.
+        self._workspace: Dict[int, Tuple[torch.Tensor, Tuple[int, int]]] = {}
 
     def new_states(self, batch_size: int) -> torch.Tensor:
         """A device int32 state tensor with every row at the root."""
@@ -116,7 +164,7 @@ class DeviceTrie:
         return ffi.cast("uint32_t *", states_ptr), tokens_ptr, n, accepted_ptr
 
     def advance_fill_bitmask(self, states: torch.Tensor, tokens: Optional[torch.Tensor], bitmask: torch.Tensor, *,
-                             failure_policy: Union[str, int] = "reject",
+                             failure_policy: Union[str, int] = LIBRARY_DEFAULT,
                              accepted: Optional[torch.Tensor] = None) -> None:
         """One step: ``states`` (updated in place) advance by ``tokens`` (int32,
         one per row, < 0 = no token; None = fill only), then bitmask row r
@@ -128,30 +176,79 @@ class DeviceTrie:
             raise InvalidArgumentError("bitmask: want a 2-D int32 tensor with %d rows, got %s"
                                        % (n, _buffers.describe(bitmask)))
         mask_ptr = _device_array(bitmask, "bitmask", (torch.int32,), self.device, bitmask.numel())
-        with torch.cuda.device(self.device):
-            stream = torch.cuda.current_stream(self.device).cuda_stream
+        with _on_device(self.device):
             status = lib.treemask_cuda_trie_advance_fill_bitmask(
                 self._ptr, states_ptr, tokens_ptr, n, failure_policy_code(failure_policy), accepted_ptr,
-                ffi.cast("int32_t *", mask_ptr), bitmask.shape[1], ffi.cast("void *", stream))
+                ffi.cast("int32_t *", mask_ptr), bitmask.shape[1], _stream(self.device))
         if status:
             raise_status(status)
 
     def advance_mask_logits(self, states: torch.Tensor, tokens: Optional[torch.Tensor], logits: torch.Tensor, *,
-                            failure_policy: Union[str, int] = "reject",
+                            failure_policy: Union[str, int] = LIBRARY_DEFAULT,
                             accepted: Optional[torch.Tensor] = None) -> None:
         """The same step writing -inf straight into ``logits`` (float32 /
         float16 / bfloat16, shape ``(rows, width)``, width >= vocab_size,
         vocab dimension contiguous) instead of a bitmask."""
         states_ptr, tokens_ptr, n, accepted_ptr = self._step_args(states, tokens, accepted)
         dtype, row_stride = self._logits_rows(logits, n)
-        with torch.cuda.device(self.device):
-            stream = torch.cuda.current_stream(self.device).cuda_stream
+        with _on_device(self.device):
             status = lib.treemask_cuda_trie_advance_mask_logits(
                 self._ptr, states_ptr, tokens_ptr, n, failure_policy_code(failure_policy), accepted_ptr,
-                ffi.cast("void *", logits.data_ptr()), dtype, row_stride, logits.shape[1],
-                ffi.cast("void *", stream))
+                ffi.cast("void *", logits.data_ptr()), dtype, row_stride, logits.shape[1], _stream(self.device))
         if status:
             raise_status(status)
+
+    def advance_states(self, states: torch.Tensor, tokens: torch.Tensor, *, failure_policy: Union[str, int] = "reject",
+                       accepted: Optional[torch.Tensor] = None) -> None:
+        """The advance alone (:meth:`Trie.advance_states` on the device):
+        ``states`` advance by ``tokens`` in place; nothing is filled."""
+        if tokens is None:
+            raise InvalidArgumentError("tokens: want an int32 tensor, got None")
+        states_ptr, tokens_ptr, n, accepted_ptr = self._step_args(states, tokens, accepted)
+        with _on_device(self.device):
+            status = lib.treemask_cuda_trie_advance_states(
+                self._ptr, states_ptr, tokens_ptr, n, failure_policy_code(failure_policy), accepted_ptr,
+                _stream(self.device))
+        if status:
+            raise_status(status)
+
+    def follow_rows(self, tokens: torch.Tensor, states: torch.Tensor, keys: torch.Tensor, *,
+                    prev: Optional[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = None,
+                    failure_policy: Union[str, int] = "reject") -> None:
+        """The state of every row of ``tokens`` (an int64 tensor ``(rows,
+        n)`` whose rows may be strided, e.g. ``input_ids[:, prompt:]``),
+        written to ``states`` (int32 / uint32, one per row) with a hash of
+        the row to ``keys`` (int64, one per row): on the device, without a
+        host round trip, whatever reordering happened since the previous
+        call (``treemask_cuda_trie_follow_rows``). ``prev``: the previous
+        call's ``(tokens, states, keys)``, its tokens unchanged since; a row
+        equal to one of prev's but for its last id takes one trie step from
+        that row's state, any other walks from the root."""
+        rows = self._token_rows(tokens, states, keys, "")
+        before = ffi.NULL if prev is None else self._token_rows(*prev, what="prev ")
+        with _on_device(self.device):
+            status = lib.treemask_cuda_trie_follow_rows(self._ptr, before, rows, failure_policy_code(failure_policy),
+                                                        _stream(self.device))
+        if status:
+            raise_status(status)
+
+    def _token_rows(self, tokens: torch.Tensor, states: torch.Tensor, keys: torch.Tensor, what: str):
+        if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.dtype != torch.int64:
+            raise InvalidArgumentError("%stokens: want a 2-D int64 tensor, got %s" % (what, _buffers.describe(tokens)))
+        if tokens.device != self.device:
+            raise InvalidArgumentError("%stokens: %s is not on %s" % (what, _buffers.describe(tokens), self.device))
+        n_rows, n_tokens = tokens.shape
+        if n_tokens > 1 and tokens.stride(1) != 1:
+            raise InvalidArgumentError("%stokens: each row's ids must be contiguous" % what)
+        rows = ffi.new("treemask_cuda_token_rows *")
+        lib.treemask_cuda_token_rows_init(rows)
+        rows.tokens = ffi.cast("const int64_t *", tokens.data_ptr())
+        rows.n_rows = n_rows
+        rows.n_tokens = n_tokens
+        rows.row_stride = tokens.stride(0) if n_rows > 1 else n_tokens
+        rows.states = ffi.cast("uint32_t *", _device_array(states, what + "states", _STATE_DTYPES, self.device, n_rows))
+        rows.keys = ffi.cast("uint64_t *", _device_array(keys, what + "keys", (torch.int64,), self.device, n_rows))
+        return rows
 
     def _logits_rows(self, logits: torch.Tensor, n: int) -> Tuple[int, int]:
         """(dtype code, row stride) of n logits rows on this trie's device,
@@ -230,15 +327,23 @@ class DeviceTrie:
         status = lib.treemask_cuda_beam_workspace_size(n_requests, beam_width, need)
         if status:
             raise_status(status)
-        if self._workspace is None or self._workspace.numel() < need[0]:
-            self._workspace = torch.empty(max(int(need[0]), 8), dtype=torch.uint8, device=self.device)
-        workspace = self._workspace
-        with torch.cuda.device(self.device):
-            stream = torch.cuda.current_stream(self.device).cuda_stream
+        with _on_device(self.device):
+            stream = _stream(self.device)
+            key = int(ffi.cast("uintptr_t", stream))
+            # The workspace's counters are zero between steps of one shape; a
+            # new shape starts from a zeroed workspace (treemask_cuda.h).
+            # Allocated and zeroed on this stream; a dict store is atomic
+            # under the GIL.
+            workspace, shape = self._workspace.get(key, (None, (0, 0)))
+            if workspace is None or workspace.numel() < need[0]:
+                workspace = torch.zeros(max(int(need[0]), 8), dtype=torch.uint8, device=self.device)
+            elif shape != (n_requests, beam_width):
+                workspace.zero_()
+            self._workspace[key] = (workspace, (n_requests, beam_width))
             status = lib.treemask_cuda_beam_step(
                 self._ptr, n_requests, beam_width, lg, states_ptr, scores_ptr, parents_ptr, tokens_ptr,
                 ffi.cast("void *", workspace.data_ptr()), workspace.numel(), self._counter(n_bad_rows),
-                ffi.cast("void *", stream))
+                _stream(self.device))
         if status:
             raise_status(status)
         return parents, tokens, scores
@@ -247,30 +352,164 @@ class DeviceTrie:
              n_bad_rows: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Per state the k best allowed tokens by log-probability on the
         device (``treemask_cuda_trie_topk_states``): ``(tokens int32 (n, k),
-        scores float32 (n, k), counts int32 (n,))``, entries past
-        ``counts[i]`` are token -1, score -inf; the rules of
-        :func:`treemask.topk_states`."""
-        if not isinstance(k, int) or isinstance(k, bool) or k < 0:
-            raise InvalidArgumentError("k must be an int >= 0, got %r" % (k,))
+        scores float32 (n, k), counts int64 (n,))``, entries past
+        ``counts[i]`` are token -1, score -inf: the contract of
+        :func:`treemask.topk_states` (treemask_cuda.h states it for both)."""
+        k = check_topk_k(k, self.vocab_size)
         n = states.numel() if isinstance(states, torch.Tensor) else -1
         states_ptr = ffi.cast("const uint32_t *", _device_array(states, "states", _STATE_DTYPES, self.device, n))
         lg = self._logits(logits, n, log_probs)
-        tokens = torch.full((n, k), -1, dtype=torch.int32, device=self.device)
-        scores = torch.full((n, k), float("-inf"), dtype=torch.float32, device=self.device)
-        counts = torch.zeros(n, dtype=torch.int32, device=self.device)
-        with torch.cuda.device(self.device):
-            stream = torch.cuda.current_stream(self.device).cuda_stream
+        # The kernel writes every entry (-1 / -inf past the count), so
+        # nothing needs filling first.
+        tokens = torch.empty((n, k), dtype=torch.int32, device=self.device)
+        scores = torch.empty((n, k), dtype=torch.float32, device=self.device)
+        counts = torch.empty(n, dtype=torch.int64, device=self.device)
+        self._topk_into(states_ptr, n, lg, k, tokens, scores, counts, n_bad_rows)
+        return tokens, scores, counts
+
+    def _topk_into(self, states_ptr, n: int, lg, k: int, tokens: torch.Tensor, scores: torch.Tensor,
+                   counts: torch.Tensor, n_bad_rows: Optional[torch.Tensor]) -> None:
+        with _on_device(self.device):
             status = lib.treemask_cuda_trie_topk_states(
                 self._ptr, states_ptr, n, lg, k, ffi.cast("int32_t *", tokens.data_ptr()),
-                ffi.cast("float *", scores.data_ptr()), ffi.cast("int32_t *", counts.data_ptr()),
-                self._counter(n_bad_rows), ffi.cast("void *", stream))
+                ffi.cast("float *", scores.data_ptr()), ffi.cast("size_t *", counts.data_ptr()),
+                self._counter(n_bad_rows), _stream(self.device))
         if status:
             raise_status(status)
-        # Entries past counts[i] read as token -1, score -inf (as on the CPU).
-        valid = torch.arange(k, device=self.device)[None, :] < counts[:, None]
-        tokens = torch.where(valid, tokens, torch.full_like(tokens, -1))
-        scores = torch.where(valid, scores, torch.full_like(scores, float("-inf")))
-        return tokens, scores, counts
 
     def __repr__(self) -> str:
         return "<treemask.torch.DeviceTrie vocab_size=%d device=%s>" % (self.vocab_size, self.device)
+
+
+class DeviceBeam:
+    """A constrained beam search's state on one CUDA device: the device trie,
+    and for ``n_requests * beam_width`` slots (request-major, slot ``r * B +
+    b``) the trie states, cumulative scores, the last step's parents and
+    tokens, and the step's workspace, all allocated here once.
+
+    :meth:`step` is :meth:`DeviceTrie.beam_step` over those tensors: one
+    kernel launch on the current stream that allocates nothing and never
+    synchronises, so it can be captured in a CUDA graph and replayed (the
+    tensors keep their addresses for the object's lifetime). The rules are
+    treemask.h's beam step (``treemask_cuda_beam_step``).
+
+    Args:
+        trie: a :class:`treemask.Trie` (uploaded here) or a
+            :class:`DeviceTrie` (shared; its device is used).
+        n_requests, beam_width: the slots; beam_width <= 1,024.
+        device: a CUDA device (default: the current one, or the
+            DeviceTrie's).
+
+    Attributes (device tensors, updated in place): ``states`` int32,
+    ``scores`` float32 (initially ``treemask.initial_scores``: 0 for beam
+    0 of each request, -inf for the others), ``parents`` and ``tokens``
+    int32 (-1 for a dead slot), ``n_bad_rows`` int32 (1,): how many live
+    slots read a logits row holding NaN or +inf since the last
+    :meth:`reset` (such a slot offers nothing; read it when you synchronise
+    anyway). A slot is live while its score is above -inf.
+    """
+
+    __slots__ = ("trie", "device", "n_requests", "beam_width", "states", "scores", "parents", "tokens",
+                 "n_bad_rows", "_initial_scores", "_roots", "_counts", "_workspace", "_step_args", "_lg",
+                 "__weakref__")
+
+    def __init__(self, trie: Union[Trie, DeviceTrie], n_requests: int, beam_width: int, *,
+                 device: Union[torch.device, str, int, None] = None) -> None:
+        for name, value in (("n_requests", n_requests), ("beam_width", beam_width)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise InvalidArgumentError("%s must be an int >= 1, got %r" % (name, value))
+        if isinstance(trie, DeviceTrie):
+            if device is not None and _resolve_device(device) != trie.device:
+                raise InvalidArgumentError("device %s is not the DeviceTrie's device %s" % (device, trie.device))
+            self.trie = trie
+        else:
+            self.trie = DeviceTrie(trie, device)
+        dev = self.device = self.trie.device
+        need = ffi.new("size_t *")
+        status = lib.treemask_cuda_beam_workspace_size(n_requests, beam_width, need)
+        if status:
+            raise_status(status)
+        n = n_requests * beam_width
+        self.n_requests, self.beam_width = n_requests, beam_width
+        self.states = torch.zeros(n, dtype=torch.int32, device=dev)
+        self._initial_scores = torch.from_numpy(initial_scores(n_requests, beam_width)).to(dev)
+        self.scores = self._initial_scores.clone()
+        self.parents = torch.full((n,), -1, dtype=torch.int32, device=dev)
+        self.tokens = torch.full((n,), -1, dtype=torch.int32, device=dev)
+        self.n_bad_rows = torch.zeros(1, dtype=torch.int32, device=dev)
+        self._roots = torch.zeros(n_requests, dtype=torch.int32, device=dev)
+        self._counts = torch.zeros(n_requests, dtype=torch.int64, device=dev)
+        # Zeroed once: each step leaves its counters zero (treemask_cuda.h).
+        self._workspace = torch.zeros(max(int(need[0]), 8), dtype=torch.uint8, device=dev)
+        self._step_args = (
+            ffi.cast("uint32_t *", self.states.data_ptr()), ffi.cast("float *", self.scores.data_ptr()),
+            ffi.cast("int32_t *", self.parents.data_ptr()), ffi.cast("int32_t *", self.tokens.data_ptr()),
+            ffi.cast("void *", self._workspace.data_ptr()), self._workspace.numel(),
+            ffi.cast("uint32_t *", self.n_bad_rows.data_ptr()))
+        self._lg = ffi.new("treemask_logits *")
+        lib.treemask_logits_init(self._lg)
+
+    def _set_logits(self, logits: torch.Tensor, n_rows: int, log_probs: bool):
+        """Points the kept treemask_logits at n_rows rows of `logits`."""
+        dtype, row_stride = self.trie._logits_rows(logits, n_rows)
+        lg = self._lg
+        lg.data = ffi.cast("const void *", logits.data_ptr())
+        lg.dtype = dtype
+        lg.n_columns = logits.shape[1]
+        lg.row_stride = row_stride
+        lg.log_probs = bool(log_probs)
+        return lg
+
+    def step(self, logits: torch.Tensor, *, log_probs: bool = False) -> Tuple[torch.Tensor, torch.Tensor,
+                                                                               torch.Tensor]:
+        """One beam step: ``logits`` holds one row per slot (float32,
+        float16 or bfloat16, the vocab dimension contiguous, width >= the
+        trie's vocab_size; log-probabilities with ``log_probs``). Updates
+        ``states`` and ``scores`` and returns ``(parents, tokens, scores)``:
+        these objects' own tensors, not copies. Reorder your KV cache by
+        ``r * B + parents`` (dead slots: -1)."""
+        lg = self._set_logits(logits, self.n_requests * self.beam_width, log_probs)
+        dev = self.device
+        with _on_device(dev):
+            status = lib.treemask_cuda_beam_step(self.trie._ptr, self.n_requests, self.beam_width, lg,
+                                                 *self._step_args, _stream(dev))
+        if status:
+            raise_status(status)
+        return self.parents, self.tokens, self.scores
+
+    def start(self, logits: torch.Tensor, *, log_probs: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
+        """The first step from one logits row per request (a prompt run once
+        per request rather than once per beam): beam b of request r takes
+        the b-th best token allowed at the root (:meth:`DeviceTrie.topk`),
+        its score and state; a request with fewer allowed tokens than
+        beams leaves the rest dead (token -1, score -inf). ``parents`` are
+        0 (every beam extends its request's prompt). Returns ``(tokens,
+        scores)``. Allocates nothing, never synchronises."""
+        lg = self._set_logits(logits, self.n_requests, log_probs)
+        roots = ffi.cast("const uint32_t *", self._roots.data_ptr())
+        self.trie._topk_into(roots, self.n_requests, lg, self.beam_width, self.tokens, self.scores, self._counts,
+                             self.n_bad_rows)
+        self.states.zero_()
+        self.parents.zero_()
+        # -1 (a dead slot) is no token: it stays at the root, with score -inf.
+        self.trie.advance_states(self.states, self.tokens)
+        return self.tokens, self.scores
+
+    def reset(self) -> None:
+        """Back to the initial state (every slot at the root, the initial
+        scores), for the next search; enqueued copies, no allocation."""
+        self.states.zero_()
+        self.scores.copy_(self._initial_scores)
+        self.parents.fill_(-1)
+        self.tokens.fill_(-1)
+        self.n_bad_rows.zero_()
+
+    def finished(self) -> torch.Tensor:
+        """A bool tensor per slot: True where the slot can no longer change
+        (its hypothesis ended with a stop token, or the slot is dead). The
+        search is over when all are; testing that synchronises, this
+        method itself does not."""
+        return (self.states == TERMINATED_INT32) | ~(self.scores > float("-inf"))
+
+    def __repr__(self) -> str:
+        return "<treemask.torch.DeviceBeam %d x %d on %s>" % (self.n_requests, self.beam_width, self.device)

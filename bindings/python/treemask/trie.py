@@ -13,6 +13,7 @@ import numpy as np
 from . import _buffers
 from ._ffi import ffi, lib
 from .errors import InvalidArgumentError, OutOfRangeError, raise_status
+from .failure_policy import LIBRARY_DEFAULT, failure_policy_code
 
 __all__ = ["Trie", "TrieStats", "SkippedLabel", "STATE_ROOT", "STATE_TERMINATED", "STATE_FAILED", "failure_policy_code"]
 
@@ -22,28 +23,9 @@ STATE_ROOT = lib.TREEMASK_STATE_ROOT
 STATE_TERMINATED = lib.TREEMASK_STATE_TERMINATED
 STATE_FAILED = lib.TREEMASK_STATE_FAILED
 
-_FAILURE_POLICIES = {
-    "reject": lib.TREEMASK_FAILURE_REJECT,
-    "fail_closed": lib.TREEMASK_FAILURE_FAIL_CLOSED,
-    "sticky_error": lib.TREEMASK_FAILURE_STICKY_ERROR,
-}
-
 # Metadata keys under which save() stores what only Python knows.
 _META_LABELS = "treemask.python.labels"
 _META_SKIPPED = "treemask.python.skipped_labels"
-
-
-def failure_policy_code(policy: Union[str, int]) -> int:
-    """The TREEMASK_FAILURE_* value of "reject", "fail_closed" or "sticky_error"."""
-    if isinstance(policy, str):
-        try:
-            return _FAILURE_POLICIES[policy]
-        except KeyError:
-            raise InvalidArgumentError("failure_policy %r: want one of %s"
-                                       % (policy, ", ".join(_FAILURE_POLICIES))) from None
-    if policy in _FAILURE_POLICIES.values():
-        return int(policy)
-    raise InvalidArgumentError("failure_policy %r: want one of %s" % (policy, ", ".join(_FAILURE_POLICIES)))
 
 
 class TrieStats(NamedTuple):
@@ -263,6 +245,8 @@ class Trie:
         above or returns something other than a list of int token ids.
         """
         labels = list(labels)
+        if not labels:
+            raise InvalidArgumentError("no labels: a trie needs at least one label")
         encode, check = _tokenizer_functions(tokenizer, decode)
         stops = _stop_token_list(stop_tokens)
         stop_set = set(stops.tolist())
@@ -516,7 +500,7 @@ class Trie:
             raise_status(status)
 
     def advance_states(self, states: np.ndarray, tokens: Any,
-                       failure_policy: Union[str, int] = "reject") -> np.ndarray:
+                       failure_policy: Union[str, int] = LIBRARY_DEFAULT) -> np.ndarray:
         """Advances ``states`` (a writable C-contiguous numpy uint32 array) in
         place by ``tokens`` (token < 0: no token for that row) and returns
         the accepted flags (False only where a token was rejected)."""

@@ -360,6 +360,51 @@ Status advance_mask_logits(const StepArg &step, const LogitsArg &logits, void *s
       "launching the logits mask kernel");
 }
 
+Status advance_states(const StepArg &step, void *stream) {
+  const RelaxedCaptureMode relaxed;
+  TM_ASSIGN_OR_RETURN(const int device, usable_device());
+  TM_TRY(check_step(step, device));
+  return launched(launch::advance(step.trie->view, step.states, step.tokens, step.n_rows,
+                                  step.failure_policy, step.accepted, stream),
+                  "launching the advance kernel");
+}
+
+namespace {
+
+Status check_token_rows(const TokenRowsArg &rows, const char *name, int device) {
+  if (rows.n_rows == 0) return Status::Ok();
+  if (rows.n_tokens > 0) {
+    TM_TRY(check_pointer(rows.tokens, cat(name, "->tokens").c_str(), device));
+  }
+  TM_TRY(check_pointer(rows.states, cat(name, "->states").c_str(), device));
+  return check_pointer(rows.keys, cat(name, "->keys").c_str(), device);
+}
+
+launch::TokenRows token_rows(const TokenRowsArg &a) {
+  return launch::TokenRows{a.tokens, a.n_rows, a.n_tokens, a.row_stride, a.states, a.keys};
+}
+
+}  // namespace
+
+Status follow_rows(const DeviceTrie &trie, const TokenRowsArg *prev, const TokenRowsArg &rows,
+                   int32_t failure_policy, void *stream) {
+  const RelaxedCaptureMode relaxed;
+  TM_ASSIGN_OR_RETURN(const int device, usable_device());
+  if (trie.device != device) {
+    return error(Code::kInvalidArgument, "dev_trie was uploaded to CUDA device ", trie.device,
+                 " but the current device is ", device,
+                 "; make that device current (cudaSetDevice) or upload the trie there");
+  }
+  TM_TRY(check_token_rows(rows, "rows", device));
+  // A prev of another length is never read: no need to check its arrays.
+  const bool use_prev = prev && prev->n_rows > 0 && prev->n_tokens + 1 == rows.n_tokens;
+  if (use_prev) TM_TRY(check_token_rows(*prev, "prev", device));
+  const launch::TokenRows prev_rows = use_prev ? token_rows(*prev) : launch::TokenRows{};
+  return launched(launch::follow_rows(trie.view, use_prev ? &prev_rows : nullptr, token_rows(rows),
+                                      failure_policy, stream),
+                  "launching the follow-rows kernel");
+}
+
 namespace {
 
 uint32_t bits_for(uint64_t max_value) {
@@ -405,10 +450,14 @@ Result<size_t> beam_workspace_bytes(size_t n_requests, size_t beam_width) {
     return error(Code::kInvalidArgument, "beam_width ", beam_width, " is outside [1, ",
                  launch::kMaxBeamWidth, "] (the device beam step's limit)");
   }
-  size_t slots = 0, bytes = 0;
-  // Per slot: beam_width keys of 8 bytes and a count of 4.
+  // Per request an arrival counter of 4 bytes (first, so that a test can
+  // find them), per slot a count of 4, then per slot beam_width keys of 8.
+  size_t slots = 0, head = 0, keys = 0, bytes = 0;
   if (__builtin_mul_overflow(n_requests, beam_width, &slots) ||
-      __builtin_mul_overflow(slots, beam_width * 8 + 4, &bytes) || bytes > size_t{INT64_MAX}) {
+      __builtin_add_overflow(n_requests, slots, &head) ||
+      __builtin_mul_overflow(head, size_t{4}, &head) || head > SIZE_MAX - 8 ||
+      __builtin_mul_overflow(slots, beam_width * 8, &keys) ||
+      __builtin_add_overflow(align_up(head, 8), keys, &bytes) || bytes > size_t{INT64_MAX}) {
     return error(Code::kInvalidArgument, "n_requests ", n_requests, " x beam_width ", beam_width,
                  " needs a workspace too large to address");
   }
@@ -439,13 +488,16 @@ Status beam_step(const BeamArg &step, void *stream) {
   TM_TRY(check_pointer(step.workspace, "workspace", device));
   if (step.n_bad_rows) TM_TRY(check_pointer(step.n_bad_rows, "n_bad_rows", device));
   const size_t n_slots = step.n_requests * step.beam_width;
-  auto *keys = static_cast<uint64_t *>(step.workspace);
-  auto *counts = reinterpret_cast<uint32_t *>(keys + n_slots * step.beam_width);
+  launch::BeamWorkspace ws;
+  ws.arrived = static_cast<uint32_t *>(step.workspace);
+  ws.counts = ws.arrived + step.n_requests;
+  ws.keys = reinterpret_cast<uint64_t *>(static_cast<char *>(step.workspace) +
+                                         align_up((step.n_requests + n_slots) * 4, 8));
+  const launch::BeamState state{step.states, step.scores, step.parents, step.tokens};
   return launched(
       launch::beam_step(step.trie->view, beam_logits(step.logits), layout, step.n_requests,
-                        static_cast<uint32_t>(step.beam_width), step.states, step.scores,
-                        step.parents, step.tokens, keys, counts, step.n_bad_rows, stream),
-      "launching the beam step kernels");
+                        static_cast<uint32_t>(step.beam_width), state, ws, step.n_bad_rows, stream),
+      "launching the beam step kernel");
 }
 
 Status trie_topk(const TopkArg &topk, void *stream) {

@@ -73,6 +73,24 @@ Status advance_fill_bitmask(const StepArg &step, int32_t *bitmask, size_t bitmas
 // vocab_size; logits.vocab_size is taken from the trie.
 Status advance_mask_logits(const StepArg &step, const LogitsArg &logits, void *stream);
 
+// step.tokens is not null.
+Status advance_states(const StepArg &step, void *stream);
+
+// Token rows as the shim validated them (row_stride resolved, extents
+// addressable, arrays non-null where used).
+struct TokenRowsArg {
+  const int64_t *tokens = nullptr;
+  size_t n_rows = 0;
+  size_t n_tokens = 0;
+  size_t row_stride = 0;
+  uint32_t *states = nullptr;
+  uint64_t *keys = nullptr;
+};
+
+// treemask_cuda_trie_follow_rows; prev may be null.
+Status follow_rows(const DeviceTrie &trie, const TokenRowsArg *prev, const TokenRowsArg &rows,
+                   int32_t failure_policy, void *stream);
+
 // ---- the beam step and top-k on the device ----------------------------------
 
 // A step's logits as the shim validated them (dtype known, n_columns >= the
@@ -88,6 +106,8 @@ struct BeamLogitsArg {
 
 // Bytes of the workspace of a beam step of n_requests x beam_width slots;
 // an error when it overflows or beam_width is outside [1, kMaxBeamWidth].
+// Its per-request arrival counters (its first n_requests x 4 bytes) must be
+// zero before the first step of a shape; every step leaves them zero.
 Result<size_t> beam_workspace_bytes(size_t n_requests, size_t beam_width);
 
 struct BeamArg {
@@ -114,7 +134,7 @@ struct TopkArg {
   size_t k = 0;
   int32_t *out_tokens = nullptr;
   float *out_scores = nullptr;
-  int32_t *out_counts = nullptr;
+  size_t *out_counts = nullptr;
   uint32_t *n_bad_rows = nullptr;
 };
 

@@ -41,6 +41,13 @@ Status advance_fill_bitmask(const StepArg &, int32_t *, size_t, void *) { return
 
 Status advance_mask_logits(const StepArg &, const LogitsArg &, void *) { return not_built(); }
 
+Status advance_states(const StepArg &, void *) { return not_built(); }
+
+Status follow_rows(const DeviceTrie &, const TokenRowsArg *, const TokenRowsArg &, int32_t,
+                   void *) {
+  return not_built();
+}
+
 Result<size_t> beam_workspace_bytes(size_t, size_t) { return not_built(); }
 
 Status beam_step(const BeamArg &, void *) { return not_built(); }

@@ -69,6 +69,21 @@ int advance_fill_bitmask(const TrieView &trie, uint32_t *states, const int32_t *
 int advance(const TrieView &trie, uint32_t *states, const int32_t *tokens, size_t n_rows,
             int32_t failure_policy, uint8_t *accepted, void *stream);
 
+// Rows of int64 ids and where their states and keys go (follow_rows).
+struct TokenRows {
+  const int64_t *tokens = nullptr;
+  size_t n_rows = 0;
+  size_t n_tokens = 0;
+  size_t row_stride = 0;
+  uint32_t *states = nullptr;
+  uint64_t *keys = nullptr;
+};
+
+// The state and key of every row of `rows`, from a matching row of `prev`
+// (nullable; used when its n_tokens is one less) or from the root.
+int follow_rows(const TrieView &trie, const TokenRows *prev, const TokenRows &rows,
+                int32_t failure_policy, void *stream);
+
 // Sets every logit outside the allowed set of states[row] to -inf.
 int mask_logits_from_states(const TrieView &trie, const uint32_t *states, size_t n_rows,
                             const Logits &logits, const DeviceShape &shape, void *stream);
@@ -98,17 +113,33 @@ struct KeyLayout {
   uint32_t token_max = 0;
 };
 
-// One beam step of n_requests x beam_width slots (treemask_cuda_beam_step).
-// ws_keys: n_slots * beam_width entries, ws_counts: n_slots.
+// The caller's arrays of a beam step: n_requests * beam_width entries each.
+struct BeamState {
+  uint32_t *states = nullptr;
+  float *scores = nullptr;
+  int32_t *parents = nullptr;
+  int32_t *tokens = nullptr;
+};
+
+// A beam step's workspace (treemask_cuda_beam_workspace_size): per request
+// an arrival counter that is zero between steps (the step that uses it
+// zeroes it again), per slot a count and beam_width keys.
+struct BeamWorkspace {
+  uint64_t *keys = nullptr;
+  uint32_t *counts = nullptr;
+  uint32_t *arrived = nullptr;
+};
+
+// One beam step of n_requests x beam_width slots (treemask_cuda_beam_step),
+// one kernel launch.
 int beam_step(const TrieView &trie, const BeamLogits &logits, const KeyLayout &layout,
-              size_t n_requests, uint32_t beam_width, uint32_t *states, float *scores,
-              int32_t *parents, int32_t *tokens, uint64_t *ws_keys, uint32_t *ws_counts,
-              uint32_t *n_bad_rows, void *stream);
+              size_t n_requests, uint32_t beam_width, const BeamState &state,
+              const BeamWorkspace &ws, uint32_t *n_bad_rows, void *stream);
 
 // Per row: the k best allowed tokens (treemask_cuda_trie_topk_states).
 int trie_topk(const TrieView &trie, const BeamLogits &logits, const KeyLayout &layout,
               const uint32_t *states, size_t n_rows, uint32_t k, int32_t *out_tokens,
-              float *out_scores, int32_t *out_counts, uint32_t *n_bad_rows, void *stream);
+              float *out_scores, size_t *out_counts, uint32_t *n_bad_rows, void *stream);
 
 // 0 when the current device can run treemask's kernels (an image for its
 // architecture is embedded), the cudaError_t otherwise.

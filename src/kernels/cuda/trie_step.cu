@@ -91,6 +91,81 @@ __global__ void __launch_bounds__(kAdvanceBlock)
   }
 }
 
+// ---- states of growing token rows (follow_rows) -----------------------------
+
+constexpr int kFollowBlock = 256;
+constexpr int kFollowWarps = kFollowBlock / 32;
+constexpr unsigned kFullWarp = 0xFFFFFFFFu;
+
+// One id's share of a row's key: the key of a row is the sum (mod 2^64) of
+// these over its ids, so a row's key is its parent's plus its last id's.
+__device__ __forceinline__ uint64_t id_hash(uint64_t position, int64_t id) {
+  uint64_t x = static_cast<uint64_t>(id) + 0x9E3779B97F4A7C15ull * (position + 1);
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;  // splitmix64's finalizer
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// An id as a state-array token: ids no int32 can hold (and negative ones,
+// which would mean "no token") become INT32_MAX, which no trie allows.
+__device__ __forceinline__ int32_t token_of(int64_t id) {
+  return id >= 0 && id < INT32_MAX ? static_cast<int32_t>(id) : INT32_MAX;
+}
+
+__device__ __forceinline__ uint64_t warp_sum(uint64_t v) {
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(kFullWarp, v, offset);
+  return v;
+}
+
+// One warp per row: the key of the row's first n - 1 ids, a scan of prev's
+// keys for it, an id-by-id comparison of each row that matches, and then
+// one trie step from the equal row's state, or a walk from the root.
+__global__ void __launch_bounds__(kFollowBlock)
+    follow_rows_kernel(launch::TrieView t, launch::TokenRows prev, bool use_prev,
+                       launch::TokenRows rows, int32_t policy) {
+  const unsigned lane = threadIdx.x % 32;
+  const int64_t n_warps = static_cast<int64_t>(gridDim.x) * kFollowWarps;
+  const uint64_t n = rows.n_tokens;
+  for (int64_t row = static_cast<int64_t>(blockIdx.x) * kFollowWarps + threadIdx.x / 32;
+       row < static_cast<int64_t>(rows.n_rows); row += n_warps) {  // uniform in a warp
+    const int64_t *ids = rows.tokens + row * static_cast<int64_t>(rows.row_stride);
+    uint64_t parent_key = 0;
+    for (uint64_t k = lane; k + 1 < n; k += 32) parent_key += id_hash(k, ids[k]);
+    parent_key = warp_sum(parent_key);
+    bool found = false;
+    uint32_t state = kStateFailed;
+    if (use_prev) {
+      for (size_t base = 0; base < prev.n_rows && !found; base += 32) {
+        const size_t j = base + lane;
+        unsigned match = __ballot_sync(kFullWarp, j < prev.n_rows && prev.keys[j] == parent_key);
+        while (match != 0 && !found) {
+          const size_t candidate = base + static_cast<size_t>(__ffs(static_cast<int>(match)) - 1);
+          match &= match - 1;
+          const int64_t *other = prev.tokens + candidate * prev.row_stride;
+          bool same = true;
+          for (uint64_t k = lane; k + 1 < n; k += 32) same = same && ids[k] == other[k];
+          if (__all_sync(kFullWarp, same)) {
+            found = true;
+            state = prev.states[candidate];
+          }
+        }
+      }
+    }
+    if (lane == 0) {
+      const PlainRules rules = rules_of(t);
+      if (found) {
+        state = rules.advance(state, token_of(ids[n - 1]), policy).state;
+      } else {
+        state = 0;  // the root
+        for (uint64_t k = 0; k < n; ++k)
+          state = rules.advance(state, token_of(ids[k]), policy).state;
+      }
+      rows.states[row] = state;
+      rows.keys[row] = n > 0 ? parent_key + id_hash(n - 1, ids[n - 1]) : 0;
+    }
+  }
+}
+
 // The allowed set of each row's state, as lists for mask_from_lists_kernel.
 struct TrieLists {
   launch::TrieView trie;
@@ -127,6 +202,17 @@ int advance(const TrieView &trie, uint32_t *states, const int32_t *tokens, size_
   return device::launch_kernel(
       device::advance_kernel, dim3(device::grid_for(rows, device::kAdvanceBlock)),
       dim3(device::kAdvanceBlock), stream, trie, states, tokens, rows, failure_policy, accepted);
+}
+
+int follow_rows(const TrieView &trie, const TokenRows *prev, const TokenRows &rows,
+                int32_t failure_policy, void *stream) {
+  if (rows.n_rows == 0) return 0;
+  const auto n_rows = static_cast<int64_t>(rows.n_rows);
+  const TokenRows none{};
+  return device::launch_kernel(device::follow_rows_kernel,
+                               dim3(device::grid_for(n_rows, device::kFollowWarps)),
+                               dim3(device::kFollowBlock), stream, trie, prev ? *prev : none,
+                               prev != nullptr, rows, failure_policy);
 }
 
 int mask_logits_from_states(const TrieView &trie, const uint32_t *states, size_t n_rows,

@@ -194,13 +194,28 @@ struct Fiber {
   Context context;
   std::unique_ptr<char[]> stack;
   bool done = false;
-  uint64_t barriers = 0;
+  bool at_barrier = false;  // waiting in __syncthreads
+  bool at_warp_op = false;  // waiting for its warp's lanes at a warp-synchronous call
+  uint64_t barriers = 0;    // __syncthreads calls so far
+  uint64_t warp_ops = 0;    // warp-synchronous calls so far
+};
+
+// The values a warp's lanes deposit at a warp-synchronous call. Two sets,
+// by the parity of the call's number: a released lane may reach its next
+// call (and deposit) before a slower lane of the same warp has read the
+// previous call's values, but never two calls ahead of it.
+struct Warp {
+  uint64_t values[2][32];
+  unsigned arrived = 0;
 };
 
 constexpr size_t kFiberStackBytes = 256 * 1024;
 Context g_scheduler;
 std::vector<Fiber> g_fibers;
+std::vector<Warp> g_warps;
+unsigned g_block_threads = 0;
 Fiber *g_running = nullptr;
+unsigned g_running_index = 0;
 const std::function<void()> *g_kernel = nullptr;
 
 [[noreturn]] void fiber_main() {
@@ -210,43 +225,62 @@ const std::function<void()> *g_kernel = nullptr;
   std::abort();
 }
 
+[[noreturn]] void undefined_on_gpu(const char *what) {
+  std::fprintf(stderr, "CUDA emulation: in block (%u, %u, %u), %s (undefined on a GPU)\n",
+               blockIdx.x, blockIdx.y, blockIdx.z, what);
+  std::abort();
+}
+
+// Runs every runnable fiber of the block until none is: each stops at a
+// barrier, at a warp call its warp has not completed, or at its end.
+void run_runnable(unsigned n_threads) {
+  for (bool ran = true; ran;) {
+    ran = false;
+    for (unsigned i = 0; i < n_threads; ++i) {
+      Fiber &f = g_fibers[i];
+      if (f.done || f.at_barrier || f.at_warp_op) continue;
+      threadIdx =
+          dim3(i % blockDim.x, (i / blockDim.x) % blockDim.y, i / (blockDim.x * blockDim.y));
+      g_running = &f;
+      g_running_index = i;
+      switch_to(g_scheduler, f.context);
+      ran = true;
+    }
+  }
+}
+
 void run_block(unsigned n_threads) {
   if (g_fibers.size() < n_threads) g_fibers.resize(n_threads);
+  g_warps.assign((n_threads + 31) / 32, Warp{});
+  g_block_threads = n_threads;
   for (unsigned i = 0; i < n_threads; ++i) {
     Fiber &f = g_fibers[i];
     if (!f.stack) f.stack.reset(new char[kFiberStackBytes]);
     prepare(f.context, f.stack.get(), kFiberStackBytes, fiber_main);
-    f.done = false;
-    f.barriers = 0;
+    f.done = f.at_barrier = f.at_warp_op = false;
+    f.barriers = f.warp_ops = 0;
   }
   for (;;) {
+    run_runnable(n_threads);
+    // Every live thread now waits at a barrier (or the block is stuck).
     bool any_live = false;
-    for (unsigned i = 0; i < n_threads; ++i) {
-      Fiber &f = g_fibers[i];
-      if (f.done) continue;
-      threadIdx =
-          dim3(i % blockDim.x, (i / blockDim.x) % blockDim.y, i / (blockDim.x * blockDim.y));
-      g_running = &f;
-      switch_to(g_scheduler, f.context);
-      any_live = any_live || !f.done;
-    }
-    if (!any_live) return;
-    // Every live thread must now wait at the same barrier.
     uint64_t barrier = 0;
-    bool first = true;
     for (unsigned i = 0; i < n_threads; ++i) {
       const Fiber &f = g_fibers[i];
       if (f.done) continue;
-      if (!first && f.barriers != barrier) {
-        std::fprintf(stderr,
-                     "CUDA emulation: threads of block (%u, %u, %u) reached different "
-                     "__syncthreads() calls (undefined on a GPU)\n",
-                     blockIdx.x, blockIdx.y, blockIdx.z);
-        std::abort();
+      if (f.at_warp_op) {
+        undefined_on_gpu(
+            "a lane waits at a warp-synchronous call that another lane of its warp "
+            "never reaches (it exited or waits at __syncthreads)");
+      }
+      if (any_live && f.barriers != barrier) {
+        undefined_on_gpu("threads reached different __syncthreads() calls");
       }
       barrier = f.barriers;
-      first = false;
+      any_live = true;
     }
+    if (!any_live) return;
+    for (unsigned i = 0; i < n_threads; ++i) g_fibers[i].at_barrier = false;
   }
 }
 
@@ -281,7 +315,38 @@ cudaError_t launch(dim3 grid, dim3 block, cudaStream_t stream, std::function<voi
 
 void syncthreads() {
   ++g_running->barriers;
+  g_running->at_barrier = true;
   switch_to(g_running->context, g_scheduler);
+}
+
+unsigned lane_id() { return g_running_index % 32; }
+
+unsigned lanes_in_warp() { return std::min(32u, g_block_threads - g_running_index / 32 * 32); }
+
+const uint64_t *warp_exchange(unsigned mask, uint64_t value) {
+  const unsigned lanes = lanes_in_warp();
+  const unsigned whole = lanes >= 32 ? ~0u : (1u << lanes) - 1u;
+  if ((mask & whole) != whole) undefined_on_gpu("a warp-synchronous call names a partial mask");
+  Fiber &self = *g_running;
+  const unsigned first = g_running_index / 32 * 32;
+  Warp &w = g_warps[g_running_index / 32];
+  const uint64_t op = self.warp_ops++;
+  uint64_t *values = w.values[op & 1];
+  values[lane_id()] = value;
+  if (++w.arrived < lanes) {
+    self.at_warp_op = true;
+    switch_to(self.context, g_scheduler);  // resumed once the last lane arrives
+    return values;
+  }
+  // The last lane: every lane must be at this same call.
+  w.arrived = 0;
+  for (unsigned i = first; i < first + lanes; ++i) {
+    if (g_fibers[i].warp_ops != self.warp_ops) {
+      undefined_on_gpu("lanes of a warp reached different warp-synchronous calls");
+    }
+    g_fibers[i].at_warp_op = false;
+  }
+  return values;
 }
 
 }  // namespace cuda_emulation

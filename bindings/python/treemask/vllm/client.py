@@ -1,9 +1,9 @@
 """Exact constrained beam search through vLLM's OpenAI-compatible server,
 driven from the client: no patch to vLLM, no treemask code on the client
-but this module (the standard library and treemask itself; no vLLM, no
-torch).
+but this module (the standard library and treemask itself; importing it
+imports neither vLLM nor torch).
 
-    from treemask.vllm_client import beam_search
+    from treemask.vllm.client import beam_search
 
     hyps = beam_search("http://127.0.0.1:8000", "my-model", prompts, trie, 50,
                        keys={"treemask_trie": "catalog"})
@@ -20,7 +20,14 @@ the shared prefix from being recomputed. The hypotheses and scores are
 :func:`treemask.vllm.beam_search`'s (and :func:`treemask.hf.beam_search`'s).
 
 vLLM's own ``use_beam_search`` cannot be used: its ``BeamSearchParams``
-carry no ``extra_args``, so no logits processor sees its requests.
+carry no ``extra_args``, so no logits processor sees its requests (the
+plugin refuses it with treemask keys, HTTP 400).
+
+Every beam request is an ordinary request to the server: the trie the
+keys name is subject to the operator's allowed directories and limits
+(README "Serving safely"). A client names the trie with ``treemask_trie``
+or ``treemask_choices``: ``treemask_trie_id`` finds only tries that a
+process of the server's user registered on the server's machine.
 
 Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
@@ -32,9 +39,10 @@ import urllib.error
 import urllib.request
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .beam_driver import BeamSearchState, Candidates
-from .errors import InvalidArgumentError, InvalidStateError
-from .trie import Trie
+from ..beam_driver import BeamSearchState, Candidates
+from ..errors import InvalidArgumentError, InvalidStateError
+from ..trie import Trie
+from .keys import KEY_BEAM_TOKENS
 
 __all__ = ["beam_search", "ServerError"]
 
@@ -116,8 +124,9 @@ def beam_search(base_url: str, model: str, prompts: Sequence[Any], trie: Trie, b
         raise InvalidArgumentError("n_return %r: want 1 .. beam_width (%d)" % (R, B))
     if not isinstance(keys, Mapping) or not any(isinstance(k, str) and k.startswith("treemask_") for k in keys):
         raise InvalidArgumentError("keys: want the dict of treemask keys that name the trie on the server")
-    if "treemask_beam_tokens" in keys:
-        raise InvalidArgumentError("keys: treemask_beam_tokens is the driver's to set")
+    if KEY_BEAM_TOKENS in keys:
+        raise InvalidArgumentError("keys: %s is the driver's to set" % KEY_BEAM_TOKENS)
+
     if isinstance(prompts, (str, bytes)) or not isinstance(prompts, (list, tuple)):
         raise InvalidArgumentError("prompts: want a list of prompts (strings or token-id lists)")
     if max_tokens is None:
@@ -151,6 +160,6 @@ def beam_search(base_url: str, model: str, prompts: Sequence[Any], trie: Trie, b
             replies = post_all("/v1/completions", [{
                 "model": model, "prompt": ids[slot // B] + search.tokens[slot], "max_tokens": 1,
                 "temperature": 0, "logprobs": B, "return_tokens_as_token_ids": True,
-                "vllm_xargs": dict(keys, treemask_beam_tokens=list(search.tokens[slot]))} for slot in live])
+                "vllm_xargs": dict(keys, **{KEY_BEAM_TOKENS: list(search.tokens[slot])})} for slot in live])
             search.step({slot: _candidates(reply) for slot, reply in zip(live, replies)})
     return search.results(R)

@@ -15,9 +15,10 @@ exact step:
 
 - every beam request carries the trie (``treemask_trie``,
   ``treemask_choices`` or ``treemask_trie_id``: a trie this process
-  registered) and ``treemask_beam_tokens``, the beam's generated tokens.
-  The plugin re-walks them from the trie's root (the client never names a
-  state), so a request only ever reaches states of its own trie;
+  registered, :mod:`treemask.vllm.registered`) and
+  ``treemask_beam_tokens``, the beam's generated tokens. The plugin
+  re-walks them from the trie's root (the client never names a state), so
+  a request only ever reaches states of its own trie;
 - the plugin writes the beam's row as ``x[t] - logsumexp(x)`` (the
   log-softmax over the whole unmasked row, as transformers' beam search
   and :func:`treemask.hf.beam_search` score) at the allowed tokens and
@@ -28,220 +29,82 @@ exact step:
   (:class:`treemask.beam_driver.BeamSearchState`): the result is
   :func:`treemask.hf.beam_search`'s, hypotheses and scores.
 
-Keys of a beam request (``SamplingParams.extra_args``; ``vllm_xargs``):
+The same search through the OpenAI server, driven from the client:
+:mod:`treemask.vllm.client`.
 
-- ``treemask_beam_tokens``: list of the beam's generated token ids so far
-  (``[]`` at the first step). Checked at submission: at most the trie's
-  depth and a stop token (what bounds the walk), every token allowed after
-  the ones before it, not ending with a stop token (a finished hypothesis
-  is not extended); the processor walks them again and checks that the
-  prompt ends with them (else the row fails closed). No length budget
-  applies (the driver bounds the steps).
-- ``treemask_trie_id``: 32 lowercase hex digits naming a trie registered
-  by :func:`register_trie` in this machine's per-user private directory
-  (what :func:`beam_search` does with a :class:`treemask.Trie`, for the
-  length of one search). Unguessable (128 random bits), and an id whose
-  search has ended is refused.
+A beam request is a request like any other: its trie comes from the same
+sources under the same rules (the operator's allowed directories, the
+limits, the process's registry: README "Serving safely"), plus two checks
+at submission (:func:`check_beam_request`): ``treemask_beam_tokens``
+holds at most the trie's depth and a stop token (what bounds the walk),
+every token allowed after the ones before it, and does not end with a
+stop token (a finished hypothesis is not extended); and the request asks
+for one token (``max_tokens=1``; no length budget applies, the driver
+bounds the steps). In the engine the processor walks the tokens again and
+checks that the prompt ends with them, else the row fails closed
+(:func:`walk_beam_tokens`).
+
+Only :func:`beam_search` imports vLLM, and :func:`normalize_beam_rows`
+torch: the rest works without them.
 
 Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
 from __future__ import annotations
 
-import collections
-import logging
 import os
-import re
-import secrets
-import stat
-import tempfile
-import threading
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .beam_driver import BeamSearchState, Candidates
-from .errors import Error, InvalidArgumentError, InvalidStateError, UnsupportedError
-from .matcher import Matcher
-from .trie import Trie
+from ..beam_driver import BeamSearchState, Candidates
+from ..errors import InvalidArgumentError, InvalidStateError, UnsupportedError
+from ..matcher import Matcher
+from ..trie import Trie
+from .keys import KEY_BEAM_TOKENS, KEY_CHOICES, KEY_TRIE, KEY_TRIE_ID, RequestError, parse_extra_args
+from .registered import register_trie, unregister_trie
 
-__all__ = ["beam_search", "register_trie", "unregister_trie", "registered_trie", "parse_beam_tokens",
-           "parse_trie_id", "check_beam_request", "walk_beam_tokens", "normalize_beam_rows", "KEY_BEAM_TOKENS",
-           "KEY_TRIE_ID", "MAX_BEAM_TOKENS"]
-
-logger = logging.getLogger(__name__)
-
-KEY_BEAM_TOKENS = "treemask_beam_tokens"
-KEY_TRIE_ID = "treemask_trie_id"
-#: The most tokens a beam request may carry before its trie is known (the
-#: trie's depth bounds it at validation).
-MAX_BEAM_TOKENS = 65536
-_ID = re.compile(r"[0-9a-f]{32}\Z")
-
-
-def _refuse(message: str) -> InvalidArgumentError:
-    """A refused request (a ValueError: HTTP 400 from vLLM's server)."""
-    return InvalidArgumentError("treemask: " + message)
-
-
-# ---- request keys ---------------------------------------------------------------
-
-
-def parse_beam_tokens(value: Any) -> Optional[Tuple[int, ...]]:
-    """``treemask_beam_tokens`` checked (a list of token ids), or None when
-    absent."""
-    if value is None:
-        return None
-    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
-        raise _refuse("%s: want a list of token ids, got %s" % (KEY_BEAM_TOKENS, type(value).__name__))
-    if len(value) > MAX_BEAM_TOKENS:
-        raise _refuse("%s has %d tokens, more than %d" % (KEY_BEAM_TOKENS, len(value), MAX_BEAM_TOKENS))
-    out = []
-    for i, t in enumerate(value):
-        if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or not 0 <= int(t) < 2**31 - 1:
-            raise _refuse("%s[%d]: want a token id (an integer in [0, 2^31 - 1)), got %s"
-                          % (KEY_BEAM_TOKENS, i, _show(t)))
-        out.append(int(t))
-    return tuple(out)
-
-
-def parse_trie_id(value: Any) -> str:
-    """``treemask_trie_id`` checked: 32 lowercase hex digits."""
-    if not isinstance(value, str) or not _ID.match(value):
-        raise _refuse("%s: want the 32 hex digits treemask.vllm.register_trie returned, got %s"
-                      % (KEY_TRIE_ID, _show(value)))
-    return value
-
-
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:40] + "..."
-
-
-# ---- tries registered in-process ------------------------------------------------
-#
-# vLLM's engine core and workers are other processes (spawned), and a
-# callable sent through LLM.collective_rpc needs
-# VLLM_ALLOW_INSECURE_SERIALIZATION. So a registered trie is a .tmtrie in a
-# private directory of this user (0700, not a symlink), named by a random
-# id; the engine's processes map it on first use. Deleting the file
-# unregisters it everywhere: every lookup checks that it still exists.
-
-_lock = threading.Lock()
-_local: Dict[str, Trie] = {}  # what this process registered
-_loaded: "collections.OrderedDict[str, Tuple[Tuple[int, int, int], Trie]]" = collections.OrderedDict()
-_MAX_LOADED = 8
-
-
-def registered_dir(create: bool = False) -> str:
-    """The private directory of registered tries:
-    ``<tmp>/treemask-vllm-tries-<uid>``."""
-    path = os.path.join(tempfile.gettempdir(), "treemask-vllm-tries-%d" % os.getuid())
-    if create:
-        try:
-            os.mkdir(path, 0o700)
-        except FileExistsError:
-            pass
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return path
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
-        raise InvalidStateError("%s is not a private directory of this user (a symlink, another owner, or"
-                                " readable by others): no trie can be registered or looked up" % path)
-    return path
-
-
-def register_trie(trie: Trie) -> str:
-    """Registers ``trie`` for requests of this machine's user: returns the
-    id that ``treemask_trie_id`` names it by. Call :func:`unregister_trie`
-    when done (:func:`beam_search` does both)."""
-    if not isinstance(trie, Trie):
-        raise InvalidArgumentError("trie must be a treemask.Trie, got %s" % type(trie).__name__)
-    trie_id = secrets.token_hex(16)
-    trie.save(os.path.join(registered_dir(create=True), trie_id + ".tmtrie"))  # atomic
-    with _lock:
-        _local[trie_id] = trie
-    return trie_id
-
-
-def unregister_trie(trie_id: str) -> None:
-    """Removes a trie :func:`register_trie` registered (requests naming it
-    are refused from now on)."""
-    parse_trie_id(trie_id)
-    with _lock:
-        _local.pop(trie_id, None)
-        _loaded.pop(trie_id, None)
-    try:
-        os.unlink(os.path.join(registered_dir(), trie_id + ".tmtrie"))
-    except FileNotFoundError:
-        pass
-
-
-def registered_trie(trie_id: str) -> Trie:
-    """The trie registered under ``trie_id`` (refused when there is none)."""
-    parse_trie_id(trie_id)
-    unknown = _refuse("%s: no trie is registered under this id on this server (treemask.vllm.beam_search"
-                      " registers one in the engine's own process for one search)" % KEY_TRIE_ID)
-    path = os.path.join(registered_dir(), trie_id + ".tmtrie")
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
-        raise unknown from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
-            raise unknown
-        identity = (st.st_ino, st.st_size, st.st_mtime_ns)
-        with _lock:
-            mine = _local.get(trie_id)
-            if mine is not None:
-                return mine
-            hit = _loaded.get(trie_id)
-            if hit is not None and hit[0] == identity:
-                _loaded.move_to_end(trie_id)
-                return hit[1]
-        try:
-            trie = Trie.load("/proc/self/fd/%d" % fd if os.path.exists("/proc/self/fd/%d" % fd) else path)
-        except Error as e:
-            logger.error("treemask: registered trie %s does not load: %s", trie_id, e)
-            raise unknown from None
-    finally:
-        os.close(fd)
-    with _lock:
-        _loaded[trie_id] = (identity, trie)
-        while len(_loaded) > _MAX_LOADED:
-            _loaded.popitem(last=False)
-    return trie
+__all__ = ["beam_search", "check_beam_request", "walk_beam_tokens", "normalize_beam_rows", "is_beam_request"]
 
 
 # ---- the engine side: validation, the beam's matcher, its row -----------------
 
 
-def check_beam_request(trie: Trie, tokens: Sequence[int], stop_tokens: Optional[Sequence[int]] = None) -> None:
-    """At submission: the beam's tokens are a walk of ``trie`` from its root
-    that has not ended (refused otherwise, naming the first bad token)."""
+def is_beam_request(extra_args: Optional[Mapping[str, Any]]) -> bool:
+    """Whether a request's keys make it a beam request."""
+    return bool(extra_args) and extra_args.get(KEY_BEAM_TOKENS) is not None  # type: ignore[union-attr]
+
+
+def check_beam_request(trie: Trie, tokens: Sequence[int], stop_tokens: Optional[Sequence[int]] = None,
+                       max_tokens: Optional[int] = 1) -> None:
+    """At submission: the request asks for one token, and the beam's tokens
+    are a walk of ``trie`` from its root that has not ended (RequestError
+    otherwise, naming the first bad token). Costs at most the trie's depth
+    + 1 matcher steps."""
+    if max_tokens != 1:
+        raise RequestError("a beam request (%s) asks for one token: max_tokens must be 1, got %s"
+                           % (KEY_BEAM_TOKENS, max_tokens))
     depth = trie.stats().max_depth
     if len(tokens) > depth + 1:
-        raise _refuse("%s has %d tokens, more than the trie's longest sequence (%d) and a stop token"
-                      % (KEY_BEAM_TOKENS, len(tokens), depth))
+        raise RequestError("%s has %d tokens, more than the trie's longest sequence (%d) and a stop token"
+                           % (KEY_BEAM_TOKENS, len(tokens), depth))
     m = Matcher(trie, failure_policy="reject", override_stop_tokens=stop_tokens)
     for i, t in enumerate(tokens):
         if m.is_terminated():
-            raise _refuse("%s[%d]: the beam ended with a stop token at [%d]; a finished hypothesis is not"
-                          " extended" % (KEY_BEAM_TOKENS, i, i - 1))
+            raise RequestError("%s[%d]: the beam ended with a stop token at [%d]; a finished hypothesis is not"
+                               " extended" % (KEY_BEAM_TOKENS, i, i - 1))
         if not m.accept_token(t):
-            raise _refuse("%s[%d]: token %d does not continue a sequence of the request's trie"
-                          % (KEY_BEAM_TOKENS, i, t))
+            raise RequestError("%s[%d]: token %d does not continue a sequence of the request's trie"
+                               % (KEY_BEAM_TOKENS, i, t))
     if m.is_terminated():
-        raise _refuse("%s ends with a stop token: a finished hypothesis is not extended" % KEY_BEAM_TOKENS)
+        raise RequestError("%s ends with a stop token: a finished hypothesis is not extended" % KEY_BEAM_TOKENS)
 
 
 def walk_beam_tokens(matcher: Any, tokens: Sequence[int], prompt: Optional[Sequence[int]]) -> None:
     """In the engine: moves a new beam row's matcher (created without a
     length budget) to the beam's position. Raises ValueError when the
-    prompt does not end with the beam's tokens or the walk fails (the
-    processor then fails the row closed)."""
-    if tokens and prompt is not None and list(prompt[len(prompt) - len(tokens):]) != list(tokens):
+    prompt is unknown or does not end with the beam's tokens, or the walk
+    fails (the processor then fails the row closed)."""
+    if tokens and (prompt is None or list(prompt[len(prompt) - len(tokens):]) != list(tokens)):
         raise ValueError("%s are not the last tokens of the request's prompt" % KEY_BEAM_TOKENS)
     if matcher.accept_tokens(tokens) != len(tokens) or matcher.is_terminated():
         raise ValueError("%s are not an unfinished walk of the request's trie" % KEY_BEAM_TOKENS)
@@ -295,7 +158,7 @@ def _engine_checks(llm: Any, beam_width: int) -> Any:
     try:
         from vllm.v1.sample.logits_processor import cached_load_custom_logitsprocs
 
-        from .vllm import TrieLogitsProcessor
+        from .processor import TrieLogitsProcessor
 
         names = config.logits_processors
         classes = cached_load_custom_logitsprocs(tuple(names) if names is not None else None)
@@ -337,24 +200,25 @@ def _trie_keys(llm: Any, config: Any, trie: Any) -> Tuple[Dict[str, Any], Trie, 
                                        % (trie.vocab_size, config.get_vocab_size()))
         trie_id = register_trie(trie)
         return {KEY_TRIE_ID: trie_id}, trie, trie_id
-    from . import vllm as tv
+    from .model import ModelInfo
+    from .processor import registry
 
     if isinstance(trie, (str, os.PathLike)):
-        keys: Dict[str, Any] = {tv.KEY_TRIE: os.fspath(trie)}
+        keys: Dict[str, Any] = {KEY_TRIE: os.fspath(trie)}
     elif isinstance(trie, Mapping):
         keys = dict(trie)
     elif isinstance(trie, (list, tuple)):
-        keys = {tv.KEY_CHOICES: list(trie)}
+        keys = {KEY_CHOICES: list(trie)}
     else:
         raise InvalidArgumentError("trie: want a treemask.Trie, a trie file name, a list of strings or a dict of"
                                    " treemask keys, got %s" % type(trie).__name__)
     if KEY_BEAM_TOKENS in keys or KEY_TRIE_ID in keys:
         raise InvalidArgumentError("trie: %s and %s are the driver's to set" % (KEY_BEAM_TOKENS, KEY_TRIE_ID))
-    spec = tv.parse_extra_args(keys)
+    spec = parse_extra_args(keys, registry.settings)
     if spec is None:
         raise InvalidArgumentError("trie: the dict holds no treemask key")
-    model = tv.ModelInfo.from_model_config(config, llm.get_tokenizer())
-    local = tv.registry.trie_for(spec, model)
+    model = ModelInfo.from_model_config(config, llm.get_tokenizer())
+    local = registry.trie_for(spec, model)
     if spec.stop_tokens is not None and tuple(sorted(local.stop_tokens)) != tuple(spec.stop_tokens):
         raise InvalidArgumentError("trie: treemask_stop_tokens %s replace the file's own %s; beam_search steps"
                                    " with the trie's own stop tokens: build the trie with them"

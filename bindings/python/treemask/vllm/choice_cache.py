@@ -1,0 +1,175 @@
+"""The on-disk cache of compiled choice lists: the engine's worker maps what
+the API server compiled when it validated the request, instead of
+tokenizing the list a second time.
+
+Each list is a ``.tmtrie`` named by the SHA-256 of what was compiled (the
+list, prefix, stop tokens, vocab size and tokenizer), in a private directory of this
+user: ``TREEMASK_VLLM_CACHE_DIR``, default ``<tmp>/treemask-vllm-<uid>``,
+``off`` for none. The cache only ever touches its own files:
+
+- the directory is opened with ``O_NOFOLLOW`` and checked with ``lstat``:
+  a symlink, a directory of another user or one others may write is
+  refused (the cache turns off, saying why), and every later operation
+  goes through that descriptor, so swapping the path for a symlink
+  afterwards changes nothing;
+- eviction deletes only files whose names are the cache's own (64 hex
+  digits and ``.tmtrie``, or such a name's temporary ``.tmp.<pid>.<n>``
+  left by a crash), oldest first, until the files fit
+  ``TREEMASK_VLLM_CACHE_BYTES``; a list larger than that is not cached.
+
+A cached file is used only if it holds exactly the list, stop tokens and
+vocab size asked for.
+
+Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import stat
+import threading
+import time
+from typing import List, Optional, Tuple
+
+from ..errors import Error
+from ..trie import Trie
+
+__all__ = ["ChoiceCache", "digest_of"]
+
+logger = logging.getLogger("treemask.vllm")
+
+_OWN_NAME = re.compile(r"[0-9a-f]{64}\.tmtrie")
+_OWN_TEMPORARY = re.compile(r"[0-9a-f]{64}\.tmtrie\.tmp\.\d+\.\d+")
+_STALE_TEMPORARY_S = 3600.0
+
+
+def digest_of(choices: Tuple[str, ...], prefix: str, stops: Tuple[int, ...], vocab_size: int,
+              tokenizer_id: str = "") -> str:
+    """The cache name of a compiled list (hex SHA-256 of everything that
+    decides its tokens)."""
+    key = json.dumps([prefix, list(stops), vocab_size, tokenizer_id, list(choices)], ensure_ascii=False)
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+class ChoiceCache:
+    """See the module doc. Thread-safe."""
+
+    def __init__(self, path: str, max_bytes: int) -> None:
+        self.path = path
+        self.max_bytes = max_bytes
+        self._lock = threading.Lock()
+        self._fd: Optional[int] = None
+        self._off = False
+
+    def close(self) -> None:
+        """Closes the directory's descriptor (a later use opens it again)."""
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+    def _dir_fd(self) -> Optional[int]:
+        """The cache directory's descriptor (created private if missing), or
+        None when the cache is off."""
+        with self._lock:
+            if self._fd is not None or self._off:
+                return self._fd
+            try:
+                try:
+                    os.mkdir(self.path, 0o700)
+                except FileExistsError:
+                    pass
+                st = os.lstat(self.path)
+                if stat.S_ISLNK(st.st_mode):
+                    raise OSError("%s is a symlink" % self.path)
+                fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+                st = os.fstat(fd)
+                if st.st_uid != os.getuid() or st.st_mode & 0o022:
+                    os.close(fd)
+                    raise OSError("%s is not a private directory of this user" % self.path)
+            except OSError as e:
+                logger.warning("treemask: the choice-list file cache is off: %s", e)
+                self._off = True
+                return None
+            self._fd = fd
+            return fd
+
+    def _file(self, name: str) -> str:
+        fd = self._dir_fd()
+        assert fd is not None
+        proc = "/proc/self/fd/%d" % fd
+        return os.path.join(proc if os.path.isdir(proc) else self.path, name)
+
+    def load(self, digest: str, choices: Tuple[str, ...], stops: Tuple[int, ...], vocab_size: int
+             ) -> Optional[Trie]:
+        """The cached trie of digest if it holds exactly this list, else None."""
+        if self._dir_fd() is None:
+            return None
+        try:
+            trie = Trie.load(self._file(digest + ".tmtrie"))
+        except Error:
+            return None  # absent, or being replaced: compile
+        if trie.labels != choices or tuple(sorted(trie.stop_tokens)) != stops or trie.vocab_size != vocab_size:
+            return None
+        return trie
+
+    def save(self, digest: str, trie: Trie, nbytes: int) -> None:
+        """Writes the trie (atomically), then evicts the oldest of the
+        cache's own files until they fit. Failures are logged, not raised."""
+        fd = self._dir_fd()
+        if fd is None or nbytes > self.max_bytes:
+            return
+        try:
+            trie.save(self._file(digest + ".tmtrie"))
+            self._evict(fd)
+        except (Error, OSError) as e:
+            logger.warning("treemask: could not write the choice-list cache: %s", e)
+
+    def _evict(self, fd: int) -> None:
+        with self._lock:
+            now = time.time()
+            own: List[Tuple[float, str, int]] = []
+            for entry in os.scandir(fd):
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if not stat.S_ISREG(st.st_mode):
+                    continue
+                if _OWN_NAME.fullmatch(entry.name):
+                    own.append((st.st_mtime, entry.name, st.st_size))
+                elif _OWN_TEMPORARY.fullmatch(entry.name) and now - st.st_mtime > _STALE_TEMPORARY_S:
+                    _unlink(entry.name, fd)
+            own.sort()
+            total = sum(size for _, _, size in own)
+            for _, name, size in own:
+                if total <= self.max_bytes:
+                    break
+                _unlink(name, fd)
+                total -= size
+
+    def bytes_on_disk(self) -> int:
+        """The bytes of the cache's own files (for tests and the load test)."""
+        fd = self._dir_fd()
+        if fd is None:
+            return 0
+        total = 0
+        for entry in os.scandir(fd):
+            if _OWN_NAME.fullmatch(entry.name):
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if stat.S_ISREG(st.st_mode):
+                    total += st.st_size
+        return total
+
+
+def _unlink(name: str, dir_fd: int) -> None:
+    try:
+        os.unlink(name, dir_fd=dir_fd)
+    except OSError:
+        pass

@@ -1,0 +1,414 @@
+"""The tries of one process, keyed by what they are built from.
+
+A request's :class:`~treemask.vllm.keys.RequestSpec` names a source; the
+registry turns it into a :class:`treemask.Trie`, loading or compiling it at
+most once per source and keeping it in an LRU bounded by bytes
+(``TREEMASK_VLLM_REGISTRY_BYTES``). Concurrent requests for the same source
+wait for one load (single flight). Running requests keep their trie alive
+through their matchers, whatever the LRU evicts.
+
+- A file is loaded once per file identity (device, inode, size, mtime),
+  whatever stop tokens requests give: those apply per request (the
+  matcher's ``override_stop_tokens``). A file replaced by an atomic rename
+  (``Trie.save``, ``treemask compile``) is a new identity: new requests get
+  the new snapshot, running ones keep theirs, and the old one leaves the
+  registry. ``.tmtrie`` files are mapped, so processes share them through
+  the page cache.
+- A choice list is compiled once per (list, prefix, stop tokens, model) with
+  the tokenizer's batch encode and decode, and saved to the
+  :class:`~treemask.vllm.choice_cache.ChoiceCache` so that the engine's
+  worker maps what the API server compiled.
+
+Errors are :class:`~treemask.vllm.keys.RequestError`: what kind of problem
+and where (byte offset, line), never a byte of the file; the library's full
+message goes to the server log.
+
+- A registered trie (``treemask_trie_id``, the exact beam search) is the
+  ``.tmtrie`` a process of this user wrote into its private directory
+  (:mod:`~treemask.vllm.registered`), loaded once per (id, file identity);
+  the process that registered it uses its own object.
+
+Extending: a new kind of source (issue 23's byte-level string sets, cached
+per vocabulary) is a frozen dataclass in ``keys``, a method here that gets
+its trie through the shared LRU (``lru.get(key, build)``: the byte bound
+and the single flight come with it) and one entry of ``_BUILDERS``.
+
+Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+"""
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import re
+import threading
+import weakref
+from concurrent.futures import Future
+from typing import Any, Callable, Dict, Hashable, Optional, Tuple
+
+from ..errors import (CorruptFileError, Error, FileError, OutOfMemoryError, OutOfRangeError, ParseError,
+                      VersionMismatchError)
+from ..matcher import Matcher
+from ..trie import Trie
+from .choice_cache import ChoiceCache, digest_of
+from .files import OpenedFile, TrieFiles
+from . import registered
+from .keys import (KEY_CHOICES, KEY_STOP_TOKENS, KEY_TRIE, KEY_TRIE_ID, ChoiceSource, FileSource, RegisteredSource,
+                   RequestError, RequestSpec)
+from .model import ModelInfo
+from .settings import Settings
+
+__all__ = ["TrieRegistry", "ByteLRU"]
+
+logger = logging.getLogger("treemask.vllm")
+
+
+class ByteLRU:
+    """A least-recently-used map bounded by the bytes of its values, with
+    single-flight builds: concurrent ``get`` calls for a missing key run one
+    ``build`` and share its value (or its exception). A value larger than
+    the bound is returned but not kept. Thread-safe."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._lock = threading.Lock()
+        self._entries: "collections.OrderedDict[Hashable, Tuple[Any, int]]" = collections.OrderedDict()
+        self._building: Dict[Hashable, Future] = {}
+        self.bytes = 0
+
+    def get(self, key: Hashable, build: Callable[[], Tuple[Any, int]]) -> Any:
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is not None:
+                self._entries.move_to_end(key)
+                return hit[0]
+            future = self._building.get(key)
+            owner = future is None
+            if owner:
+                future = self._building[key] = Future()
+        assert future is not None
+        if not owner:
+            return future.result()
+        try:
+            value, nbytes = build()
+        except BaseException as e:
+            with self._lock:
+                del self._building[key]
+            future.set_exception(e)
+            raise
+        with self._lock:
+            del self._building[key]
+            if nbytes <= self.max_bytes:
+                self._entries[key] = (value, nbytes)
+                self.bytes += nbytes
+                while self.bytes > self.max_bytes:
+                    _, (_, dropped) = self._entries.popitem(last=False)
+                    self.bytes -= dropped
+        future.set_result(value)
+        return value
+
+    def discard(self, key: Hashable) -> None:
+        with self._lock:
+            entry = self._entries.pop(key, None)
+            if entry is not None:
+                self.bytes -= entry[1]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self.bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+class TrieRegistry:
+    """The tries of one process (see the module doc). ``settings`` default
+    to the environment's, read at first use. Thread-safe."""
+
+    def __init__(self, settings: Optional[Settings] = None) -> None:
+        self._settings = settings
+        self._lock = threading.Lock()
+        self._lru: Optional[ByteLRU] = None
+        self._files: Optional[TrieFiles] = None
+        self._cache: Optional[ChoiceCache] = None
+        self._versions: Dict[str, Hashable] = {}  # real path -> key of its loaded version
+        self._shortest: "weakref.WeakKeyDictionary[Trie, int]" = weakref.WeakKeyDictionary()
+        self.n_file_loads = 0
+        self.n_choice_compiles = 0
+
+    # ---- configuration ------------------------------------------------
+
+    @property
+    def settings(self) -> Settings:
+        with self._lock:
+            if self._settings is None:
+                self._settings = Settings.from_env()
+            return self._settings
+
+    def _parts(self) -> Tuple[ByteLRU, TrieFiles, Optional[ChoiceCache]]:
+        settings = self.settings
+        with self._lock:
+            if self._lru is None:
+                self._lru = ByteLRU(settings.registry_bytes)
+                self._files = TrieFiles(settings.trie_dirs, settings.max_file_bytes)
+                cache_dir = settings.default_cache_dir() if settings.cache_dir is None else settings.cache_dir
+                self._cache = ChoiceCache(cache_dir, settings.cache_bytes) if cache_dir else None
+            assert self._files is not None
+            return self._lru, self._files, self._cache
+
+    @property
+    def cache(self) -> Optional[ChoiceCache]:
+        return self._parts()[2]
+
+    @property
+    def bytes(self) -> int:
+        """Bytes of the tries the registry holds."""
+        return self._parts()[0].bytes
+
+    def configure(self, settings: Optional[Settings]) -> None:
+        """Replaces the settings (None: the environment's, read at next use)
+        and forgets every trie."""
+        with self._lock:
+            if self._cache is not None:
+                self._cache.close()
+            self._settings = settings
+            self._lru = self._files = self._cache = None
+            self._versions.clear()
+            self.n_file_loads = 0
+            self.n_choice_compiles = 0
+
+    def clear(self) -> None:
+        """Forgets every trie and zeroes the counters (running requests keep
+        theirs)."""
+        lru, _, _ = self._parts()
+        lru.clear()
+        with self._lock:
+            self._versions.clear()
+            self.n_file_loads = 0
+            self.n_choice_compiles = 0
+
+    # ---- requests -----------------------------------------------------
+
+    def trie_for(self, spec: RequestSpec, model: ModelInfo) -> Trie:
+        """The trie of a request, loading or compiling it if needed. Raises
+        RequestError."""
+        trie = getattr(self, _BUILDERS[type(spec.source)])(spec, model)
+        if trie.vocab_size > model.vocab_size:
+            logger.warning("treemask: %s has vocab_size %d, more than the model's %d", _name(spec),
+                           trie.vocab_size, model.vocab_size)
+            raise RequestError("%s was built for a larger vocabulary than this model's" % _name(spec))
+        return trie
+
+    def check_source(self, spec: RequestSpec) -> None:
+        """RequestError unless the request's file is allowed or its
+        registered trie exists (what can be checked without the model)."""
+        source = spec.source
+        if isinstance(source, FileSource):
+            self._parts()[1].open(source).close()
+        elif isinstance(source, RegisteredSource) and registered.local_trie(source.trie_id) is None:
+            os.close(registered.open_registered(source.trie_id)[0])
+
+    def shortest_path(self, trie: Trie) -> int:
+        """Tokens in the trie's shortest complete sequence (its stop token
+        not counted). A matcher whose budget nothing fits offers the
+        shortest branches, so following it reaches the nearest end."""
+        with self._lock:
+            cached = self._shortest.get(trie)
+        if cached is not None:
+            return cached
+        m = Matcher(trie, max_new_tokens=0)
+        stops = set(trie.stop_tokens)
+        n = 0
+        while not m.can_terminate():
+            step = [t for t in m.next_tokens() if t not in stops]
+            if not step or not m.accept_token(step[0]):
+                break
+            n += 1
+        with self._lock:
+            self._shortest[trie] = n
+        return n
+
+    # ---- files ----------------------------------------------------------
+
+    def _file_trie(self, spec: RequestSpec, model: ModelInfo) -> Trie:
+        lru, files, _ = self._parts()
+        source = spec.source
+        assert isinstance(source, FileSource)
+        # jsonl and tsv carry no stop tokens: built with the model's EOS ids
+        # (requests override them per matcher).
+        build_stops: Tuple[int, ...] = ()
+        if source.format in ("jsonl", "rtp_tsv"):
+            build_stops = model.eos_token_ids or spec.stop_tokens or ()
+            if not build_stops:
+                raise RequestError("the model names no EOS token: give %s" % KEY_STOP_TOKENS)
+        with files.open(source) as opened:
+            key = ("file", opened.identity, opened.format, model.vocab_size, source.start_token_id,
+                   source.end_token_id, build_stops)
+            trie = lru.get(key, lambda: self._load_file(opened, source, model, build_stops))
+            with self._lock:
+                previous = self._versions.get(opened.real_path)
+                self._versions[opened.real_path] = key
+            if previous is not None and previous != key:
+                lru.discard(previous)  # an older version of the file
+        return trie
+
+    def _load_file(self, opened: OpenedFile, source: FileSource, model: ModelInfo, stops: Tuple[int, ...]
+                   ) -> Tuple[Trie, int]:
+        path = _PathArg(opened.loader_path)
+        try:
+            if opened.format == "tmtrie":
+                trie = Trie.load(path)
+            elif opened.format == "rtp_json":
+                trie = Trie.from_rtp_json(path, model.vocab_size)
+            elif opened.format == "jsonl":
+                trie = Trie.from_jsonl(path, model.vocab_size, stops)
+            else:
+                assert source.start_token_id is not None  # parse_extra_args requires it for .tsv
+                end = source.end_token_id if source.end_token_id is not None else stops[0]
+                trie = Trie.from_rtp_tsv(path, model.vocab_size, source.start_token_id, end, stop_tokens=stops)
+        except Error as e:
+            logger.warning("treemask: %s %r (%s) does not load: %s", KEY_TRIE, source.name[:200],
+                           opened.real_path, str(e)[:2000])
+            raise RequestError(_load_problem(source, e)) from None
+        with self._lock:
+            self.n_file_loads += 1
+        return trie, trie.stats().bytes
+
+    # ---- choice lists ---------------------------------------------------------
+
+    def _choice_trie(self, spec: RequestSpec, model: ModelInfo) -> Trie:
+        lru, _, cache = self._parts()
+        source = spec.source
+        assert isinstance(source, ChoiceSource)
+        stops = spec.stop_tokens or model.eos_token_ids
+        if not stops:
+            raise RequestError("the model names no EOS token: give %s" % KEY_STOP_TOKENS)
+        key = ("choices", source, stops, model.vocab_size, model.tokenizer_id)
+
+        def build() -> Tuple[Trie, int]:
+            digest = digest_of(source.choices, source.prefix, stops, model.vocab_size, model.tokenizer_id)
+            trie = cache.load(digest, source.choices, stops, model.vocab_size) if cache else None
+            if trie is None:
+                trie = _compile_choices(source, model, stops)
+                with self._lock:
+                    self.n_choice_compiles += 1
+                if cache:
+                    cache.save(digest, trie, trie.stats().bytes)
+            # The label strings live in Python too.
+            return trie, trie.stats().bytes + sum(len(c) + 56 for c in source.choices)
+
+        return lru.get(key, build)
+
+
+    # ---- registered tries (the exact beam search) -----------------------------
+
+    def _registered_trie(self, spec: RequestSpec, model: ModelInfo) -> Trie:
+        source = spec.source
+        assert isinstance(source, RegisteredSource)
+        mine = registered.local_trie(source.trie_id)
+        if mine is not None:
+            return mine
+        lru, _, _ = self._parts()
+        fd, st = registered.open_registered(source.trie_id)
+        try:
+            if st.st_size > self.settings.max_file_bytes:
+                logger.warning("treemask: registered trie %s has %d bytes, more than the limit of %d",
+                               source.trie_id, st.st_size, self.settings.max_file_bytes)
+                raise RequestError("%s: the registered trie is larger than this server's limit of %d bytes"
+                                   % (KEY_TRIE_ID, self.settings.max_file_bytes))
+            key = ("registered", source.trie_id, (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+
+            def build() -> Tuple[Trie, int]:
+                proc = "/proc/self/fd/%d" % fd
+                try:
+                    trie = Trie.load(_PathArg(proc if os.path.exists(proc) else
+                                              os.path.join(registered.directory(), source.trie_id + ".tmtrie")))
+                except Error as e:
+                    logger.warning("treemask: registered trie %s does not load: %s", source.trie_id, str(e)[:2000])
+                    raise RequestError(registered.UNKNOWN) from None
+                return trie, trie.stats().bytes
+
+            return lru.get(key, build)
+        finally:
+            os.close(fd)
+
+
+#: source type -> the TrieRegistry method that gets its trie.
+_BUILDERS: Dict[type, str] = {FileSource: "_file_trie", ChoiceSource: "_choice_trie",
+                              RegisteredSource: "_registered_trie"}
+
+
+def _compile_choices(source: ChoiceSource, model: ModelInfo, stops: Tuple[int, ...]) -> Trie:
+    """Trie.from_labels over the model's tokenizer, with its batch encode and
+    decode where it has them (a fast tokenizer runs them in parallel, in
+    Rust; 100,000 one-by-one calls take seconds). One thread at a time per
+    tokenizer."""
+    choices, prefix = list(source.choices), source.prefix
+    texts = [prefix + c for c in choices]
+    with model.tokenizer_lock:
+        tokenizer = model.tokenizer
+        try:
+            backend = getattr(tokenizer, "backend_tokenizer", None)  # a transformers fast tokenizer's Rust one
+            if backend is not None:
+                ids = [e.ids for e in backend.encode_batch(texts, add_special_tokens=False)]
+            else:
+                ids = tokenizer(texts, add_special_tokens=False)["input_ids"]
+            decoded = tokenizer.batch_decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+            if len(ids) != len(texts) or len(decoded) != len(texts):
+                raise TypeError("batch sizes differ")
+        except Exception:
+            ids = None
+        try:
+            if ids is None:
+                trie = Trie.from_labels(choices, tokenizer, model.vocab_size, stops, prefix=prefix)
+            else:
+                encoded = dict(zip(texts, ids))
+                text_of = {tuple(i): d for i, d in zip(ids, decoded)}
+                trie = Trie.from_labels(choices, lambda text: encoded[text], model.vocab_size, stops, prefix=prefix,
+                                        decode=lambda tokens: text_of[tuple(tokens)])
+        except Error as e:  # the request's own strings: its message may quote them
+            raise RequestError("%s: %s" % (KEY_CHOICES, e)) from None
+    if trie.skipped_labels:
+        logger.warning("treemask: %d of %d choices do not round-trip through the tokenizer and are left out"
+                       " (first: %r)", len(trie.skipped_labels), len(choices), trie.skipped_labels[0][:80])
+    return trie
+
+
+class _PathArg:
+    """A path the Trie loaders must read as a file, never as inline text."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+
+    def __fspath__(self) -> str:
+        return self._path
+
+
+# What a load error tells the client: its kind and where, never the bytes.
+_KINDS = (
+    (ParseError, "it is not well-formed"),
+    (OutOfRangeError, "it holds a token id outside the model's vocabulary or outside int32"),
+    (VersionMismatchError, "it is a .tmtrie of another format version"),
+    (CorruptFileError, "it fails the .tmtrie integrity checks"),
+    (OutOfMemoryError, "it is too large to load"),
+    (FileError, "it could not be read"),
+)
+_WHERE = re.compile(r"\b(line \d+|byte \d+)")
+
+
+def _load_problem(source: FileSource, e: Error) -> str:
+    kind = next((text for cls, text in _KINDS if isinstance(e, cls)), "its content is not a valid trie")
+    where = sorted(set(_WHERE.findall(str(e))), key=lambda w: (w.split()[0], int(w.split()[1])))
+    return "%s %r does not load: %s%s (the server log has the details)" % (
+        KEY_TRIE, _clip(source.name), kind, " (at %s)" % ", ".join(where) if where else "")
+
+
+def _name(spec: RequestSpec) -> str:
+    if isinstance(spec.source, FileSource):
+        return "%s %r" % (KEY_TRIE, _clip(spec.source.name))
+    return KEY_CHOICES if isinstance(spec.source, ChoiceSource) else KEY_TRIE_ID
+
+
+def _clip(text: str, n: int = 120) -> str:
+    return text if len(text) <= n else text[:n] + "..."

@@ -1,0 +1,377 @@
+#!/usr/bin/env python3
+"""GPU benchmarks of the Python package (suite `bench`, run by build-gpu/run.sh).
+Every figure comes with its baseline or limit, measured in the same run, and
+each target of issue 22 prints as one line `TARGET <name>: <figure> ...: met`
+(or MISSED), which run.sh collects.
+
+1. Call overhead of treemask.apply_token_bitmask_inplace on CUDA tensors
+   (microseconds per call, back to back, 1 and 64 rows of 151,936 fp32 /
+   bf16 logits) beside one torch op on the same tensors (masked_fill_ with a
+   precomputed mask). Target: <= 8 us at 1 row.
+2. TrieLogitsProcessor in generate(do_sample=True) on CUDA, batch 64, 16 new
+   tokens, a Qwen2.5-0.5B-shaped bf16 model with random weights (no
+   download): ms per step unconstrained, with the processor's device path and
+   with its host path (the round trip the device path replaced), over the
+   GeoNames names tokenized for Qwen2.5 (build-gpu/data/geonames-qwen2.5.tmtrie,
+   written by ./dev gpu-bundle; random names of the same shape when absent).
+   Target: <= 0.15 ms per step added at batch 64. Also the processor alone:
+   GPU time and host time per call.
+3. treemask.torch.DeviceBeam.step against the torch masking pipeline on the
+   same GPU (device fill, log_softmax, apply, add scores, topk over B x V,
+   parents' states gathered and advanced), fp32 logits, states one code deep:
+   MiniOneRec (8 x 50, V = 152,704, its Industrial_and_Scientific index),
+   OneRec-like (16 x 32, V = 176,512, 3 codes of 8,192) and 2 x 70 over V =
+   2,049 (4 codes of 2,048). Target: >= 15x at each shape.
+
+usage: bench_cuda_python.py [--host-overhead] [--only apply|processor|beam]
+
+--host-overhead measures, on any machine, the Python time of the CUDA apply's
+fast path up to its C call, with a tensor subclass posing as a CUDA tensor
+and the C call replaced by a stub (the library's own host time comes on top:
+~4 us per call on the H100 host of issue 22). Without a GPU the GPU parts exit
+77 (skipped), saying why.
+
+Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+"""
+import argparse
+import json
+import os
+import pathlib
+import random
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import treemask
+
+ROOT = pathlib.Path(os.environ.get("TREEMASK_SOURCE_ROOT") or pathlib.Path(__file__).resolve().parents[2])
+BUNDLE_DATA = ROOT / "build-gpu" / "data"
+BASE_VOCAB, EOS = 151936, 151645
+
+
+def target(name, figure, unit, op, limit):
+    ok = figure <= limit if op == "<=" else figure >= limit
+    print("TARGET %s: %.3g %s (target %s %g %s): %s" % (name, figure, unit, op, limit, unit,
+                                                       "met" if ok else "MISSED"))
+
+
+# ---- 1. apply call overhead --------------------------------------------------
+
+
+def host_overhead():
+    import torch
+
+    from treemask import bitmask as bm
+
+    class PosingAsCuda(torch.Tensor):
+        """A CPU tensor that says it is on CUDA device 0."""
+        __torch_function__ = torch._C._disabled_torch_function_impl
+
+        @property
+        def is_cuda(self):
+            return True
+
+        def get_device(self):
+            return 0
+
+    class StubLib:
+        TREEMASK_F32, TREEMASK_F16, TREEMASK_BF16 = 0, 1, 2
+
+        def __getattr__(self, name):
+            return getattr(bm.lib, name)
+
+        @staticmethod
+        def treemask_cuda_apply_token_bitmask(*args):
+            return 0
+
+    calls = bm._CudaCalls(torch)
+    calls.stream = lambda index: bm.ffi.NULL
+    calls.is_current = lambda index: True
+    bm._cuda_calls = calls
+    bm.lib, real_lib = StubLib(), bm.lib
+    try:
+        print("== Python time of the CUDA apply's fast path up to its C call (C call stubbed), %s"
+              % torch.__version__)
+        for rows in (1, 64):
+            for dtype in (torch.float32, torch.bfloat16):
+                logits = torch.zeros((rows, BASE_VOCAB), dtype=dtype).as_subclass(PosingAsCuda)
+                mask = torch.zeros((rows, (BASE_VOCAB + 31) // 32), dtype=torch.int32).as_subclass(PosingAsCuda)
+                assert bm._apply_cuda_fast(torch, logits, mask, None)
+                us = best_of(lambda logits=logits, mask=mask: treemask.apply_token_bitmask_inplace(logits, mask),
+                             20000)
+                print("  %2d rows %-8s %6.2f us per call" % (rows, str(dtype).replace("torch.", ""), us))
+                if rows == 1 and dtype is torch.float32:
+                    one_row = us
+        # The tensor subclass makes every attribute read slower than on a real
+        # tensor; the fast path's body on plain tensors shows by how much.
+        logits = torch.zeros((1, BASE_VOCAB))
+        mask = torch.zeros((1, (BASE_VOCAB + 31) // 32), dtype=torch.int32)
+        body = best_of(lambda: bm._apply_cuda_fast(torch, logits, mask, None), 20000)
+        print("  the fast path's body alone on plain tensors (their attributes as fast as a CUDA tensor's):"
+              " %.2f us" % body)
+        print("(the library's own host time per call comes on top; target for the whole call on a GPU host:"
+              " <= 8 us at 1 row)")
+        print("HOST python part of the apply call at 1 row: %.2f us (posing tensors), %.2f us (the body on plain"
+              " tensors)" % (one_row, body))
+    finally:
+        bm.lib = real_lib
+        bm._cuda_calls = None
+
+
+def best_of(fn, number, repeat=7):
+    """Microseconds per call: the best of `repeat` rounds of `number` calls."""
+    fn()
+    rounds = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        rounds.append((time.perf_counter() - start) / number * 1e6)
+    return min(rounds)
+
+
+def gpu_calls_us(torch, fn, number):
+    """Wall microseconds per call of `number` back-to-back calls, the GPU
+    synchronised before and after (best of 5 rounds)."""
+    fn()
+    torch.cuda.synchronize()
+    rounds = []
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        torch.cuda.synchronize()
+        rounds.append((time.perf_counter() - start) / number * 1e6)
+    return min(rounds)
+
+
+def bench_apply(torch):
+    print("\n== 1. apply_token_bitmask_inplace on CUDA tensors, us per call (back to back), V = %d" % BASE_VOCAB)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    print("%-20s %14s %30s" % ("", "treemask", "torch masked_fill_ (one op)"))
+    worst_one_row = 0.0
+    for rows in (1, 64):
+        for dtype in (torch.float32, torch.bfloat16):
+            logits = torch.randn((rows, BASE_VOCAB), device="cuda", generator=gen).to(dtype)
+            mask = torch.randint(-2**31, 2**31 - 1, (rows, (BASE_VOCAB + 31) // 32), device="cuda",
+                                 dtype=torch.int32, generator=gen)
+            dense = torch.rand((rows, BASE_VOCAB), device="cuda", generator=gen) < 0.5
+            ours = gpu_calls_us(torch, lambda x=logits, m=mask: treemask.apply_token_bitmask_inplace(x, m), 2000)
+            theirs = gpu_calls_us(torch, lambda x=logits, m=dense: x.masked_fill_(m, float("-inf")), 2000)
+            print("%2d rows %-12s %14.1f %30.1f" % (rows, str(dtype).replace("torch.", ""), ours, theirs))
+            if rows == 1:
+                worst_one_row = max(worst_one_row, ours)
+    target("apply call from Python, 1 row (worst of fp32 / bf16)", worst_one_row, "us", "<=", 8)
+
+
+# ---- 2. the processor in generate() -------------------------------------------
+
+
+def geonames_trie():
+    path = BUNDLE_DATA / "geonames-qwen2.5.tmtrie"
+    if path.is_file():
+        return treemask.Trie.load(path), "GeoNames names tokenized for Qwen2.5 (%s)" % path.name
+    rng = random.Random(0)
+    paths = [[rng.randrange(200, 151000) for _ in range(rng.randint(2, 8))] for _ in range(150634)]
+    return treemask.Trie.from_paths(paths, BASE_VOCAB, [EOS]), "150,634 random names of 2-8 tokens"
+
+
+def bench_processor(torch):
+    try:
+        import transformers
+    except ImportError:
+        print("\n== 2. processor in generate(): SKIPPED (transformers is not installed)")
+        return
+    from treemask.hf import TrieLogitsProcessor
+
+    trie, what = geonames_trie()
+    config = transformers.Qwen2Config(
+        vocab_size=BASE_VOCAB, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
+        num_attention_heads=14, num_key_value_heads=2, max_position_embeddings=4096, tie_word_embeddings=True,
+        eos_token_id=EOS, pad_token_id=151643, bos_token_id=None)
+    with torch.device("cuda"):
+        torch.manual_seed(0)
+        model = transformers.Qwen2ForCausalLM(config).to(torch.bfloat16).eval()
+    batch, new = 64, 16
+    input_ids = torch.randint(0, 151000, (batch, 16), device="cuda", generator=torch.Generator("cuda").manual_seed(1))
+    common = dict(attention_mask=torch.ones_like(input_ids), do_sample=True, max_new_tokens=new,
+                  pad_token_id=151643, eos_token_id=EOS, return_dict_in_generate=True)
+
+    def run(processor):
+        kwargs = dict(common)
+        if processor is None:
+            kwargs["min_new_tokens"] = new  # 16 steps, like the constrained run's longest rows
+        else:
+            kwargs["logits_processor"] = [processor]
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        with torch.no_grad():
+            out = model.generate(input_ids, **kwargs)
+        torch.cuda.synchronize()
+        steps = out.sequences.shape[1] - input_ids.shape[1]
+        return (time.perf_counter() - start) / steps * 1e3, steps
+
+    def host_path():
+        p = TrieLogitsProcessor(trie)
+        p._device_path = lambda scores: False
+        return p
+
+    variants = [("unconstrained", lambda: None), ("TrieLogitsProcessor, device path", lambda: TrieLogitsProcessor(trie)),
+                ("TrieLogitsProcessor, host path", host_path)]
+    for _name, make in variants:
+        run(make())  # warm-up (the device path uploads the trie here)
+    samples = {name: [] for name, _ in variants}
+    steps = {}
+    for _ in range(5):  # alternated, so that other load hits all alike
+        for name, make in variants:
+            ms, n = run(make())
+            samples[name].append(ms)
+            steps[name] = n
+    print("\n== 2. generate(do_sample=True), batch %d, up to %d new tokens, Qwen2.5-0.5B-shaped bf16 model (random"
+          " weights), %s" % (batch, new, what))
+    base = statistics.median(samples["unconstrained"])
+    for name, _ in variants:
+        ms = statistics.median(samples[name])
+        print("  %-36s %8.2f ms per step (%d steps)%s" % (name, ms, steps[name],
+                                                          "" if name == "unconstrained" else
+                                                          ", %+.3f ms vs unconstrained" % (ms - base)))
+    added = statistics.median(samples["TrieLogitsProcessor, device path"]) - base
+    # The processor alone at this batch, step after step of a simulated
+    # generation (random ids appended): GPU time by events, host time.
+    processor = TrieLogitsProcessor(trie)
+    scores = torch.randn((batch, BASE_VOCAB), device="cuda")
+    start_event, end_event = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    gpu, host = [], []
+    for _ in range(3):
+        ids = input_ids
+        for step in range(new):
+            torch.cuda.synchronize()
+            start_event.record()
+            t0 = time.perf_counter()
+            processor(ids, scores)
+            t1 = time.perf_counter()
+            end_event.record()
+            torch.cuda.synchronize()
+            if step > 0:  # the first call of a generation has no previous rows
+                gpu.append(start_event.elapsed_time(end_event) * 1e3)
+                host.append((t1 - t0) * 1e6)
+            ids = torch.cat([ids, torch.randint(0, BASE_VOCAB, (batch, 1), device="cuda")], dim=1)
+    print("  the processor alone at batch %d: %.1f us of GPU time, %.1f us of host time per call"
+          % (batch, statistics.median(gpu), statistics.median(host)))
+    target("processor per step added at batch 64 (generate, sampling)", added, "ms", "<=", 0.15)
+
+
+# ---- 3. the beam step against the torch pipeline ---------------------------------
+
+
+def minionerec_trie():
+    items = json.loads((ROOT / "examples" / "data" / "minionerec" / "Industrial_and_Scientific.index.json").read_text())
+    paths = [[BASE_VOCAB + 256 * (ord(c[1]) - ord("a")) + int(c.strip("<>").split("_")[1]) for c in codes]
+             for codes in items.values()]
+    return treemask.Trie.from_paths(paths, BASE_VOCAB + 3 * 256, [EOS], no_labels=True)
+
+
+def codebook_trie(n_items, levels, codebook, base, stop, vocab):
+    rng = np.random.default_rng(3)
+    codes = rng.integers(0, codebook, size=(n_items, levels)) + base + np.arange(levels) * (codebook if base else 0)
+    return treemask.Trie.from_paths(codes.tolist(), vocab, [stop], no_labels=True)
+
+
+def events_us(torch, fn, repeat=30):
+    """Median GPU microseconds of fn, by CUDA events around each call."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    fn()
+    times = []
+    for _ in range(repeat):
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3)
+    return statistics.median(times)
+
+
+def bench_beam(torch):
+    import treemask.torch as tt
+
+    print("\n== 3. DeviceBeam.step vs the torch masking pipeline, fp32 logits, states one code deep")
+    shapes = [
+        ("MiniOneRec 8 x 50", 8, 50, minionerec_trie),
+        ("OneRec-like 16 x 32", 16, 32,
+         lambda: codebook_trie(200000, 3, 8192, BASE_VOCAB, EOS, BASE_VOCAB + 3 * 8192)),
+        ("2 x 70, V = 2,049", 2, 70, lambda: codebook_trie(1000000, 4, 2048, 0, 2048, 2049)),
+    ]
+    print("%-22s %10s %12s %16s %8s" % ("", "V", "DeviceBeam", "torch pipeline", "ratio"))
+    for name, R, B, make in shapes:
+        t_ours, t_torch, V = beam_shape(torch, tt, make(), R, B)
+        print("%-22s %10d %10.1f us %13.1f us %7.1fx" % (name, V, t_ours, t_torch, t_torch / t_ours))
+        target("beam step vs torch pipeline, %s" % name, t_torch / t_ours, "x", ">=", 15)
+
+
+def beam_shape(torch, tt, trie, R, B):
+    """(DeviceBeam.step us, torch pipeline us, V) at one shape."""
+    V = trie.vocab_size
+    n = R * B
+    gen = torch.Generator(device="cuda").manual_seed(4)
+    beam = tt.DeviceBeam(trie, R, B)
+    beam.start(torch.randn((R, V), device="cuda", generator=gen) * 3)
+    logits = torch.randn((n, V), device="cuda", generator=gen) * 3
+    states0, scores0 = beam.states.clone(), beam.scores.clone()
+
+    def restore():
+        beam.states.copy_(states0)
+        beam.scores.copy_(scores0)
+
+    def ours():
+        restore()
+        beam.step(logits)
+
+    dev_trie = beam.trie
+    bitmask = torch.empty((n, trie.bitmask_words), dtype=torch.int32, device="cuda")
+    work = torch.empty_like(logits)
+    fill_states = torch.empty_like(states0)
+    base = (torch.arange(R, device="cuda") * B)[:, None]
+
+    def pipeline():
+        fill_states.copy_(states0)
+        dev_trie.advance_fill_bitmask(fill_states, None, bitmask)
+        torch.log_softmax(logits, dim=-1, out=work)
+        treemask.apply_token_bitmask_inplace(work, bitmask)
+        work.add_(scores0[:, None])
+        _top, idx = torch.topk(work.view(R, B * V), B, dim=1)
+        parents, tokens = idx // V, idx % V
+        new_states = states0[(base + parents).reshape(-1)]
+        dev_trie.advance_states(new_states, tokens.reshape(-1).to(torch.int32))
+
+    return events_us(torch, ours) - events_us(torch, restore), events_us(torch, pipeline), V
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--host-overhead", action="store_true")
+    parser.add_argument("--only", choices=["apply", "processor", "beam"])
+    args = parser.parse_args()
+    try:
+        import torch
+    except ImportError:
+        print("SKIP: torch is not installed")
+        return 77
+    if args.host_overhead:
+        host_overhead()
+        return 0
+    if not torch.cuda.is_available() or not treemask.cuda_available():
+        print("SKIP: no usable CUDA device (torch.cuda.is_available() %s, treemask.cuda_available() %s); the"
+              " host-side part runs with --host-overhead" % (torch.cuda.is_available(), treemask.cuda_available()))
+        return 77
+    print("device: %s, torch %s" % (torch.cuda.get_device_name(), torch.__version__))
+    parts = {"apply": bench_apply, "processor": bench_processor, "beam": bench_beam}
+    for name, fn in parts.items():
+        if args.only in (None, name):
+            fn(torch)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# Every GPU test and benchmark of treemask, on a machine with an NVIDIA GPU,
+# CUDA, Python and torch but none of our packages and no network. Written
+# into build-gpu/run.sh by `./dev gpu-bundle`; run from the repository root:
+#
+#   bash build-gpu/run.sh
+#
+# Each part runs under its own timeout (and the whole under a budget of
+# TREEMASK_GPU_BUDGET_S seconds, default 330), so a failing or hanging part
+# costs only itself; its full output goes to build-gpu/logs/ (and to $OUT/
+# when that is set, as the device tool of our sessions does). The run ends
+# with every target line the benchmarks printed (`TARGET name: figure
+# (target ...): met | MISSED`) and one line `gpu: N passed, N failed`.
+# Exit status: 0 all passed, 1 something failed, 77 no GPU here (saying why).
+#
+# Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+set -uo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+PY="${PYTHON:-python3}"
+BUDGET="${TREEMASK_GPU_BUDGET_S:-330}"
+START=$(date +%s)
+LOGS="$HERE/logs"
+
+[ -f tests/python/test_cuda.py ] && [ -f tests/bench/bench_cuda_python.py ] || {
+  echo "run.sh: run it from the repository root (tests/python/test_cuda.py not found in $(pwd))" >&2
+  exit 2
+}
+
+# No GPU: nothing here can run.
+if ! command -v nvidia-smi >/dev/null 2>&1; then
+  echo "SKIP gpu: no NVIDIA GPU here (nvidia-smi is not installed)"
+  exit 77
+fi
+if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+  echo "SKIP gpu: no NVIDIA GPU here (nvidia-smi -L lists none: $(nvidia-smi -L 2>&1 | head -1))"
+  exit 77
+fi
+
+rm -rf "$LOGS"
+mkdir -p "$LOGS"
+export LD_LIBRARY_PATH="$HERE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export TREEMASK_SOURCE_ROOT="$(pwd)" PYTHONDONTWRITEBYTECODE=1
+PYPATH="$HERE/python"
+if ! "$PY" -c 'import cffi' 2>/dev/null; then
+  # _cffi_backend is all the compiled module needs (pycparser is for building).
+  if "$PY" -m pip install -q --no-index --no-deps --find-links "$HERE/wheels" --target "$HERE/site" cffi \
+      >"$LOGS/pip.log" 2>&1; then
+    PYPATH="$PYPATH:$HERE/site"
+  else
+    echo "run.sh: warning: could not install cffi for $("$PY" -V 2>&1) from $HERE/wheels ($(tail -1 "$LOGS/pip.log"))"
+  fi
+fi
+export PYTHONPATH="$PYPATH${PYTHONPATH:+:$PYTHONPATH}"
+
+nvidia-smi -L | head -4
+"$PY" - <<'EOF' 2>&1 | head -3
+import sys
+try:
+    import torch
+    print("python %s, torch %s, torch.cuda.is_available() %s" % (sys.version.split()[0], torch.__version__,
+                                                                torch.cuda.is_available()))
+    import treemask
+    print("treemask %s, treemask.cuda_available() %s" % (treemask.__version__, treemask.cuda_available()))
+except Exception as e:
+    print("python environment: %r" % e)
+EOF
+
+PASSED=0 FAILED=0 SKIPPED=0
+SUMMARY=()  # one line per part
+TARGETS=()
+
+# part NAME TIMEOUT KIND COMMAND...: runs COMMAND (KIND: program, pytests or
+# bench) with its output in logs/NAME.log, and counts it.
+part() {
+  local name="$1" limit="$2" kind="$3" log rc left elapsed line p f s
+  shift 3
+  log="$LOGS/$name.log"
+  left=$(( BUDGET - ($(date +%s) - START) ))
+  if [ "$left" -lt 20 ]; then
+    FAILED=$((FAILED + 1))
+    SUMMARY+=("FAIL $name: not run, the run's budget of ${BUDGET}s is spent")
+    return
+  fi
+  [ "$limit" -gt "$left" ] && limit=$left
+  echo "== $name (timeout ${limit}s)"
+  local t0; t0=$(date +%s)
+  timeout --kill-after=10 "$limit" "$@" >"$log" 2>&1
+  rc=$?
+  elapsed=$(( $(date +%s) - t0 ))
+  while IFS= read -r line; do TARGETS+=("$line"); done < <(grep '^TARGET ' "$log")
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+    FAILED=$((FAILED + 1))
+    SUMMARY+=("FAIL $name: timed out after ${limit}s")
+    tail -5 "$log"
+    return
+  fi
+  case "$kind" in
+    pytests)  # the script runner's last line: N passed, N failed, N skipped
+      line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$log" | tail -1)
+      grep -E '^(FAIL|SKIP) ' "$log" | head -20
+      if [ "$rc" = 77 ]; then
+        SKIPPED=$((SKIPPED + 1)); SUMMARY+=("SKIP $name: $(head -1 "$log")")
+      elif [ -n "$line" ]; then
+        read -r p _ f _ s _ <<<"${line//,/}"
+        PASSED=$((PASSED + p)); FAILED=$((FAILED + f)); SKIPPED=$((SKIPPED + s))
+        SUMMARY+=("$([ "$rc" = 0 ] && echo PASS || echo FAIL) $name: $line (${elapsed}s)")
+        [ "$rc" = 0 ] || [ "$f" -gt 0 ] || { FAILED=$((FAILED + 1)); SUMMARY+=("FAIL $name: exit status $rc"); }
+      else
+        FAILED=$((FAILED + 1)); SUMMARY+=("FAIL $name: exit status $rc, no summary line"); tail -20 "$log"
+      fi
+      ;;
+    *)
+      if [ "$rc" = 0 ]; then
+        PASSED=$((PASSED + 1)); SUMMARY+=("PASS $name (${elapsed}s)")
+        [ "$kind" = bench ] && cat "$log" || tail -2 "$log"
+      elif [ "$rc" = 77 ]; then
+        SKIPPED=$((SKIPPED + 1)); SUMMARY+=("SKIP $name: $(grep -m1 SKIP "$log" || head -1 "$log")")
+      else
+        FAILED=$((FAILED + 1)); SUMMARY+=("FAIL $name: exit status $rc (${elapsed}s)")
+        tail -25 "$log"
+      fi
+      ;;
+  esac
+}
+
+part test_cuda_apply 120 program "$HERE/bin/test_cuda_apply"
+part test_cuda_trie 120 program "$HERE/bin/test_cuda_trie"
+part test_cuda_beam 180 program "$HERE/bin/test_cuda_beam"
+part python_test_cuda 240 pytests "$PY" tests/python/test_cuda.py
+part bench_cuda_beam 200 bench "$HERE/bin/bench_cuda_beam"
+part bench_cuda_python 200 bench "$PY" tests/bench/bench_cuda_python.py
+part bench_cuda 120 bench "$HERE/bin/bench_cuda"
+
+if [ -n "${OUT:-}" ] && [ -d "$OUT" ] && [ -w "$OUT" ]; then
+  cp -r "$LOGS" "$OUT/treemask-gpu-logs" 2>/dev/null || true
+fi
+echo
+echo "== summary ($(( $(date +%s) - START ))s; logs in $LOGS)"
+for line in "${SUMMARY[@]}"; do echo "$line"; done
+[ "$SKIPPED" -gt 0 ] && echo "($SKIPPED skipped)"
+for line in "${TARGETS[@]}"; do echo "$line"; done
+echo "gpu: $PASSED passed, $FAILED failed"
+[ "$FAILED" = 0 ]

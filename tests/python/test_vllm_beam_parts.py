@@ -221,7 +221,7 @@ def test_only_own_files_are_deleted(tmpdir_of_process):
     only what a dead process left (own name pattern, unlocked, old)."""
     first = registered.register_trie(small_trie())
     d = tmpdir_of_process / ("treemask-vllm-tries-%d" % os.getuid())
-    old = time.time() - 3600
+    old = time.time() - 7200  # older than both thresholds (a minute, an hour)
     keep = {"catalog.tmtrie": b"the operator's", ("f" * 64) + ".tmtrie": b"a choice cache file",
             ("1" * 32) + ".json": b"{}", ("2" * 31) + ".tmtrie": b"not ours"}
     for name, data in keep.items():

@@ -244,11 +244,12 @@ def test_beam_rows_hold_the_unmasked_log_softmax_of_any_rows():
 # ---- refusals ------------------------------------------------------------------
 
 
-def refused(llm, extra, message):
+def refused(llm, extra, message, max_tokens=1):
     from vllm.exceptions import VLLMValidationError
 
     with pytest.raises((ValueError, VLLMValidationError), match=message):
-        llm.generate([[1, 2, 3, 4]], SamplingParams(max_tokens=1, temperature=0, extra_args=extra), use_tqdm=False)
+        llm.generate([[1, 2, 3, 4]], SamplingParams(max_tokens=max_tokens, temperature=0, extra_args=extra),
+                     use_tqdm=False)
 
 
 def test_a_beam_reaches_only_states_of_its_own_trie(llm, tiny, catalogue):
@@ -272,9 +273,8 @@ def test_a_beam_reaches_only_states_of_its_own_trie(llm, tiny, catalogue):
         refused(llm, {"treemask_trie_id": mine, "treemask_beam_tokens": [], "treemask_stop_tokens": [5]},
                 "treemask_stop_tokens applies to treemask_trie and treemask_choices only")
         # A beam request is one step: one token, whatever budget it asks for.
-        with pytest.raises(ValueError, match="max_tokens must be 1, got 4"):
-            llm.generate([[1, 2, 3, 4]], SamplingParams(max_tokens=4, extra_args={
-                "treemask_trie_id": mine, "treemask_beam_tokens": []}), use_tqdm=False)
+        refused(llm, {"treemask_trie_id": mine, "treemask_beam_tokens": []}, "max_tokens must be 1, got 4",
+                max_tokens=4)
         # No key names a raw state.
         refused(llm, {"treemask_trie_id": mine, "treemask_state": 17}, "unknown key 'treemask_state'")
     finally:

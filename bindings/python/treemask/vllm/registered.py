@@ -28,8 +28,8 @@ The directory follows the choice cache's rules (:mod:`treemask.vllm.choice_cache
   the directory's own name pattern that nobody holds locked and that is
   older than a minute was left by a process that died before
   unregistering it, and the next :func:`register_trie` deletes it (with
-  the save's stale temporaries). Names of any other pattern are never
-  touched, so the directory may even be the choice cache's.
+  the save's temporaries older than an hour). A name of any other
+  pattern, or anything but a regular file, is never touched.
 
 Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
@@ -65,8 +65,12 @@ UNKNOWN = ("%s: no trie is registered under this id on this server (treemask.vll
 
 _OWN_NAME = re.compile(r"[0-9a-f]{32}\.tmtrie")
 _OWN_TEMPORARY = re.compile(r"[0-9a-f]{32}\.tmtrie\.tmp\.\d+\.\d+")
-#: A file unlocked and older than this was left by a process that died.
+#: A registered file unlocked and older than this was left by a process
+#: that died (the writer locks it right after the save's rename).
 _STALE_S = 60.0
+#: A save's temporary older than this was left by a crash (as the choice
+#: cache: a large save may write for a while).
+_STALE_TEMPORARY_S = 3600.0
 _FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
 
 _lock = threading.Lock()
@@ -204,8 +208,9 @@ def open_registered(trie_id: str) -> Tuple[int, os.stat_result]:
 
 
 def _sweep(fd: int) -> None:
-    """Deletes what processes that died left: files of the directory's own
-    name patterns, older than a minute, that no process holds locked."""
+    """Deletes what processes that died left: registered files that no
+    process holds locked, older than a minute, and save temporaries older
+    than an hour (the directory's own name patterns only)."""
     if fcntl is None:
         return
     now = time.time()
@@ -217,7 +222,7 @@ def _sweep(fd: int) -> None:
             st = entry.stat(follow_symlinks=False)
         except OSError:
             continue
-        if not stat.S_ISREG(st.st_mode) or now - st.st_mtime < _STALE_S:
+        if not stat.S_ISREG(st.st_mode) or now - st.st_mtime < (_STALE_S if own else _STALE_TEMPORARY_S):
             continue
         if own:
             try:

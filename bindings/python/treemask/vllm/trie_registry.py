@@ -18,15 +18,14 @@ through their matchers, whatever the LRU evicts.
   the tokenizer's batch encode and decode, and saved to the
   :class:`~treemask.vllm.choice_cache.ChoiceCache` so that the engine's
   worker maps what the API server compiled.
-
-Errors are :class:`~treemask.vllm.keys.RequestError`: what kind of problem
-and where (byte offset, line), never a byte of the file; the library's full
-message goes to the server log.
-
 - A registered trie (``treemask_trie_id``, the exact beam search) is the
   ``.tmtrie`` a process of this user wrote into its private directory
   (:mod:`~treemask.vllm.registered`), loaded once per (id, file identity);
   the process that registered it uses its own object.
+
+Errors are :class:`~treemask.vllm.keys.RequestError`: what kind of problem
+and where (byte offset, line), never a byte of the file; the library's full
+message goes to the server log.
 
 Extending: a new kind of source (issue 23's byte-level string sets, cached
 per vocabulary) is a frozen dataclass in ``keys``, a method here that gets
@@ -50,9 +49,9 @@ from ..errors import (CorruptFileError, Error, FileError, OutOfMemoryError, OutO
                       VersionMismatchError)
 from ..matcher import Matcher
 from ..trie import Trie
+from . import registered
 from .choice_cache import ChoiceCache, digest_of
 from .files import OpenedFile, TrieFiles
-from . import registered
 from .keys import (KEY_CHOICES, KEY_STOP_TOKENS, KEY_TRIE, KEY_TRIE_ID, ChoiceSource, FileSource, RegisteredSource,
                    RequestError, RequestSpec)
 from .model import ModelInfo
@@ -299,7 +298,6 @@ class TrieRegistry:
             return trie, trie.stats().bytes + sum(len(c) + 56 for c in source.choices)
 
         return lru.get(key, build)
-
 
     # ---- registered tries (the exact beam search) -----------------------------
 

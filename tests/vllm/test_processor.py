@@ -636,9 +636,9 @@ def test_processor_refuses_a_second_thread():
 def test_vllm_beam_search_carries_no_extra_args():
     """vLLM's beam search takes BeamSearchParams, which have no extra_args,
     and builds its own single-token SamplingParams per step: a constrained
-    beam search through treemask's keys is impossible (README: what works
-    instead). If vLLM adds the field, this fails: then test constrained beam
-    search."""
+    beam search through treemask's keys is impossible there, hence
+    treemask.vllm.beam_search (test_beam_search.py). If vLLM adds the field,
+    this fails: then test vLLM's own beam search with treemask's keys."""
     from vllm.sampling_params import BeamSearchParams
 
     assert "extra_args" not in BeamSearchParams.__struct_fields__

@@ -30,6 +30,12 @@ Keys (flat, since ``vllm_xargs`` carries only strings, numbers and lists):
   row only offers stop tokens; :mod:`treemask.failure_policy`).
 - ``treemask_start_token_id`` / ``treemask_end_token_id``: ``.tsv`` files
   only (RTP-LLM's text form has no header).
+- ``treemask_beam_tokens`` / ``treemask_trie_id``: the beam requests of the
+  exact beam search :func:`beam_search` (:mod:`treemask.vllm.beam`): a
+  beam's generated tokens, and a trie a process of the server's user
+  registered (:func:`register_trie`; 32 hex digits, never a path). A
+  request names its trie with exactly one of ``treemask_trie``,
+  ``treemask_choices`` and ``treemask_trie_id``.
 
 A request without these keys is untouched. Bad input (a name outside the
 allowed directories, a corrupt file, an unknown key, a choice list over the
@@ -52,10 +58,14 @@ sequence with its stop token is refused at submission, so an output is
 never a cut label: it ends with its stop token (``finish_reason ==
 "stop"``).
 
-Beam search (``use_beam_search``, ``LLM.beam_search``) cannot carry the
-constraint (vLLM's ``BeamSearchParams`` have no ``extra_args``): the
-server refuses such a request with treemask keys (HTTP 400); use ``n > 1``
-sampling with the trie, or :func:`treemask.hf.beam_search`.
+Beam search: vLLM's own (``use_beam_search``, ``LLM.beam_search``) cannot
+carry the constraint (its ``BeamSearchParams`` have no ``extra_args``), so
+the server refuses such a request with treemask keys (HTTP 400). Use
+:func:`treemask.vllm.beam_search`, the exact constrained beam search on a
+``vllm.LLM`` (the same hypotheses and scores as
+:func:`treemask.hf.beam_search`), or against a server
+:func:`treemask.vllm.client.beam_search`; see the README's "Beam search on
+vLLM".
 
 The modules, one job each: :mod:`~treemask.vllm.keys` (request keys),
 :mod:`~treemask.vllm.settings` (the operator's limits),
@@ -64,9 +74,13 @@ The modules, one job each: :mod:`~treemask.vllm.keys` (request keys),
 :mod:`~treemask.vllm.choice_cache` (compiled choice lists on disk),
 :mod:`~treemask.vllm.model` (the model's vocab, EOS ids and tokenizer),
 :mod:`~treemask.vllm.frontend` (the API server's hooks),
-:mod:`~treemask.vllm.processor` (the logits processor) and
-:mod:`~treemask.vllm.masker` (the device path). Only the processor,
-the frontend and the masker import vLLM and torch.
+:mod:`~treemask.vllm.processor` (the logits processor),
+:mod:`~treemask.vllm.masker` (the device path),
+:mod:`~treemask.vllm.registered` (tries registered for a beam search),
+:mod:`~treemask.vllm.beam` (the beam rows and the offline beam search) and
+:mod:`~treemask.vllm.client` (the beam search over the OpenAI server). Only
+the processor, the frontend and the masker import vLLM and torch (and
+:func:`beam_search` when called); importing this package does not.
 
 Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
@@ -74,13 +88,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from .keys import ChoiceSource, FileSource, RequestError, RequestSpec, parse_extra_args
+from .keys import ChoiceSource, FileSource, RegisteredSource, RequestError, RequestSpec, parse_extra_args
 from .model import ModelInfo
+from .registered import register_trie, unregister_trie
 from .trie_registry import TrieRegistry
 from .settings import Settings
 
 __all__ = ["TrieLogitsProcessor", "TrieRegistry", "RequestSpec", "RequestError", "FileSource", "ChoiceSource",
-           "Settings", "parse_extra_args", "ModelInfo", "registry"]
+           "RegisteredSource", "Settings", "parse_extra_args", "ModelInfo", "registry", "beam_search",
+           "register_trie", "unregister_trie"]
 
 
 def __getattr__(name: str) -> Any:
@@ -90,4 +106,8 @@ def __getattr__(name: str) -> Any:
         from . import processor
 
         return getattr(processor, name)
+    if name == "beam_search":  # imports vLLM only when called
+        from .beam import beam_search
+
+        return beam_search
     raise AttributeError("module %r has no attribute %r" % (__name__, name))

@@ -13,7 +13,9 @@ others meanwhile; an error becomes the request's HTTP 400 exactly as from
 vLLM's beam search (``use_beam_search``) takes ``BeamSearchParams``, which
 carry no ``extra_args``: the constraint would be dropped silently and the
 answer unconstrained. :func:`install` makes the OpenAI requests'
-``to_beam_search_params`` refuse a request with treemask keys (HTTP 400).
+``to_beam_search_params`` refuse a request with treemask keys (HTTP 400),
+pointing to the exact beam search (:mod:`treemask.vllm.beam`, driven from
+the client by :mod:`treemask.vllm.client`).
 
 The module of the processor installs both when vLLM imports it (the API
 server loads the processor classes when it starts, to validate requests).
@@ -93,7 +95,8 @@ async def _prepare(engine: Any, params: Any) -> None:
 
     def load() -> Trie:
         trie = registry.trie_for(spec, model)
-        registry.shortest_path(trie)  # cached for validate_params' length check
+        if spec.beam_tokens is None:  # a beam request has no length budget
+            registry.shortest_path(trie)  # cached for validate_params' length check
         return trie
 
     trie = await loop.run_in_executor(_pool(), load)
@@ -144,8 +147,10 @@ def _install_beam_search_refusal() -> None:
             if has_treemask_keys(getattr(self, "vllm_xargs", None)):
                 raise RequestError("use_beam_search cannot carry a trie: vLLM's beam search takes"
                                    " BeamSearchParams, which have no extra_args, so the answer would be"
-                                   " unconstrained. Use n > 1 sampling with the trie (rank by"
-                                   " cumulative_logprob), or treemask.hf.beam_search")
+                                   " unconstrained. Use treemask's exact constrained beam search, driven from"
+                                   " the client over /v1/completions (treemask.vllm.client.beam_search; the"
+                                   " server needs --logprobs-mode processed_logits), or n > 1 sampling with"
+                                   " the trie (rank by cumulative_logprob)")
             return _original(self, *args, **kwargs)
 
         functools.update_wrapper(refusing, original)

@@ -11,14 +11,16 @@ to) and its parse in :func:`parse_extra_args`, which stores it in the
 source it changes (a field of :class:`ChoiceSource` is part of what is
 compiled and cached: a per-request ``treemask_tokenization``, issue 23), or
 in :class:`RequestSpec` when it only changes how one request walks the
-trie (a beam's generated tokens, issue 24). A new kind of source is a new
-frozen dataclass with a loader in the registry.
+trie (``treemask_beam_tokens``, a beam's generated tokens). A new kind of
+source is a new frozen dataclass with a loader in the registry (as
+:class:`RegisteredSource`, ``treemask_trie_id``).
 
 Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
@@ -28,9 +30,10 @@ from ..errors import InvalidArgumentError
 from ..failure_policy import ADAPTER_DEFAULT, POLICIES
 from .settings import Settings
 
-__all__ = ["RequestError", "RequestSpec", "FileSource", "ChoiceSource", "parse_extra_args", "has_treemask_keys",
-           "KEYS", "KEY_TRIE", "KEY_CHOICES", "KEY_PREFIX", "KEY_STOP_TOKENS", "KEY_FAILURE_POLICY",
-           "KEY_START_TOKEN", "KEY_END_TOKEN", "FORMATS"]
+__all__ = ["RequestError", "RequestSpec", "FileSource", "ChoiceSource", "RegisteredSource", "parse_extra_args",
+           "has_treemask_keys", "parse_trie_id", "KEYS", "SOURCE_KEYS", "KEY_TRIE", "KEY_CHOICES", "KEY_PREFIX",
+           "KEY_STOP_TOKENS", "KEY_FAILURE_POLICY", "KEY_START_TOKEN", "KEY_END_TOKEN", "KEY_TRIE_ID",
+           "KEY_BEAM_TOKENS", "FORMATS"]
 
 KEY_TRIE = "treemask_trie"
 KEY_CHOICES = "treemask_choices"
@@ -39,17 +42,28 @@ KEY_STOP_TOKENS = "treemask_stop_tokens"
 KEY_FAILURE_POLICY = "treemask_failure_policy"
 KEY_START_TOKEN = "treemask_start_token_id"
 KEY_END_TOKEN = "treemask_end_token_id"
+# Beam requests of the exact beam search (treemask.vllm.beam_search).
+KEY_TRIE_ID = "treemask_trie_id"
+KEY_BEAM_TOKENS = "treemask_beam_tokens"
 
-#: key -> the sources it applies to ("file", "choices", "tsv": a .tsv file).
+#: The keys that name a request's trie: a request has exactly one of them.
+SOURCE_KEYS = (KEY_TRIE, KEY_CHOICES, KEY_TRIE_ID)
+
+#: key -> the sources it applies to ("file", "choices", "registered": a
+#: trie registered in process, "tsv": a .tsv file).
 KEYS: Dict[str, Tuple[str, ...]] = {
     KEY_TRIE: ("file",),
     KEY_CHOICES: ("choices",),
+    KEY_TRIE_ID: ("registered",),
     KEY_PREFIX: ("choices",),
     KEY_STOP_TOKENS: ("file", "choices"),
-    KEY_FAILURE_POLICY: ("file", "choices"),
+    KEY_FAILURE_POLICY: ("file", "choices", "registered"),
     KEY_START_TOKEN: ("tsv",),
     KEY_END_TOKEN: ("tsv",),
+    KEY_BEAM_TOKENS: ("file", "choices", "registered"),
 }
+_KIND_NAMES = {"file": KEY_TRIE, "choices": KEY_CHOICES, "registered": KEY_TRIE_ID, "tsv": "a .tsv " + KEY_TRIE}
+_TRIE_ID = re.compile(r"[0-9a-f]{32}\Z")
 
 #: file extension -> format
 FORMATS = {".tmtrie": "tmtrie", ".json": "rtp_json", ".tsv": "rtp_tsv", ".jsonl": "jsonl"}
@@ -92,7 +106,17 @@ class ChoiceSource:
         return h
 
 
-Source = Union[FileSource, ChoiceSource]
+@dataclass(frozen=True)
+class RegisteredSource:
+    """A trie a process of this server's user registered for a beam search
+    (:func:`treemask.vllm.register_trie`), by its 128-bit random id: a
+    ``.tmtrie`` in that user's private directory
+    (:mod:`treemask.vllm.registered`), never a path a request names."""
+
+    trie_id: str  # 32 lowercase hex digits
+
+
+Source = Union[FileSource, ChoiceSource, RegisteredSource]
 
 
 @dataclass(frozen=True)
@@ -102,6 +126,9 @@ class RequestSpec:
     source: Source
     stop_tokens: Optional[Tuple[int, ...]] = None  # None: the trie's (or the model's EOS ids)
     failure_policy: str = ADAPTER_DEFAULT
+    #: A beam request (treemask.vllm.beam_search): the beam's generated
+    #: tokens, re-walked from the trie's root; None for any other request.
+    beam_tokens: Optional[Tuple[int, ...]] = None
 
 
 def has_treemask_keys(extra_args: Optional[Mapping[str, Any]]) -> bool:
@@ -122,22 +149,55 @@ def parse_extra_args(extra_args: Optional[Mapping[str, Any]], settings: Optional
     if unknown:
         raise RequestError("unknown key %s (known: %s)"
                            % (", ".join(repr(_clip(k)) for k in unknown[:5]), ", ".join(KEYS)))
-    path = extra_args.get(KEY_TRIE)
-    choices = extra_args.get(KEY_CHOICES)
-    if (path is None) == (choices is None):
-        raise RequestError("a request needs exactly one of %s and %s" % (KEY_TRIE, KEY_CHOICES))
-    source: Source = _file_source(path, extra_args, limits) if path is not None \
-        else _choice_source(choices, extra_args, limits)
+    named = [k for k in SOURCE_KEYS if extra_args.get(k) is not None]
+    if len(named) != 1:
+        raise RequestError("a request needs exactly one of %s, %s and %s" % SOURCE_KEYS)
+    source: Source
+    if named[0] == KEY_TRIE:
+        source = _file_source(extra_args[KEY_TRIE], extra_args, limits)
+    elif named[0] == KEY_CHOICES:
+        source = _choice_source(extra_args[KEY_CHOICES], extra_args, limits)
+    else:
+        source = RegisteredSource(parse_trie_id(extra_args[KEY_TRIE_ID]))
     kind = ("tsv", "file") if isinstance(source, FileSource) and source.format == "rtp_tsv" \
-        else ("file",) if isinstance(source, FileSource) else ("choices",)
+        else ("file",) if isinstance(source, FileSource) \
+        else ("choices",) if isinstance(source, ChoiceSource) else ("registered",)
     for key in ours:
         if not set(KEYS[key]) & set(kind):
-            raise RequestError("%s applies to %s only" % (key, " and ".join(
-                {"file": KEY_TRIE, "choices": KEY_CHOICES, "tsv": "a .tsv " + KEY_TRIE}[k] for k in KEYS[key])))
+            raise RequestError("%s applies to %s only" % (key, " and ".join(_KIND_NAMES[k] for k in KEYS[key])))
     policy = extra_args.get(KEY_FAILURE_POLICY, ADAPTER_DEFAULT)
     if not isinstance(policy, str) or policy not in POLICIES:
         raise RequestError("%s: want one of %s, got %s" % (KEY_FAILURE_POLICY, ", ".join(POLICIES), _show(policy)))
-    return RequestSpec(source, _stop_tokens(extra_args.get(KEY_STOP_TOKENS), limits), policy)
+    return RequestSpec(source, _stop_tokens(extra_args.get(KEY_STOP_TOKENS), limits), policy,
+                       _beam_tokens(extra_args.get(KEY_BEAM_TOKENS), limits))
+
+
+def parse_trie_id(value: Any) -> str:
+    """``treemask_trie_id`` checked: the 32 lowercase hex digits
+    :func:`treemask.vllm.register_trie` returns (so never a path)."""
+    if not isinstance(value, str) or not _TRIE_ID.match(value):
+        raise RequestError("%s: want the 32 hex digits treemask.vllm.register_trie returned, got %s"
+                           % (KEY_TRIE_ID, _show(value)))
+    return value
+
+
+def _beam_tokens(value: Any, limits: Settings) -> Optional[Tuple[int, ...]]:
+    """``treemask_beam_tokens`` checked as a list of token ids (None when
+    absent). Whether they walk the request's trie is checked once the trie
+    is known (:func:`treemask.vllm.beam.check_beam_request`)."""
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise RequestError("%s: want a list of token ids, got %s" % (KEY_BEAM_TOKENS, type(value).__name__))
+    if len(value) > limits.max_beam_tokens:
+        raise RequestError("%s has %d tokens, more than %d" % (KEY_BEAM_TOKENS, len(value), limits.max_beam_tokens))
+    out = []
+    for i, t in enumerate(value):
+        if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or not 0 <= int(t) < 2**31 - 1:
+            raise RequestError("%s[%d]: want a token id (an integer in [0, 2^31 - 1)), got %s"
+                               % (KEY_BEAM_TOKENS, i, _show(t)))
+        out.append(int(t))
+    return tuple(out)
 
 
 def _file_source(path: Any, extra_args: Mapping[str, Any], limits: Settings) -> FileSource:

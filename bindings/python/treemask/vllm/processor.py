@@ -25,8 +25,8 @@ from ..errors import Error
 from ..failure_policy import adapter_policy_code
 from ..matcher import Matcher
 from ..trie import Trie
-from . import frontend
-from .keys import FileSource, RequestError, RequestSpec, has_treemask_keys, parse_extra_args
+from . import beam, frontend
+from .keys import RequestError, RequestSpec, has_treemask_keys, parse_extra_args
 from .masker import DeviceMasker
 from .model import ModelInfo, frontend_model
 from .trie_registry import TrieRegistry
@@ -40,16 +40,20 @@ registry = TrieRegistry()
 
 
 class _Row:
-    __slots__ = ("output", "consumed")
+    __slots__ = ("output", "consumed", "beam")
 
-    def __init__(self, output: List[int]) -> None:
+    def __init__(self, output: List[int], beam: bool = False) -> None:
         self.output = output  # vLLM's running list of the request's output tokens
         self.consumed = 0  # how many of them the matcher has seen
+        # A beam request's row (treemask.vllm.beam): rewritten as its
+        # log-softmax over the whole unmasked row, then masked as every row.
+        self.beam = beam
 
 
 class TrieLogitsProcessor(LogitsProcessor):
-    """vLLM V1 logits processor for requests with ``treemask_trie`` or
-    ``treemask_choices`` in their ``extra_args`` (see :mod:`treemask.vllm`).
+    """vLLM V1 logits processor for requests with ``treemask_trie``,
+    ``treemask_choices`` or ``treemask_trie_id`` in their ``extra_args``
+    (see :mod:`treemask.vllm`).
 
     Each persistent-batch row of a constrained request has a matcher in a
     :class:`treemask.BatchMatcher` slot of the same index. Before every
@@ -59,8 +63,11 @@ class TrieLogitsProcessor(LogitsProcessor):
     one C call and applied to their logits rows (on a CUDA device: copied
     there from pinned memory without a host synchronisation and applied by
     treemask's CUDA kernel on the current stream). Unconstrained rows are
-    not touched. vLLM drives it from one thread; a second thread's call
-    raises InvalidStateError.
+    not touched. A beam request's row (``treemask_beam_tokens``:
+    :mod:`treemask.vllm.beam`) starts at the beam's position in its trie and
+    holds the log-softmax of the whole unmasked row at the allowed tokens.
+    vLLM drives it from one thread; a second thread's call raises
+    InvalidStateError.
     """
 
     @classmethod
@@ -82,14 +89,18 @@ class TrieLogitsProcessor(LogitsProcessor):
             raise RequestError("speculative decoding is on, and vLLM runs no custom logits processor then: this"
                                " engine cannot constrain the request")
         if model is None:
-            if isinstance(spec.source, FileSource):
-                registry.check_file(spec.source)
+            registry.check_source(spec)
             return  # no model here: the engine checks the rest
         trie = frontend.take_prepared(sampling_params)
         if trie is None:
             frontend.warn_if_on_event_loop()
             trie = registry.trie_for(spec, model)
-        _check_length_budget(sampling_params, trie)
+        if spec.beam_tokens is not None:
+            # One step of a beam: a walk of its own trie, one token, no
+            # length budget (the driver bounds the steps).
+            beam.check_beam_request(trie, spec.beam_tokens, spec.stop_tokens, sampling_params.max_tokens)
+        else:
+            _check_length_budget(sampling_params, trie)
         stops = list(spec.stop_tokens) if spec.stop_tokens is not None else trie.stop_tokens
         # vLLM ends a request only on the tokens it knows: add ours.
         known = list(sampling_params.stop_token_ids or [])
@@ -131,17 +142,23 @@ class TrieLogitsProcessor(LogitsProcessor):
 
     # ---- batch bookkeeping ------------------------------------------------
 
-    def _matcher_for(self, params: Any) -> Matcher:
-        """The matcher of a new request; on any error one that offers only
-        stop tokens (fail closed: never an unconstrained answer)."""
+    def _matcher_for(self, params: Any, prompt: Optional[List[int]] = None) -> Matcher:
+        """The matcher of a new request (a beam request's walked to the
+        beam's position, checked against the end of its prompt); on any
+        error one that offers only stop tokens (fail closed: never an
+        unconstrained answer)."""
         spec: Optional[RequestSpec] = None
         try:
             spec = parse_extra_args(params.extra_args, registry.settings)
             assert spec is not None  # the row has treemask keys
             trie = registry.trie_for(spec, self.model)
-            return Matcher(trie, failure_policy=adapter_policy_code(spec.failure_policy),
-                           max_new_tokens=None if params.max_tokens is None else max(params.max_tokens - 1, 0),
-                           override_stop_tokens=spec.stop_tokens)
+            in_beam = spec.beam_tokens is not None
+            m = Matcher(trie, failure_policy=adapter_policy_code(spec.failure_policy),
+                        max_new_tokens=None if params.max_tokens is None or in_beam else max(params.max_tokens - 1, 0),
+                        override_stop_tokens=spec.stop_tokens)
+            if spec.beam_tokens is not None:
+                beam.walk_beam_tokens(m, spec.beam_tokens, prompt)
+            return m
         except Exception as e:
             logger.error("treemask: request fails closed (only stop tokens): %s", e)
             stops = (spec.stop_tokens if spec is not None and spec.stop_tokens else None) or self.model.eos_token_ids
@@ -162,12 +179,12 @@ class TrieLogitsProcessor(LogitsProcessor):
             return
         for index in batch_update.removed:
             self._clear(index)
-        for index, params, _prompt, output in batch_update.added:
+        for index, params, prompt, output in batch_update.added:
             self._clear(index)  # an added request may replace the one at its index
             if params is None or not has_treemask_keys(params.extra_args):
                 continue
-            self.batch.set_matcher(index, self._matcher_for(params))
-            self.rows[index] = _Row(output)
+            self.batch.set_matcher(index, self._matcher_for(params, prompt))
+            self.rows[index] = _Row(output, beam=beam.is_beam_request(params.extra_args))
         if batch_update.moved and self.rows:
             src = list(range(self.n_slots))
             for a, b, direction in batch_update.moved:
@@ -246,6 +263,9 @@ class TrieLogitsProcessor(LogitsProcessor):
         except Error as e:
             logger.error("treemask: batch fill failed (%s); filling row by row", e)
             need = self._fill_rows(host, slots)
+        beam_rows = [s for s in slots if self.rows[s].beam]
+        if beam_rows:  # the log-softmax over the whole unmasked row, then masked as every row
+            beam.normalize_beam_rows(logits, beam_rows)
         rows = [s for s in slots if need[s]]
         if not rows:
             return logits

@@ -63,9 +63,11 @@ class Settings:
     cache_bytes: int = _GiB
     threads: int = 1
     # Fixed bounds a client cannot raise: a trie name as long as a path can
-    # be, and the stop tokens of one request.
+    # be, the stop tokens of one request, and the tokens a beam request
+    # carries before its trie is known (the trie's depth bounds them then).
     max_name_bytes: int = field(default=4096)
     max_stop_tokens: int = field(default=1024)
+    max_beam_tokens: int = field(default=65536)
 
     @classmethod
     def from_env(cls, environ: Optional[Mapping[str, str]] = None) -> "Settings":

@@ -18,6 +18,10 @@ through their matchers, whatever the LRU evicts.
   the tokenizer's batch encode and decode, and saved to the
   :class:`~treemask.vllm.choice_cache.ChoiceCache` so that the engine's
   worker maps what the API server compiled.
+- A registered trie (``treemask_trie_id``, the exact beam search) is the
+  ``.tmtrie`` a process of this user wrote into its private directory
+  (:mod:`~treemask.vllm.registered`), loaded once per (id, file identity);
+  the process that registered it uses its own object.
 
 Errors are :class:`~treemask.vllm.keys.RequestError`: what kind of problem
 and where (byte offset, line), never a byte of the file; the library's full
@@ -34,6 +38,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import os
 import re
 import threading
 import weakref
@@ -44,9 +49,11 @@ from ..errors import (CorruptFileError, Error, FileError, OutOfMemoryError, OutO
                       VersionMismatchError)
 from ..matcher import Matcher
 from ..trie import Trie
+from . import registered
 from .choice_cache import ChoiceCache, digest_of
 from .files import OpenedFile, TrieFiles
-from .keys import KEY_CHOICES, KEY_STOP_TOKENS, KEY_TRIE, ChoiceSource, FileSource, RequestError, RequestSpec
+from .keys import (KEY_CHOICES, KEY_STOP_TOKENS, KEY_TRIE, KEY_TRIE_ID, ChoiceSource, FileSource, RegisteredSource,
+                   RequestError, RequestSpec)
 from .model import ModelInfo
 from .settings import Settings
 
@@ -192,10 +199,14 @@ class TrieRegistry:
             raise RequestError("%s was built for a larger vocabulary than this model's" % _name(spec))
         return trie
 
-    def check_file(self, source: FileSource) -> None:
-        """RequestError unless source names an allowed file (what can be
-        checked without the model)."""
-        self._parts()[1].open(source).close()
+    def check_source(self, spec: RequestSpec) -> None:
+        """RequestError unless the request's file is allowed or its
+        registered trie exists (what can be checked without the model)."""
+        source = spec.source
+        if isinstance(source, FileSource):
+            self._parts()[1].open(source).close()
+        elif isinstance(source, RegisteredSource) and registered.local_trie(source.trie_id) is None:
+            os.close(registered.open_registered(source.trie_id)[0])
 
     def shortest_path(self, trie: Trie) -> int:
         """Tokens in the trie's shortest complete sequence (its stop token
@@ -288,9 +299,42 @@ class TrieRegistry:
 
         return lru.get(key, build)
 
+    # ---- registered tries (the exact beam search) -----------------------------
+
+    def _registered_trie(self, spec: RequestSpec, model: ModelInfo) -> Trie:
+        source = spec.source
+        assert isinstance(source, RegisteredSource)
+        mine = registered.local_trie(source.trie_id)
+        if mine is not None:
+            return mine
+        lru, _, _ = self._parts()
+        fd, st = registered.open_registered(source.trie_id)
+        try:
+            if st.st_size > self.settings.max_file_bytes:
+                logger.warning("treemask: registered trie %s has %d bytes, more than the limit of %d",
+                               source.trie_id, st.st_size, self.settings.max_file_bytes)
+                raise RequestError("%s: the registered trie is larger than this server's limit of %d bytes"
+                                   % (KEY_TRIE_ID, self.settings.max_file_bytes))
+            key = ("registered", source.trie_id, (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+
+            def build() -> Tuple[Trie, int]:
+                proc = "/proc/self/fd/%d" % fd
+                try:
+                    trie = Trie.load(_PathArg(proc if os.path.exists(proc) else
+                                              os.path.join(registered.directory(), source.trie_id + ".tmtrie")))
+                except Error as e:
+                    logger.warning("treemask: registered trie %s does not load: %s", source.trie_id, str(e)[:2000])
+                    raise RequestError(registered.UNKNOWN) from None
+                return trie, trie.stats().bytes
+
+            return lru.get(key, build)
+        finally:
+            os.close(fd)
+
 
 #: source type -> the TrieRegistry method that gets its trie.
-_BUILDERS: Dict[type, str] = {FileSource: "_file_trie", ChoiceSource: "_choice_trie"}
+_BUILDERS: Dict[type, str] = {FileSource: "_file_trie", ChoiceSource: "_choice_trie",
+                              RegisteredSource: "_registered_trie"}
 
 
 def _compile_choices(source: ChoiceSource, model: ModelInfo, stops: Tuple[int, ...]) -> Trie:
@@ -359,7 +403,9 @@ def _load_problem(source: FileSource, e: Error) -> str:
 
 
 def _name(spec: RequestSpec) -> str:
-    return "%s %r" % (KEY_TRIE, _clip(spec.source.name)) if isinstance(spec.source, FileSource) else KEY_CHOICES
+    if isinstance(spec.source, FileSource):
+        return "%s %r" % (KEY_TRIE, _clip(spec.source.name))
+    return KEY_CHOICES if isinstance(spec.source, ChoiceSource) else KEY_TRIE_ID
 
 
 def _clip(text: str, n: int = 120) -> str:

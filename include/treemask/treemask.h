@@ -417,14 +417,15 @@ TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_trie_from_jsonl_file(
  * reads nothing proportional to the trie, so processes share it through the
  * page cache. The format is described in src/trie/file.h. */
 
-/* The format version this library writes and reads. */
-#define TREEMASK_TMTRIE_FORMAT_VERSION 1
+/* The format version this library writes and reads; a file of another
+ * version is TREEMASK_ERR_VERSION_MISMATCH (recompile it). */
+#define TREEMASK_TMTRIE_FORMAT_VERSION 3
 
-/* treemask_trie_load flag: skip the payload checksum (the one step whose cost
- * grows with the file), making the load constant time. Every other check
- * still runs, and every offset in the file is range-checked where it is used,
- * so even a corrupted file yields errors (TREEMASK_ERR_CORRUPT_FILE from
- * matcher calls), never a crash or an out-of-bounds read. */
+/* treemask_trie_load flag: skip the payload checksum (one of the two linear
+ * passes of a load). Every other check still runs, the structural
+ * validation of the arrays included, so a corrupted file is still refused
+ * at load (TREEMASK_ERR_CORRUPT_FILE) unless the corruption leaves a
+ * well-formed trie (a changed label or token that is still in range). */
 #define TREEMASK_LOAD_TRUSTED 1u
 
 typedef struct treemask_save_options {

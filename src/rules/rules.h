@@ -20,24 +20,10 @@ namespace treemask {
 // The plain rule over trie's arrays with the given stop tokens (the trie's
 // own, or a matcher's override).
 inline PlainRules plain_rules(const Trie &trie, std::span<const int32_t> stops) {
-  const TrieArrays &a = trie.arrays();
-  PlainTrieView v;
-  v.node_offsets = a.node_offsets;
-  v.edge_tokens = a.edge_tokens;
-  v.terminal_bits = a.terminal_bits;
-  v.head_bits = a.head_bits;
-  v.head_rank = a.head_rank;
-  v.tail_lengths = a.tail_lengths;
-  v.tail_samples = a.tail_samples;
-  v.tail_tokens = a.tail_tokens;
-  v.tail_values = a.tail_values;
-  v.stop_tokens = stops.data();
-  v.n_stop_tokens = static_cast<uint32_t>(stops.size());
-  v.n_nodes = static_cast<uint32_t>(a.n_nodes);
-  v.n_explicit = static_cast<uint32_t>(a.n_explicit);
-  v.n_heads = static_cast<uint32_t>(a.n_heads);
-  v.vocab_size = a.vocab_size;
-  return PlainRules{v};
+  PlainRules r{trie.arrays()};
+  r.t.stop_tokens = stops.data();
+  r.t.n_stop_tokens = static_cast<uint32_t>(stops.size());
+  return r;
 }
 
 inline std::span<const int32_t> children_of(const Allowed &a) { return {a.children, a.n_children}; }

@@ -21,6 +21,14 @@ uint64_t mix_node(uint32_t node) {
 
 }  // namespace
 
+uint64_t TrieArrays::bytes() const {
+  uint64_t total = 0;
+  for_each_array(*this, [&](const ArrayInfo &info, const auto &) {
+    if (info.kind != ArrayKind::kDerived) total += info.bytes();
+  });
+  return total;
+}
+
 Trie::Trie(std::unique_ptr<TrieStorage> storage, const TrieArrays &arrays,
            size_t dense_row_cache_bytes)
     : storage_(std::move(storage)), a_(arrays), dense_budget_(dense_row_cache_bytes) {

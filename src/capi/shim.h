@@ -11,7 +11,10 @@
 #include <new>
 #include <string_view>
 
+#include "core/log.h"
 #include "core/status.h"
+#include "kernels/dtype.h"
+#include "rules/plain_rules.h"
 #include "treemask/treemask.h"
 #include "trie/trie.h"
 
@@ -21,6 +24,35 @@ namespace treemask {
 class Matcher;
 struct ModeOptions;
 }  // namespace treemask
+
+// The core keeps its own copies of the header's pinned values (it does not
+// include the C header); each copy is checked against the header here, once.
+#define TREEMASK_SAME_CODE(k, v) \
+  static_assert(static_cast<int32_t>(::treemask::Code::k) == (v), #v);
+TREEMASK_SAME_CODE(kOk, TREEMASK_OK)
+TREEMASK_SAME_CODE(kInvalidArgument, TREEMASK_ERR_INVALID_ARGUMENT)
+TREEMASK_SAME_CODE(kOutOfRange, TREEMASK_ERR_OUT_OF_RANGE)
+TREEMASK_SAME_CODE(kBufferTooSmall, TREEMASK_ERR_BUFFER_TOO_SMALL)
+TREEMASK_SAME_CODE(kInvalidState, TREEMASK_ERR_INVALID_STATE)
+TREEMASK_SAME_CODE(kOutOfMemory, TREEMASK_ERR_OUT_OF_MEMORY)
+TREEMASK_SAME_CODE(kParse, TREEMASK_ERR_PARSE)
+TREEMASK_SAME_CODE(kIo, TREEMASK_ERR_IO)
+TREEMASK_SAME_CODE(kCorruptFile, TREEMASK_ERR_CORRUPT_FILE)
+TREEMASK_SAME_CODE(kVersionMismatch, TREEMASK_ERR_VERSION_MISMATCH)
+TREEMASK_SAME_CODE(kUnsupported, TREEMASK_ERR_UNSUPPORTED)
+TREEMASK_SAME_CODE(kInternal, TREEMASK_ERR_INTERNAL)
+#undef TREEMASK_SAME_CODE
+static_assert(::treemask::kPolicyReject == TREEMASK_FAILURE_REJECT &&
+              ::treemask::kPolicyFailClosed == TREEMASK_FAILURE_FAIL_CLOSED &&
+              ::treemask::kPolicyStickyError == TREEMASK_FAILURE_STICKY_ERROR);
+static_assert(::treemask::kStateTerminated == TREEMASK_STATE_TERMINATED &&
+              ::treemask::kStateFailed == TREEMASK_STATE_FAILED && TREEMASK_STATE_ROOT == 0);
+static_assert(int32_t{::treemask::kernels::kF32} == int32_t{TREEMASK_F32} &&
+              int32_t{::treemask::kernels::kF16} == int32_t{TREEMASK_F16} &&
+              int32_t{::treemask::kernels::kBF16} == int32_t{TREEMASK_BF16});
+static_assert(static_cast<int32_t>(::treemask::log::Level::kInfo) == TREEMASK_LOG_INFO &&
+              static_cast<int32_t>(::treemask::log::Level::kWarning) == TREEMASK_LOG_WARNING &&
+              static_cast<int32_t>(::treemask::log::Level::kError) == TREEMASK_LOG_ERROR);
 
 namespace treemask::capi {
 

@@ -21,7 +21,8 @@
 namespace treemask {
 
 // Pinned values of the C API (TREEMASK_STATE_TERMINATED / _FAILED,
-// TREEMASK_FAILURE_*); declared here only.
+// TREEMASK_FAILURE_*); the core's one copy, checked against the header in
+// capi/shim.h.
 inline constexpr uint32_t kStateTerminated = 0xFFFFFFFEu;
 inline constexpr uint32_t kStateFailed = 0xFFFFFFFFu;
 inline constexpr int32_t kPolicyReject = 0;

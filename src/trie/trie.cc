@@ -105,10 +105,11 @@ LabelIds Trie::labels(uint32_t node) const {
       std::span<const int64_t>(a_.multi_labels + begin, a_.multi_offsets[i + 1] - begin));
 }
 
-void Trie::write_children_row(uint32_t node, uint32_t *row) const {
-  const Children c = children(node);
+// c by value: a reference could alias the row the loop writes, and every
+// bit set would reload it.
+void Trie::write_children_row(Children c, uint32_t *row) const {
   const size_t words = row_words();
-  if (const uint32_t *cached = cached_row(node, c)) {
+  if (const uint32_t *cached = cached_row(c)) {
     std::memcpy(row, cached, words * sizeof(uint32_t));
     return;
   }
@@ -128,8 +129,9 @@ Trie::Derived &Trie::derived_entry(const void *key) const {
   return derived_->entry;
 }
 
-const uint32_t *Trie::cached_row(uint32_t node, const Children &c) const {
+const uint32_t *Trie::cached_row(Children c) const {
   if (dense_budget_ == 0 || c.count < dense_threshold_) return nullptr;
+  const uint32_t id = c.first_child;  // names the parent: a child has one
   const size_t row_bytes = row_words() * sizeof(uint32_t);
   std::call_once(cache_once_, [&] {
     // No more rows can ever be cached than the budget holds or than there
@@ -144,11 +146,11 @@ const uint32_t *Trie::cached_row(uint32_t node, const Children &c) const {
   });
   if (!cache_) return nullptr;
 
-  size_t slot = mix_node(node) & cache_mask_;
+  size_t slot = mix_node(id) & cache_mask_;
   for (size_t probes = 0; probes <= cache_mask_; ++probes, slot = (slot + 1) & cache_mask_) {
     CacheSlot &s = cache_[slot];
     uint32_t key = s.node.load(std::memory_order_acquire);
-    if (key == node) return s.row.load(std::memory_order_acquire);  // null while being built
+    if (key == id) return s.row.load(std::memory_order_acquire);  // null while being built
     if (key != kEmptySlot) continue;
     // Reserve budget before claiming the slot, so the cache never overshoots.
     const uint64_t before = dense_cache_used_.fetch_add(row_bytes, std::memory_order_relaxed);
@@ -156,9 +158,9 @@ const uint32_t *Trie::cached_row(uint32_t node, const Children &c) const {
       dense_cache_used_.fetch_sub(row_bytes, std::memory_order_relaxed);
       return nullptr;
     }
-    if (!s.node.compare_exchange_strong(key, node, std::memory_order_acq_rel)) {
+    if (!s.node.compare_exchange_strong(key, id, std::memory_order_acq_rel)) {
       dense_cache_used_.fetch_sub(row_bytes, std::memory_order_relaxed);
-      if (key == node) return s.row.load(std::memory_order_acquire);
+      if (key == id) return s.row.load(std::memory_order_acquire);
       continue;
     }
     auto *row = new (std::nothrow) uint32_t[row_words()];

@@ -293,9 +293,11 @@ class Trie final : public RefCounted {
     return find_token(c.tokens, c.count, token);
   }
 
-  // Writes the children bits of node into row (all row_words() words are
-  // overwritten; words beyond are the caller's). Stop tokens are not set.
-  void write_children_row(uint32_t node, uint32_t *row) const;
+  // Writes the bits of a node's children into row (all row_words() words
+  // are overwritten; words beyond are the caller's). Stop tokens are not
+  // set. A high-fanout node's row is cached, keyed by c.first_child (a child
+  // has one parent, so it names the node).
+  void write_children_row(Children c, uint32_t *row) const;
 
   // Memory the dense-row cache holds now.
   uint64_t dense_cache_bytes() const { return dense_cache_used_.load(std::memory_order_relaxed); }
@@ -322,14 +324,14 @@ class Trie final : public RefCounted {
   void set_annotations(std::shared_ptr<const TrieAnnotations> a) { annotations_ = std::move(a); }
 
  private:
-  const uint32_t *cached_row(uint32_t node, const Children &c) const;
+  const uint32_t *cached_row(Children c) const;
 
   std::unique_ptr<TrieStorage> storage_;
   TrieArrays a_;
   std::vector<int32_t> tail_values_;  // a_.tail_values
   std::shared_ptr<const TrieAnnotations> annotations_;
 
-  // Dense-row cache: a fixed open-addressing table (node -> row) allocated on
+  // Dense-row cache: a fixed open-addressing table (first child -> row) allocated on
   // first use. Slots are claimed with a CAS on the key and published with a
   // release store of the row, so readers never lock.
   static constexpr uint32_t kEmptySlot = 0xFFFFFFFFu;  // no node has this id

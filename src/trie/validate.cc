@@ -7,6 +7,7 @@
 #include <immintrin.h>
 #endif
 
+#include "core/cpu.h"
 #include "trie/trie.h"
 
 namespace treemask {
@@ -229,14 +230,6 @@ struct Avx2Words {
 }
 #endif
 
-bool cpu_has_avx2() {
-#ifdef TREEMASK_VALIDATE_AVX2
-  return __builtin_cpu_supports("avx2");
-#else
-  return false;
-#endif
-}
-
 // True when the nodes and edges are sound; max_fanout and near_stop are then
 // set. `vector` chooses the AVX2 words where the CPU has them (tests compare
 // both).
@@ -254,7 +247,7 @@ bool structure_holds(const TrieArrays &a, uint32_t &max_fanout, bool &near_stop,
                 static_cast<uint32_t>(a.stop_tokens[0]),
                 static_cast<uint32_t>(a.stop_tokens[a.n_stop_tokens - 1]) -
                     static_cast<uint32_t>(a.stop_tokens[0])};
-  static const bool avx2 = cpu_has_avx2();
+  const bool avx2 = cpu_features().avx2;
 #ifdef TREEMASK_VALIDATE_AVX2
   const Scan s = vector && avx2 ? scan_avx2(args) : scan_scalar(args);
 #else

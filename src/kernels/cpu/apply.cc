@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "core/bits.h"
+#include "core/cpu.h"
 
 namespace treemask::kernels {
 
@@ -46,7 +47,7 @@ void mask_row_out(T *dst, const T *src, T neg_inf, const uint32_t *mask, size_t 
 
 MaskRowFn select_mask_row() {
 #ifdef TREEMASK_KERNELS_X86
-  if (__builtin_cpu_supports("avx2")) return mask_row_avx2;
+  if (cpu_features().avx2) return mask_row_avx2;
 #endif
   return mask_row_scalar;
 }

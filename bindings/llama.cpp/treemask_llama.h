@@ -63,8 +63,9 @@ extern "C" {
 
 /* A new sampler at the root of trie. trie is retained (the caller may free
  * its own reference at once). opts NULL means treemask_matcher_options_init's
- * defaults; every matcher option works (decoding modes, length budget,
- * override_stop_tokens). Returns NULL on error (NULL trie, inconsistent
+ * defaults; every matcher option works, the experimental ones too (decoding
+ * modes, length budget, override_stop_tokens: pass &mode_options.matcher of
+ * a treemask_mode_options). Returns NULL on error (NULL trie, inconsistent
  * options; treemask_last_error() says why). Free it with llama_sampler_free,
  * or let the chain it was added to free it. */
 struct llama_sampler *treemask_llama_sampler_init(const treemask_trie *trie,

@@ -14,9 +14,10 @@
  * linked statically; libtreemask never needs libcudart or libcuda to load).
  * treemask_cuda_available() tells which case applies.
  *
- * Tiers (see treemask.h): the apply kernels are stable; the device trie and
- * its fused step are experimental, declared only with TREEMASK_EXPERIMENTAL
- * defined before the include.
+ * Tiers (see treemask.h): the apply kernels are stable; the device trie, its
+ * fused step and the device beam step are experimental, in the one last
+ * section, declared only with TREEMASK_EXPERIMENTAL defined before the
+ * include.
  *
  * Conventions
  * -----------
@@ -59,7 +60,7 @@ TREEMASK_API bool treemask_cuda_available(void);
 /* ---- Apply kernels ------------------------------------------------------ */
 
 /* Sets logits to -inf where the bitmask disallows the token, on the device:
- * the CUDA twin of treemask_apply_token_bitmask_cpu, same arguments and
+ * the CUDA twin of treemask_cpu_apply_token_bitmask, same arguments and
  * semantics, plus a stream.
  *
  * - logits: device array of n_rows rows; row r starts at element
@@ -120,6 +121,10 @@ TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_apply_token_candid
     const int32_t *indices, size_t n_indices, void *stream);
 
 #ifdef TREEMASK_EXPERIMENTAL
+/* ======================================================================== */
+/* Experimental                                                              */
+/* ======================================================================== */
+
 /* ---- Experimental: device trie and the fused step ----------------------- */
 
 /* A copy of a trie's arrays in device memory (node offsets, edge tokens,
@@ -206,13 +211,7 @@ TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_trie_advance_mask_
     const treemask_cuda_trie *dev_trie, uint32_t *states, const int32_t *tokens, size_t n_rows,
     int32_t failure_policy, uint8_t *accepted, void *logits, int32_t dtype,
     size_t logits_row_stride, size_t logits_width, void *stream);
-#endif /* TREEMASK_EXPERIMENTAL */
-
-/* ======================================================================== */
-/* Beam step and top-k on the device (experimental)                          */
-/* ======================================================================== */
-
-#ifdef TREEMASK_EXPERIMENTAL
+/* ---- Experimental: beam step and top-k on the device -------------------- */
 
 /* The CUDA twins of treemask.h section 8 over a device trie and device
  * state arrays: same candidates, scores, tie rule, outputs and state
@@ -290,10 +289,6 @@ TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_trie_topk_states(
     int32_t *out_counts, uint32_t *n_bad_rows, void *stream);
 
 #endif /* TREEMASK_EXPERIMENTAL */
-
-/* ======================================================================== */
-/* End of the device beam step section                                       */
-/* ======================================================================== */
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -10,6 +10,7 @@
 #include <exception>
 #include <new>
 #include <string_view>
+#include <type_traits>
 
 #include "core/log.h"
 #include "core/status.h"
@@ -118,8 +119,14 @@ T query(const char *function, T fallback, Body &&body) noexcept {
 // Maintainers: a field appended to a public options struct must start at or
 // after the struct's previous sizeof (add explicit padding if needed), or an
 // older caller's trailing padding would be read as the new field.
-template <class T>
-Status read_options(const T *in, T &out, const char *name) {
+//
+// In is T itself, or the stable struct an experimental T starts with (an
+// extension, treemask.h "Stability tiers"): in->struct_size then says how
+// much of the extension the caller's struct holds.
+template <class T, class In>
+Status read_options(const In *in, T &out, const char *name) {
+  static_assert(std::is_standard_layout_v<T> && std::is_standard_layout_v<In>);
+  static_assert(sizeof(In) <= sizeof(T) && offsetof(In, struct_size) == 0);
   if (!in) return Status::Ok();
   if (in->struct_size < sizeof(size_t)) {
     return error(Code::kInvalidArgument, name, "->struct_size is ", in->struct_size,
@@ -127,7 +134,8 @@ Status read_options(const T *in, T &out, const char *name) {
   }
   const size_t n = in->struct_size < sizeof(T) ? in->struct_size : sizeof(T);
   std::memcpy(static_cast<void *>(&out), in, n);
-  out.struct_size = sizeof(T);
+  const size_t full = sizeof(T);  // the struct_size at offset 0, nested or not
+  std::memcpy(static_cast<void *>(&out), &full, sizeof(full));
   return Status::Ok();
 }
 
@@ -173,7 +181,7 @@ Status trie_build_options(const treemask_trie_options *opts, TrieBuildOptions &o
 
 // Converts the decoding-mode fields of the public matcher options
 // (capi_modes.cc).
-Status matcher_mode_options(const treemask_matcher_options &opts, ModeOptions &out);
+Status matcher_mode_options(const treemask_mode_options &opts, ModeOptions &out);
 
 }  // namespace treemask::capi
 

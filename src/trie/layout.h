@@ -48,22 +48,22 @@
 // 256-byte aligned on a device), which covers every element type: append new
 // arrays, never reorder (the order is the file format). Element alignment is
 // the type's own.
-#define TREEMASK_TRIE_ARRAYS(X)                                                      \
-  X(node_offsets, uint32_t, c.n_explicit + 1, kPlain)                               \
-  X(edge_tokens, int32_t, c.n_csr_edges(), kPlain)                                  \
-  X(terminal_bits, uint64_t, c.terminal_words(), kPlain)                            \
-  X(terminal_rank, uint32_t, c.terminal_words(), kHost)                             \
-  X(first_labels, int64_t, c.label_bytes == 8 ? c.n_terminals : 0, kHost)           \
-  X(first_labels32, uint32_t, c.label_bytes == 4 ? c.n_terminals : 0, kHost)        \
-  X(multi_ranks, uint32_t, c.n_multi, kHost)                                        \
-  X(multi_offsets, uint32_t, c.n_multi + 1, kHost)                                  \
-  X(multi_labels, int64_t, c.n_multi_labels, kHost)                                 \
-  X(stop_tokens, int32_t, c.n_stop_tokens, kPlain)                                  \
-  X(head_bits, uint64_t, c.head_words(), kPlain)                                    \
-  X(head_rank, uint32_t, c.head_words(), kPlain)                                    \
-  X(tail_lengths, uint8_t, c.n_heads, kPlain)                                       \
-  X(tail_samples, uint32_t, c.n_tail_samples(), kPlain)                             \
-  X(tail_tokens, uint16_t, c.n_tail_nodes(), kPlain)                                \
+#define TREEMASK_TRIE_ARRAYS(X)                                              \
+  X(node_offsets, uint32_t, c.n_explicit + 1, kPlain)                        \
+  X(edge_tokens, int32_t, c.n_csr_edges(), kPlain)                           \
+  X(terminal_bits, uint64_t, c.terminal_words(), kPlain)                     \
+  X(terminal_rank, uint32_t, c.terminal_words(), kHost)                      \
+  X(first_labels, int64_t, c.label_bytes == 8 ? c.n_terminals : 0, kHost)    \
+  X(first_labels32, uint32_t, c.label_bytes == 4 ? c.n_terminals : 0, kHost) \
+  X(multi_ranks, uint32_t, c.n_multi, kHost)                                 \
+  X(multi_offsets, uint32_t, c.n_multi + 1, kHost)                           \
+  X(multi_labels, int64_t, c.n_multi_labels, kHost)                          \
+  X(stop_tokens, int32_t, c.n_stop_tokens, kPlain)                           \
+  X(head_bits, uint64_t, c.head_words(), kPlain)                             \
+  X(head_rank, uint32_t, c.head_words(), kPlain)                             \
+  X(tail_lengths, uint8_t, c.n_heads, kPlain)                                \
+  X(tail_samples, uint32_t, c.n_tail_samples(), kPlain)                      \
+  X(tail_tokens, uint16_t, c.n_tail_nodes(), kPlain)                         \
   X(tail_values, int32_t, c.n_heads ? c.tail_range : 0, kDerived)
 
 namespace treemask {

@@ -367,17 +367,17 @@ std::vector<Case> cases() {
         treemask_trie_free(t);
         return s;
       });
-  add("kernel: 2 mask words for 100 logits", "treemask_apply_token_bitmask_cpu",
+  add("kernel: 2 mask words for 100 logits", "treemask_cpu_apply_token_bitmask",
       TREEMASK_ERR_BUFFER_TOO_SMALL, [] {
         float logits[100] = {};
         const int32_t mask[2] = {-1, -1};
-        return treemask_apply_token_bitmask_cpu(logits, TREEMASK_F32, 1, 100, 100, mask, 2, 1, 100,
+        return treemask_cpu_apply_token_bitmask(logits, TREEMASK_F32, 1, 100, 100, mask, 2, 1, 100,
                                                 nullptr, 0);
       });
-  add("kernel: dtype 3", "treemask_apply_token_bitmask_cpu", TREEMASK_ERR_INVALID_ARGUMENT, [] {
+  add("kernel: dtype 3", "treemask_cpu_apply_token_bitmask", TREEMASK_ERR_INVALID_ARGUMENT, [] {
     float logits[32] = {};
     const int32_t mask[1] = {-1};
-    return treemask_apply_token_bitmask_cpu(logits, static_cast<treemask_dtype>(3), 1, 32, 32, mask,
+    return treemask_cpu_apply_token_bitmask(logits, static_cast<treemask_dtype>(3), 1, 32, 32, mask,
                                             1, 1, 32, nullptr, 0);
   });
   return c;

@@ -21,7 +21,6 @@ namespace treemask {
 namespace {
 
 using kernels::BeamCandidate;
-using kernels::DType;
 using kernels::TopK;
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();

@@ -14,7 +14,6 @@
 
 using treemask::Code;
 using treemask::ExclusionSet;
-using treemask::Matcher;
 using treemask::Ref;
 using treemask::Status;
 using treemask::Trie;

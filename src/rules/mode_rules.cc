@@ -1,9 +1,6 @@
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include "rules/mode_rules.h"
 
-#include <cstring>
-
-#include "core/bits.h"
 #include "rules/mode_index.h"
 
 namespace treemask {

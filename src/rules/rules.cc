@@ -32,7 +32,7 @@ uint64_t write_refined_row(const Trie &trie, const AllowedSet &s, std::span<cons
   uint64_t allowed = 0;
   if (f.dead_only) {
     // The (possibly cached) dense row, then clear the few dropped children.
-    trie.write_children_row(ChildFilter::children(a), row);
+    trie.write_children_row(a.children, a.n_children, a.first_child, row);
     allowed = a.n_children;
     f.for_each_dropped(a, [&](uint32_t k) {
       const int32_t token = a.children[k];

@@ -140,7 +140,7 @@ inline uint64_t set_stops_and_extras(const AllowedSet &s, std::span<const int32_
 inline uint64_t write_row(const Trie &trie, const AllowedSet &s, std::span<const int32_t> stops,
                           uint32_t *row) {
   if (s.all_but || s.filter) return write_refined_row(trie, s, stops, row);
-  trie.write_children_row({s.base.children, s.base.n_children, s.base.first_child}, row);
+  trie.write_children_row(s.base.children, s.base.n_children, s.base.first_child, row);
   return s.base.n_children + set_stops_and_extras(s, stops, row);
 }
 

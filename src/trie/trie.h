@@ -293,11 +293,15 @@ class Trie final : public RefCounted {
     return find_token(c.tokens, c.count, token);
   }
 
-  // Writes the bits of a node's children into row (all row_words() words
-  // are overwritten; words beyond are the caller's). Stop tokens are not
-  // set. A high-fanout node's row is cached, keyed by c.first_child (a child
-  // has one parent, so it names the node).
-  void write_children_row(Children c, uint32_t *row) const;
+  // Writes the bits of a node's children (tokens[0 .. count), the first
+  // leading to node first_child) into row (all row_words() words are
+  // overwritten; words beyond are the caller's). Stop tokens are not set. A
+  // high-fanout node's row is cached, keyed by first_child (a child has one
+  // parent, so it names the node). Separate arguments, not a Children: the
+  // callers' fields then reach it without a merged load that would stall on
+  // store forwarding.
+  void write_children_row(const int32_t *tokens, uint32_t count, uint32_t first_child,
+                          uint32_t *row) const;
 
   // Memory the dense-row cache holds now.
   uint64_t dense_cache_bytes() const { return dense_cache_used_.load(std::memory_order_relaxed); }
@@ -324,7 +328,7 @@ class Trie final : public RefCounted {
   void set_annotations(std::shared_ptr<const TrieAnnotations> a) { annotations_ = std::move(a); }
 
  private:
-  const uint32_t *cached_row(Children c) const;
+  const uint32_t *cached_row(const int32_t *tokens, uint32_t count, uint32_t first_child) const;
 
   std::unique_ptr<TrieStorage> storage_;
   TrieArrays a_;

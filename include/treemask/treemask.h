@@ -23,7 +23,7 @@
  *   same way). They may change in any minor release until they have had a
  *   release of use.
  * - Exports: before 1.0 the library exports the experimental symbols too,
- *   always (the Python, Rust and llama.cpp bindings use them). The soname
+ *   always (the Python and Rust bindings use them). The soname
  *   changes with every minor version while the major one is 0, so a program
  *   linked against an experimental function that then changed fails to load
  *   instead of misbehaving. Whether 1.0 keeps exporting them is decided

@@ -66,8 +66,9 @@ extern "C" {
  * (llama_vocab_n_tokens(llama_model_get_vocab(model)); the first argument,
  * as llama.cpp's llama_sampler_init_logit_bias takes it). trie is retained
  * (the caller may free its own reference at once). opts NULL means
- * treemask_matcher_options_init's defaults; every matcher option works
- * (decoding modes, length budget, override_stop_tokens).
+ * treemask_matcher_options_init's defaults; every matcher option works, the
+ * experimental ones too (decoding modes, length budget, override_stop_tokens:
+ * pass &mode_options.matcher of a treemask_mode_options).
  *
  * Returns NULL on error, and treemask_llama_sampler_error() says why: a NULL
  * trie, n_vocab < 1, inconsistent options, or a trie that does not fit the

@@ -67,7 +67,9 @@ def build_ffi(include_dir):
     # a C function cffi generates, calling into Python without a libffi closure.
     ffi.cdef('extern "Python" void _treemask_python_log(int32_t, const char *, void *);')
     # The bindings wrap the experimental tier too (treemask.h, "Stability
-    # tiers"); the cdef above already holds every declaration.
+    # tiers": the last section of each header); the cdef above already holds
+    # every declaration, and the package lists what it exposes of that tier
+    # in treemask.EXPERIMENTAL.
     ffi.set_source(MODULE, "#define TREEMASK_EXPERIMENTAL 1\n" +
                    "".join('#include "%s"\n' % h for h in HEADERS))
     return ffi

@@ -52,7 +52,7 @@ int main(void) {
     if (treemask_matcher_fill_next_token_bitmask(m, mask, words, NULL, &need_apply) != TREEMASK_OK)
       return fail("fill");
     /* mask: disallowed logits become -inf */
-    if (need_apply && treemask_apply_token_bitmask_cpu(logits, TREEMASK_F32, 1, VOCAB, VOCAB, mask,
+    if (need_apply && treemask_cpu_apply_token_bitmask(logits, TREEMASK_F32, 1, VOCAB, VOCAB, mask,
                                                        words, 1, VOCAB, NULL, 0) != TREEMASK_OK)
       return fail("mask");
     for (best = 0, t = 1; t < VOCAB; ++t) /* greedy */

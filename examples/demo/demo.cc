@@ -405,7 +405,7 @@ class Demo {
   // (-inf where the bit is 0).
   void apply_mask() {
     const size_t width = logits_.size();
-    if (treemask_apply_token_bitmask_cpu(logits_.data(), TREEMASK_F32, 1, width, width,
+    if (treemask_cpu_apply_token_bitmask(logits_.data(), TREEMASK_F32, 1, width, width,
                                          mask_.data(), words_, 1, vocab_, nullptr,
                                          0) != TREEMASK_OK) {
       print_error(cat("apply failed: ", treemask_last_error()));

@@ -5,21 +5,35 @@
  * This is the one C header (C99 and C++) of the library; treemask_cuda.h adds
  * the CUDA entry points. It needs only <stdint.h>, <stddef.h> and <stdbool.h>.
  *
- * Stability tiers (as zstd's ZSTD_STATIC_LINKING_ONLY)
- * -----------------------------------------------------
- * - Stable: version, status and errors, logging, the trie and its sources
- *   (paths, RTP-LLM dictionaries, JSON Lines, .tmtrie files, metadata), the
- *   matcher (create, fill, accept, rollback, queries), the batch (slots, fill,
- *   accept, reorder) and the bitmask kernels. Their signatures and semantics
- *   change only with the major version (the minor one while it is 0).
- * - Experimental: decoding modes (labels, exclusions, think mode, length
- *   budget), speculative drafts and jump-forward accepts, counters, the
- *   incremental batch fill of a bound buffer, state arrays and the CUDA trie
- *   step. They are declared only when the consumer defines
- *   TREEMASK_EXPERIMENTAL before including this header, and may change in
- *   any minor release until they have had a release of use. The library
- *   always exports them, and options structs always have the same layout
- *   (their fields for experimental features are documented as such).
+ * Stability tiers (zstd's model: ZSTD_STATIC_LINKING_ONLY)
+ * ---------------------------------------------------------
+ * - Stable: everything outside the last section: version, status and
+ *   errors, logging, the trie and its sources (paths, RTP-LLM dictionaries,
+ *   JSON Lines, .tmtrie files, metadata), the matcher (create, fill, accept,
+ *   rollback, queries), the batch (slots, fill, accept, reorder) and the
+ *   bitmask kernels. Their signatures and semantics change only with the
+ *   major version (the minor one while it is 0), and no stable struct names
+ *   an experimental field.
+ * - Experimental: the last section (Section 8), declared only when the
+ *   consumer defines TREEMASK_EXPERIMENTAL before including this header:
+ *   decoding modes (labels, exclusions, think mode, length budget) and their
+ *   options, speculative drafts and jump-forward accepts, counters, the
+ *   incremental batch fill of a bound buffer, state arrays, the beam step
+ *   and top-k (treemask_cuda.h keeps its own experimental section last, the
+ *   same way). They may change in any minor release until they have had a
+ *   release of use.
+ * - Exports: before 1.0 the library exports the experimental symbols too,
+ *   always (the Python and Rust bindings use them). The soname
+ *   changes with every minor version while the major one is 0, so a program
+ *   linked against an experimental function that then changed fails to load
+ *   instead of misbehaving. Whether 1.0 keeps exporting them is decided
+ *   then.
+ * - Experimental options extend stable ones without naming a field in them:
+ *   an experimental options struct starts with the stable one (e.g.
+ *   treemask_mode_options.matcher), its init sets that struct_size to the
+ *   whole, and the caller passes a pointer to the stable member. The layout
+ *   is the same as if the fields were appended, so the convention below
+ *   (struct_size, fields only appended) covers both.
  *
  * Model
  * -----
@@ -113,7 +127,7 @@ extern "C" {
  * header/library mismatch. Thread-safe. */
 TREEMASK_API uint32_t treemask_version(void);
 
-/* The same as a string, e.g. "0.2.0". Static storage; never NULL. */
+/* The same as a string, e.g. "0.3.0". Static storage; never NULL. */
 TREEMASK_API const char *treemask_version_string(void);
 
 /* ======================================================================== */
@@ -417,14 +431,15 @@ TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_trie_from_jsonl_file(
  * reads nothing proportional to the trie, so processes share it through the
  * page cache. The format is described in src/trie/file.h. */
 
-/* The format version this library writes and reads. */
-#define TREEMASK_TMTRIE_FORMAT_VERSION 1
+/* The format version this library writes and reads; a file of another
+ * version is TREEMASK_ERR_VERSION_MISMATCH (recompile it). */
+#define TREEMASK_TMTRIE_FORMAT_VERSION 3
 
-/* treemask_trie_load flag: skip the payload checksum (the one step whose cost
- * grows with the file), making the load constant time. Every other check
- * still runs, and every offset in the file is range-checked where it is used,
- * so even a corrupted file yields errors (TREEMASK_ERR_CORRUPT_FILE from
- * matcher calls), never a crash or an out-of-bounds read. */
+/* treemask_trie_load flag: skip the payload checksum (one of the two linear
+ * passes of a load). Every other check still runs, the structural
+ * validation of the arrays included, so a corrupted file is still refused
+ * at load (TREEMASK_ERR_CORRUPT_FILE) unless the corruption leaves a
+ * well-formed trie (a changed label or token that is still in range). */
 #define TREEMASK_LOAD_TRUSTED 1u
 
 typedef struct treemask_save_options {
@@ -508,63 +523,20 @@ typedef struct treemask_matcher_options {
   /* After termination this token is accepted and changes nothing, like a
    * stop token (for engines that pad finished rows). -1 = none (init). */
   int32_t pad_token;
-
-  /* ---- Experimental: decoding modes (appended; an older caller's
-   * struct_size leaves them at their defaults). The README section
-   * "Decoding modes" describes each. ---- */
-
-  /* Multi-label mode: after a complete label this token sequence (e.g. the
-   * tokens of " |") leads back to the root for another label. NULL / 0 =
-   * one label per sequence (init). Copied. */
-  const int32_t *label_separator;
-  size_t n_label_separator;
-  /* At most this many labels per sequence; 0 = unlimited (init). Needs
-   * label_separator. */
-  size_t max_labels;
-  /* Hierarchical labels: true = a sequence may end only at a leaf (a
-   * terminal node without children, e.g. "A > B > C" but not "A > B");
-   * false (init) = at any terminal node, so at any level. */
-  bool leaves_only;
-  /* Think mode: the sequence that closes thinking (e.g. "</think>" plus
-   * newline tokens). NULL / 0 = no think mode (init). Copied. */
-  const int32_t *think_end_tokens;
-  size_t n_think_end_tokens;
-  /* A token that opens thinking (e.g. "<think>"); -1 = none (init). */
-  int32_t think_begin_token;
-  /* True: the sequence starts inside thinking (the prompt ended with
-   * "<think>"). False (init): thinking starts only if the first token is
-   * think_begin_token. */
-  bool start_in_thinking;
-  /* Thinking tokens allowed before the end sequence is forced; -1 =
-   * unlimited (init), 0 = force the end at once. */
-  int64_t max_thinking_tokens;
-  /* Length budget: the engine's max_new_tokens. -1 = none (init). */
-  int64_t max_new_tokens;
-  /* Replaces the trie's stop tokens for this matcher (xgrammar's
-   * override_stop_tokens). NULL / 0 = the trie's (init). Copied. */
-  const int32_t *override_stop_tokens;
-  size_t n_override_stop_tokens;
-  /* Think mode: once the model has emitted a prefix of think_end_tokens
-   * naturally (a partial match), force the rest of it, as RTP-LLM's
-   * ThinkModeLogitsProcessor does. false (init): only a spent budget
-   * forces; a partial match that breaks is ordinary thinking text. Off by
-   * default because end sequences often start with a token that ordinary
-   * thinking text contains (a newline, a "</" piece): forcing after it
-   * would cut thinking short at the first such token. Set it to reproduce
-   * RTP-LLM exactly. */
-  bool think_force_end_after_prefix;
 } treemask_matcher_options;
 
 /* Sets struct_size and every field to its default. */
 TREEMASK_API void treemask_matcher_options_init(treemask_matcher_options *opts);
 
 /* Creates a matcher at the root of trie (which it retains). opts NULL means
- * defaults. Errors: NULL trie or out, an unknown failure_policy, pad_token
- * outside [-1, vocab_size), and every inconsistent decoding-mode option (the
- * message names the option and token): a separator token out of range or a
- * stop token, a first separator token that is also a child of a terminal
- * node, a think_begin_token that is a child of the root, max_labels without
- * a separator. Thread-safe with respect to the trie. */
+ * defaults; it may also point at the `matcher` member of an experimental
+ * treemask_mode_options (Section 8). Errors: NULL trie or out, an unknown
+ * failure_policy, pad_token outside [-1, vocab_size), and every inconsistent
+ * decoding-mode option (the message names the option and token): a
+ * separator token out of range or a stop token, a first separator token
+ * that is also a child of a terminal node, a think_begin_token that is a
+ * child of the root, max_labels without a separator. Thread-safe with
+ * respect to the trie. */
 TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_matcher_create(
     treemask_trie *trie, const treemask_matcher_options *opts, treemask_matcher **out);
 
@@ -576,16 +548,13 @@ TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_matcher_clone(const tre
 /* Destroys m and releases its trie. NULL is a no-op. */
 TREEMASK_API void treemask_matcher_free(treemask_matcher *m);
 
-/* Options of one fill. Design: the variants of fill are fields here, not
+/* Options of one fill. Design: the variants of fill are options, not
  * functions with a suffix (the former *_with_budget), so every fill goes
- * through the one treemask_matcher_fill_next_token_bitmask. */
+ * through the one treemask_matcher_fill_next_token_bitmask. No stable field
+ * yet; the experimental treemask_budget_fill_options (Section 8) extends it
+ * with a length budget. */
 typedef struct treemask_fill_options {
   size_t struct_size;
-  /* Experimental (length budget): tokens the engine will still generate,
-   * the masked one included, for this fill only (>= 0), overriding the
-   * matcher's budget; accept keeps using the matcher's own. -1 (init): the
-   * matcher's budget (treemask_matcher_set_remaining_tokens). */
-  int64_t remaining_tokens;
 } treemask_fill_options;
 
 /* Sets struct_size and every field to its default. */
@@ -607,7 +576,7 @@ TREEMASK_API void treemask_fill_options_init(treemask_fill_options *opts);
  * row). For the O(fanout) incremental form use the batch API.
  *
  * Errors: NULL m or bitmask, bitmask_row_words too small, a bad option
- * (remaining_tokens < -1); nothing is written then. In the STICKY_ERROR
+ * (an experimental remaining_tokens < -1); nothing is written then. In the STICKY_ERROR
  * failed state the row is written (stop tokens only) and
  * TREEMASK_ERR_INVALID_STATE is returned. */
 TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_matcher_fill_next_token_bitmask(
@@ -693,7 +662,294 @@ TREEMASK_API size_t treemask_matcher_max_rollback_tokens(const treemask_matcher 
  * format is for humans and may change. 0 for NULL. */
 TREEMASK_API size_t treemask_matcher_debug_string(const treemask_matcher *m, char *buf, size_t cap);
 
+/* ======================================================================== */
+/* Section 6: batch                                                          */
+/* ======================================================================== */
+
+/* Two ways to drive many sequences at once:
+ *
+ * - A *batch* holds matchers in slots and fills and advances them together on
+ *   its own threads. Every matcher feature (rollback, failure policies, the
+ *   modes of section 5) works in a batch. Slot i always writes row i of a
+ *   bitmask buffer of n_slots rows.
+ * - *State arrays* (experimental, Section 8): with a plain trie (no modes,
+ *   no rollback) the whole state of a sequence is one uint32, so an engine
+ *   can keep the states itself, fill rows from them and advance them; beam
+ *   reordering is then a gather. The CUDA entry points implement exactly the
+ *   same rules on device arrays. */
+
+/* A fixed number of slots, each empty or holding a matcher, plus the worker
+ * threads and the optional bound bitmask buffer of the batch. One thread at a
+ * time (the batch's own workers are used only inside its calls). */
+typedef struct treemask_batch treemask_batch;
+
+typedef struct treemask_batch_options {
+  size_t struct_size;
+  /* Slots, fixed for the life of the batch: 1 .. 2^31 - 1. Required; init
+   * sets 0. */
+  size_t n_slots;
+  /* Worker threads the batch starts at creation and keeps until it is freed.
+   * They work together with the calling thread, so a call uses up to
+   * n_threads + 1 threads; small calls stay on the caller's thread. 0 (init):
+   * the caller's thread only. At most 256. No other treemask function starts
+   * a thread. */
+  size_t n_threads;
+} treemask_batch_options;
+
+/* Sets struct_size and every field to its default. */
+TREEMASK_API void treemask_batch_options_init(treemask_batch_options *opts);
+
+/* Creates a batch with every slot empty and starts its threads.
+ * Errors: NULL opts or out, n_slots outside [1, 2^31 - 1], n_threads > 256;
+ * TREEMASK_ERR_INTERNAL when a thread cannot be started. Thread-safe. */
+TREEMASK_NODISCARD TREEMASK_API treemask_status
+treemask_batch_create(const treemask_batch_options *opts, treemask_batch **out);
+
+/* Stops the threads and destroys the batch with the matchers in its slots
+ * (releasing their tries). The bound buffer stays the caller's. NULL is a
+ * no-op. */
+TREEMASK_API void treemask_batch_free(treemask_batch *batch);
+
+/* The batch's n_slots; 0 for NULL. */
+TREEMASK_API size_t treemask_batch_n_slots(const treemask_batch *batch);
+
+/* Puts a clone of m (same state, history and options; cheap, the history is
+ * shared copy-on-write) in slot, replacing what was there; the caller keeps
+ * m. m NULL empties the slot. Matchers of different tries and vocab sizes
+ * may share a batch.
+ * Errors: NULL batch, slot >= n_slots, m in the STICKY_ERROR failed state
+ * (TREEMASK_ERR_INVALID_STATE); the slot is then unchanged. */
+TREEMASK_NODISCARD TREEMASK_API treemask_status
+treemask_batch_set_matcher(treemask_batch *batch, size_t slot, const treemask_matcher *m);
+
+/* The matcher in slot, borrowed: NULL when the slot is empty, slot >= n_slots
+ * or batch is NULL. Every matcher function may be called on it (rollback,
+ * reset, queries, even accept_token) between batch calls, never during one.
+ * Valid until the slot changes (set_matcher, reorder) or the batch is freed;
+ * never free it. */
+TREEMASK_API treemask_matcher *treemask_batch_get_matcher(treemask_batch *batch, size_t slot);
+
+/* Writes the next-token bitmask of the listed slots into bitmask, row = slot
+ * index (row s starts at bitmask + s * bitmask_row_words), exactly as
+ * treemask_matcher_fill_next_token_bitmask does for each: every word of each
+ * listed row. Other rows are not touched.
+ *
+ * - bitmask: n_slots rows of bitmask_row_words words; bitmask_row_words must be
+ *   >= treemask_bitmask_words(vocab_size) of every listed slot's trie.
+ * - slots: the slots to fill (each non-empty, none twice), or NULL with
+ *   n_slots = 0 for every non-empty slot.
+ * - need_apply: optional, n_slots entries (indexed by slot); written for the
+ *   filled slots (false iff the row allows every token).
+ *
+ * Errors: NULL batch or bitmask, a bad slot list or bitmask_row_words (found
+ * before anything is written; the message names the entry). A slot in the
+ * STICKY_ERROR failed state gets its row (stop tokens only) and the call
+ * returns TREEMASK_ERR_INVALID_STATE naming the first such slot of the list
+ * (the lowest for slots = NULL), after every listed row is written. Writing into the bound buffer
+ * with its own bitmask_row_words counts as a full fill of it; overlapping it with another layout is
+ * an error. */
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_batch_fill_next_token_bitmask(
+    treemask_batch *batch, int32_t *bitmask, size_t bitmask_row_words, const int32_t *slots,
+    size_t n_slots, bool *need_apply);
+
+/* Feeds tokens[s] to the matcher in slot s, for every slot, exactly like
+ * treemask_matcher_accept_token; tokens[s] < 0 means no token for slot s
+ * this step (required for empty slots).
+ * - tokens: n_tokens = n_slots entries.
+ * - accepted: optional, n_slots entries; false only for a slot that rejected
+ *   its token (true for slots given no token). A rejection is not an error:
+ *   treemask_last_error() is not set for it.
+ * Errors: NULL batch or tokens, n_tokens != n_slots, a token for an empty
+ * slot (nothing is accepted then). A slot in the STICKY_ERROR failed state
+ * gives TREEMASK_ERR_INVALID_STATE naming the lowest such slot, after every
+ * other slot took its token. */
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_batch_accept_tokens(treemask_batch *batch,
+                                                                             const int32_t *tokens,
+                                                                             size_t n_tokens,
+                                                                             bool *accepted);
+
+/* Beam reordering: slot i takes the matcher state of slot src[i] (src[i] =
+ * -1 empties slot i), all at once. A source taken once moves; one taken
+ * several times is cloned (its history shared copy-on-write), never deep
+ * copied. What the batch remembers about bound rows stays valid.
+ * Borrowed matchers of the batch are invalid afterwards.
+ * Errors: NULL batch or src, n != n_slots, src[i] outside [-1, n_slots), a
+ * STICKY_ERROR failed matcher taken twice; the batch is then unchanged. */
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_batch_reorder(treemask_batch *batch,
+                                                                       const int32_t *src,
+                                                                       size_t n);
+
+/* ======================================================================== */
+/* Section 7: bitmask kernels                                                */
+/* ======================================================================== */
+
+/* Masking logits on the CPU with a bitmask (any xgrammar-layout mask: ours,
+ * xgrammar's, llguidance's) or with candidate lists: treemask_cpu_*, the
+ * twins of treemask_cuda_* (treemask_cuda.h), named the same way. Masked logits become
+ * -inf, written as the dtype's bit pattern (f32 0xFF800000, f16 0xFC00, bf16
+ * 0xFF80); kept logits are never read or rewritten as numbers. The kernel is
+ * chosen once per process: AVX2 where the CPU has it, else a scalar loop. No
+ * threads: the caller's thread does the work. Thread-safe for disjoint
+ * logits. */
+
+/* The storage type of logits, for these functions, treemask_logits and the
+ * CUDA twins (treemask_cuda.h) alike. Every function takes it as an int32_t,
+ * so that any value a caller passes is defined behaviour and an unknown one
+ * an error that names it. */
+typedef enum treemask_dtype {
+  TREEMASK_F32 = 0,
+  TREEMASK_F16 = 1,
+  TREEMASK_BF16 = 2
+} treemask_dtype;
+
+/* Sets logits[r][c] = -inf for every masked column of every touched row r:
+ * column c (< logits_width) is masked iff c >= vocab_size or bit c of bitmask
+ * row r is 0. Columns from logits_width up to the stride are never touched.
+ *
+ * - logits: n_rows rows of logits_width elements of dtype, row r at element
+ *   r * logits_row_stride (logits_row_stride >= logits_width).
+ * - bitmask: n_bitmask_rows rows of bitmask_row_words int32 words, row r at
+ *   word r * bitmask_row_words; bitmask_row_words must cover
+ *   min(vocab_size, logits_width) columns. Bits past that are ignored.
+ * - vocab_size > 0: columns at or past it (a padded vocab) are masked.
+ * - indices: NULL (with n_indices = 0) touches rows 0 .. n_rows - 1, and
+ *   n_bitmask_rows must be >= n_rows; otherwise only rows
+ *   indices[0 .. n_indices), each of which must be a row of both arrays
+ *   (< n_rows and < n_bitmask_rows): indices[i] addresses the logits row and
+ *   the bitmask row of that number (xgrammar's semantics; the two arrays may
+ *   have different row counts, as in xgrammar).
+ *
+ * Cost: a fully-masked word is 32 -inf stores with no load, a fully-allowed
+ * one is skipped, a mixed one is blended; memory-bandwidth bound.
+ * Errors: an unknown dtype, vocab_size <= 0, logits_row_stride <
+ * logits_width, bitmask_row_words too small, an index out of range (named),
+ * NULL logits or bitmask when something would be touched. Everything is
+ * checked before anything is written. */
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cpu_apply_token_bitmask(
+    void *logits, int32_t dtype, size_t n_rows, size_t logits_row_stride, size_t logits_width,
+    const int32_t *bitmask, size_t bitmask_row_words, size_t n_bitmask_rows, int32_t vocab_size,
+    const int32_t *indices, size_t n_indices);
+
+/* Out of place: the rows treemask_cpu_apply_token_bitmask would write, but
+ * into out, leaving logits untouched (transformers requires logits
+ * processors not to modify their input). Every row r < n_rows of out gets
+ * logits row r, masked when the call touches row r (indices as above;
+ * rows not selected are copied unchanged). One pass over memory: each row
+ * is copied and masked while it is in cache. out rows are out_row_stride
+ * elements apart (>= logits_width); columns from logits_width up to the
+ * stride are not written. logits and out must not overlap (an error).
+ * Errors: as treemask_cpu_apply_token_bitmask, plus NULL out and
+ * overlapping arrays. */
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cpu_apply_token_bitmask_out(
+    const void *logits, void *out, int32_t dtype, size_t n_rows, size_t logits_row_stride,
+    size_t out_row_stride, size_t logits_width, const int32_t *bitmask, size_t bitmask_row_words,
+    size_t n_bitmask_rows, int32_t vocab_size, const int32_t *indices, size_t n_indices);
+
+/* The sparse form: row r keeps only its candidates
+ * candidate_tokens[row_offsets[r] .. row_offsets[r + 1]) and every other
+ * column (< logits_width) becomes -inf. Each row is filled with -inf and its
+ * candidates restored, so it never reads a bitmask: for trie rows (few
+ * candidates) it moves the least memory. Same logits, dtype, vocab_size and
+ * indices rules as above; row_offsets has n_rows + 1 non-decreasing int32
+ * entries in [0, n_candidates] (CSR, e.g. treemask_matcher_next_tokens of
+ * each row; the CUDA twin takes the same arrays). Candidates may repeat and
+ * come in any order; each must be in [0, vocab_size) (an error names the row
+ * and position); one >= logits_width is ignored.
+ * Errors: as above, plus NULL row_offsets, offsets out of order or past
+ * n_candidates, NULL candidate_tokens when n_candidates > 0. */
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cpu_apply_token_candidates(
+    void *logits, int32_t dtype, size_t n_rows, size_t logits_row_stride, size_t logits_width,
+    const int32_t *row_offsets, const int32_t *candidate_tokens, size_t n_candidates,
+    int32_t vocab_size, const int32_t *indices, size_t n_indices);
+
+/* The instruction set of the kernel the apply functions use in this process:
+ * "avx2" or "scalar". Static storage; never NULL. Thread-safe. */
+TREEMASK_API const char *treemask_cpu_kernel_isa(void);
+
 #ifdef TREEMASK_EXPERIMENTAL
+/* ======================================================================== */
+/* Section 8: experimental                                                   */
+/* ======================================================================== */
+
+/* Declared only with TREEMASK_EXPERIMENTAL defined; may change in any minor
+ * release (see "Stability tiers" at the top). Each part refers to the
+ * stable section it extends. */
+
+/* ---- Experimental: decoding mode options (extend section 5) -------------
+ *
+ * The options of the decoding modes below, as an extension of
+ * treemask_matcher_options: initialise with treemask_mode_options_init and
+ * pass &opts.matcher to treemask_matcher_create. The README section
+ * "Decoding modes" describes each. */
+typedef struct treemask_mode_options {
+  /* The stable options, first. init sets matcher.struct_size to
+   * sizeof(treemask_mode_options), which tells the library that the fields
+   * below follow. */
+  treemask_matcher_options matcher;
+
+  /* Multi-label mode: after a complete label this token sequence (e.g. the
+   * tokens of " |") leads back to the root for another label. NULL / 0 =
+   * one label per sequence (init). Copied. */
+  const int32_t *label_separator;
+  size_t n_label_separator;
+  /* At most this many labels per sequence; 0 = unlimited (init). Needs
+   * label_separator. */
+  size_t max_labels;
+  /* Hierarchical labels: true = a sequence may end only at a leaf (a
+   * terminal node without children, e.g. "A > B > C" but not "A > B");
+   * false (init) = at any terminal node, so at any level. */
+  bool leaves_only;
+  /* Think mode: the sequence that closes thinking (e.g. "</think>" plus
+   * newline tokens). NULL / 0 = no think mode (init). Copied. */
+  const int32_t *think_end_tokens;
+  size_t n_think_end_tokens;
+  /* A token that opens thinking (e.g. "<think>"); -1 = none (init). */
+  int32_t think_begin_token;
+  /* True: the sequence starts inside thinking (the prompt ended with
+   * "<think>"). False (init): thinking starts only if the first token is
+   * think_begin_token. */
+  bool start_in_thinking;
+  /* Thinking tokens allowed before the end sequence is forced; -1 =
+   * unlimited (init), 0 = force the end at once. */
+  int64_t max_thinking_tokens;
+  /* Length budget: the engine's max_new_tokens. -1 = none (init). */
+  int64_t max_new_tokens;
+  /* Replaces the trie's stop tokens for this matcher (xgrammar's
+   * override_stop_tokens). NULL / 0 = the trie's (init). Copied. */
+  const int32_t *override_stop_tokens;
+  size_t n_override_stop_tokens;
+  /* Think mode: once the model has emitted a prefix of think_end_tokens
+   * naturally (a partial match), force the rest of it, as RTP-LLM's
+   * ThinkModeLogitsProcessor does. false (init): only a spent budget
+   * forces; a partial match that breaks is ordinary thinking text. Off by
+   * default because end sequences often start with a token that ordinary
+   * thinking text contains (a newline, a "</" piece): forcing after it
+   * would cut thinking short at the first such token. Set it to reproduce
+   * RTP-LLM exactly. */
+  bool think_force_end_after_prefix;
+} treemask_mode_options;
+
+/* Sets every field to its default (matcher as treemask_matcher_options_init
+ * does, but with matcher.struct_size = sizeof(treemask_mode_options)). */
+TREEMASK_API void treemask_mode_options_init(treemask_mode_options *opts);
+
+/* The length budget of one fill, as an extension of treemask_fill_options:
+ * initialise with treemask_budget_fill_options_init and pass &opts.fill to
+ * treemask_matcher_fill_next_token_bitmask. */
+typedef struct treemask_budget_fill_options {
+  /* The stable options, first; init sets fill.struct_size to
+   * sizeof(treemask_budget_fill_options). */
+  treemask_fill_options fill;
+  /* Tokens the engine will still generate, the masked one included, for
+   * this fill only (>= 0), overriding the matcher's budget; accept keeps
+   * using the matcher's own. -1 (init): the matcher's budget
+   * (treemask_matcher_set_remaining_tokens). */
+  int64_t remaining_tokens;
+} treemask_budget_fill_options;
+
+/* Sets every field to its default. */
+TREEMASK_API void treemask_budget_fill_options_init(treemask_budget_fill_options *opts);
+
 /* ---- Experimental: counters ----------------------------------------------
  *
  * Each matcher counts what it did, so an engine can export metrics (sum
@@ -872,99 +1128,8 @@ TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_matcher_fill_draft_bitm
  * STICKY_ERROR failed state. */
 TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_matcher_accept_forced_tokens(
     treemask_matcher *m, int32_t *out, size_t cap, size_t *n_accepted);
-#endif /* TREEMASK_EXPERIMENTAL */
 
-/* ======================================================================== */
-/* Section 6: batch and state arrays                                         */
-/* ======================================================================== */
-
-/* Two ways to drive many sequences at once:
- *
- * - A *batch* holds matchers in slots and fills and advances them together on
- *   its own threads. Every matcher feature (rollback, failure policies, the
- *   modes of section 5) works in a batch. Slot i always writes row i of a
- *   bitmask buffer of n_slots rows.
- * - *State arrays*: with a plain trie (no modes, no rollback) the whole state
- *   of a sequence is one uint32, so an engine can keep the states itself, fill
- *   rows from them and advance them; beam reordering is then a gather. The
- *   CUDA entry points implement exactly the same rules on device arrays. */
-
-/* A fixed number of slots, each empty or holding a matcher, plus the worker
- * threads and the optional bound bitmask buffer of the batch. One thread at a
- * time (the batch's own workers are used only inside its calls). */
-typedef struct treemask_batch treemask_batch;
-
-typedef struct treemask_batch_options {
-  size_t struct_size;
-  /* Slots, fixed for the life of the batch: 1 .. 2^31 - 1. Required; init
-   * sets 0. */
-  size_t n_slots;
-  /* Worker threads the batch starts at creation and keeps until it is freed.
-   * They work together with the calling thread, so a call uses up to
-   * n_threads + 1 threads; small calls stay on the caller's thread. 0 (init):
-   * the caller's thread only. At most 256. No other treemask function starts
-   * a thread. */
-  size_t n_threads;
-} treemask_batch_options;
-
-/* Sets struct_size and every field to its default. */
-TREEMASK_API void treemask_batch_options_init(treemask_batch_options *opts);
-
-/* Creates a batch with every slot empty and starts its threads.
- * Errors: NULL opts or out, n_slots outside [1, 2^31 - 1], n_threads > 256;
- * TREEMASK_ERR_INTERNAL when a thread cannot be started. Thread-safe. */
-TREEMASK_NODISCARD TREEMASK_API treemask_status
-treemask_batch_create(const treemask_batch_options *opts, treemask_batch **out);
-
-/* Stops the threads and destroys the batch with the matchers in its slots
- * (releasing their tries). The bound buffer stays the caller's. NULL is a
- * no-op. */
-TREEMASK_API void treemask_batch_free(treemask_batch *batch);
-
-/* The batch's n_slots; 0 for NULL. */
-TREEMASK_API size_t treemask_batch_n_slots(const treemask_batch *batch);
-
-/* Puts a clone of m (same state, history and options; cheap, the history is
- * shared copy-on-write) in slot, replacing what was there; the caller keeps
- * m. m NULL empties the slot. Matchers of different tries and vocab sizes
- * may share a batch.
- * Errors: NULL batch, slot >= n_slots, m in the STICKY_ERROR failed state
- * (TREEMASK_ERR_INVALID_STATE); the slot is then unchanged. */
-TREEMASK_NODISCARD TREEMASK_API treemask_status
-treemask_batch_set_matcher(treemask_batch *batch, size_t slot, const treemask_matcher *m);
-
-/* The matcher in slot, borrowed: NULL when the slot is empty, slot >= n_slots
- * or batch is NULL. Every matcher function may be called on it (rollback,
- * reset, queries, even accept_token) between batch calls, never during one.
- * Valid until the slot changes (set_matcher, reorder) or the batch is freed;
- * never free it. */
-TREEMASK_API treemask_matcher *treemask_batch_get_matcher(treemask_batch *batch, size_t slot);
-
-/* Writes the next-token bitmask of the listed slots into bitmask, row = slot
- * index (row s starts at bitmask + s * bitmask_row_words), exactly as
- * treemask_matcher_fill_next_token_bitmask does for each: every word of each
- * listed row. Other rows are not touched.
- *
- * - bitmask: n_slots rows of bitmask_row_words words; bitmask_row_words must be
- *   >= treemask_bitmask_words(vocab_size) of every listed slot's trie.
- * - slots: the slots to fill (each non-empty, none twice), or NULL with
- *   n_slots = 0 for every non-empty slot.
- * - need_apply: optional, n_slots entries (indexed by slot); written for the
- *   filled slots (false iff the row allows every token).
- *
- * Errors: NULL batch or bitmask, a bad slot list or bitmask_row_words (found
- * before anything is written; the message names the entry). A slot in the
- * STICKY_ERROR failed state gets its row (stop tokens only) and the call
- * returns TREEMASK_ERR_INVALID_STATE naming the first such slot of the list
- * (the lowest for slots = NULL), after every listed row is written. Writing into the bound buffer
- * with its own bitmask_row_words counts as a full fill of it; overlapping it with another layout is
- * an error. */
-TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_batch_fill_next_token_bitmask(
-    treemask_batch *batch, int32_t *bitmask, size_t bitmask_row_words, const int32_t *slots,
-    size_t n_slots, bool *need_apply);
-
-#ifdef TREEMASK_EXPERIMENTAL
-/* ---- Experimental: incremental fill of a bound buffer ---- */
+/* ---- Experimental: incremental fill of a bound buffer (extends section 6) */
 
 /* Binds a caller-owned buffer of n_slots rows of bitmask_row_words words for
  * treemask_batch_fill_bound (NULL unbinds; bitmask_row_words is then ignored).
@@ -1012,37 +1177,7 @@ TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_batch_invalidate(treema
                                                                           const int32_t *rows,
                                                                           size_t n_rows);
 
-#endif /* TREEMASK_EXPERIMENTAL */
-
-/* Feeds tokens[s] to the matcher in slot s, for every slot, exactly like
- * treemask_matcher_accept_token; tokens[s] < 0 means no token for slot s
- * this step (required for empty slots).
- * - tokens: n_tokens = n_slots entries.
- * - accepted: optional, n_slots entries; false only for a slot that rejected
- *   its token (true for slots given no token). A rejection is not an error:
- *   treemask_last_error() is not set for it.
- * Errors: NULL batch or tokens, n_tokens != n_slots, a token for an empty
- * slot (nothing is accepted then). A slot in the STICKY_ERROR failed state
- * gives TREEMASK_ERR_INVALID_STATE naming the lowest such slot, after every
- * other slot took its token. */
-TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_batch_accept_tokens(treemask_batch *batch,
-                                                                             const int32_t *tokens,
-                                                                             size_t n_tokens,
-                                                                             bool *accepted);
-
-/* Beam reordering: slot i takes the matcher state of slot src[i] (src[i] =
- * -1 empties slot i), all at once. A source taken once moves; one taken
- * several times is cloned (its history shared copy-on-write), never deep
- * copied. What the batch remembers about bound rows stays valid.
- * Borrowed matchers of the batch are invalid afterwards.
- * Errors: NULL batch or src, n != n_slots, src[i] outside [-1, n_slots), a
- * STICKY_ERROR failed matcher taken twice; the batch is then unchanged. */
-TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_batch_reorder(treemask_batch *batch,
-                                                                       const int32_t *src,
-                                                                       size_t n);
-
-#ifdef TREEMASK_EXPERIMENTAL
-/* ---- Experimental: state arrays ----
+/* ---- Experimental: state arrays (section 6's second form) ----
  *
  * A state is a node id of the trie (root = TREEMASK_STATE_ROOT = 0) or one
  * of the two reserved values below. The rules, which the CUDA kernels
@@ -1100,99 +1235,8 @@ treemask_trie_advance_states(const treemask_trie *trie, uint32_t *states, const 
  * cannot express. */
 TREEMASK_NODISCARD TREEMASK_API treemask_status
 treemask_matcher_get_state(const treemask_matcher *m, uint32_t *state);
-#endif /* TREEMASK_EXPERIMENTAL */
 
-/* ======================================================================== */
-/* Section 7: bitmask kernels                                                */
-/* ======================================================================== */
-
-/* Masking logits on the CPU with a bitmask (any xgrammar-layout mask: ours,
- * xgrammar's, llguidance's) or with candidate lists. Masked logits become
- * -inf, written as the dtype's bit pattern (f32 0xFF800000, f16 0xFC00, bf16
- * 0xFF80); kept logits are never read or rewritten as numbers. The kernel is
- * chosen once per process: AVX2 where the CPU has it, else a scalar loop. No
- * threads: the caller's thread does the work. Thread-safe for disjoint
- * logits. */
-
-/* The storage type of logits, for these functions, treemask_logits and the
- * CUDA twins (treemask_cuda.h) alike. Every function takes it as an int32_t,
- * so that any value a caller passes is defined behaviour and an unknown one
- * an error that names it. */
-typedef enum treemask_dtype {
-  TREEMASK_F32 = 0,
-  TREEMASK_F16 = 1,
-  TREEMASK_BF16 = 2
-} treemask_dtype;
-
-/* Sets logits[r][c] = -inf for every masked column of every touched row r:
- * column c (< logits_width) is masked iff c >= vocab_size or bit c of bitmask
- * row r is 0. Columns from logits_width up to the stride are never touched.
- *
- * - logits: n_rows rows of logits_width elements of dtype, row r at element
- *   r * logits_row_stride (logits_row_stride >= logits_width).
- * - bitmask: n_bitmask_rows rows of bitmask_row_words int32 words, row r at
- *   word r * bitmask_row_words; bitmask_row_words must cover
- *   min(vocab_size, logits_width) columns. Bits past that are ignored.
- * - vocab_size > 0: columns at or past it (a padded vocab) are masked.
- * - indices: NULL (with n_indices = 0) touches rows 0 .. n_rows - 1, and
- *   n_bitmask_rows must be >= n_rows; otherwise only rows
- *   indices[0 .. n_indices), each of which must be a row of both arrays
- *   (< n_rows and < n_bitmask_rows): indices[i] addresses the logits row and
- *   the bitmask row of that number (xgrammar's semantics; the two arrays may
- *   have different row counts, as in xgrammar).
- *
- * Cost: a fully-masked word is 32 -inf stores with no load, a fully-allowed
- * one is skipped, a mixed one is blended; memory-bandwidth bound.
- * Errors: an unknown dtype, vocab_size <= 0, logits_row_stride <
- * logits_width, bitmask_row_words too small, an index out of range (named),
- * NULL logits or bitmask when something would be touched. Everything is
- * checked before anything is written. */
-TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_apply_token_bitmask_cpu(
-    void *logits, int32_t dtype, size_t n_rows, size_t logits_row_stride, size_t logits_width,
-    const int32_t *bitmask, size_t bitmask_row_words, size_t n_bitmask_rows, int32_t vocab_size,
-    const int32_t *indices, size_t n_indices);
-
-/* Out of place: the rows treemask_apply_token_bitmask_cpu would write, but
- * into out, leaving logits untouched (transformers requires logits
- * processors not to modify their input). Every row r < n_rows of out gets
- * logits row r, masked when the call touches row r (indices as above;
- * rows not selected are copied unchanged). One pass over memory: each row
- * is copied and masked while it is in cache. out rows are out_row_stride
- * elements apart (>= logits_width); columns from logits_width up to the
- * stride are not written. logits and out must not overlap (an error).
- * Errors: as treemask_apply_token_bitmask_cpu, plus NULL out and
- * overlapping arrays. */
-TREEMASK_API treemask_status treemask_apply_token_bitmask_out_cpu(
-    const void *logits, void *out, int32_t dtype, size_t n_rows, size_t logits_row_stride,
-    size_t out_row_stride, size_t logits_width, const int32_t *bitmask, size_t bitmask_row_words,
-    size_t n_bitmask_rows, int32_t vocab_size, const int32_t *indices, size_t n_indices);
-
-/* The sparse form: row r keeps only its candidates
- * candidate_tokens[row_offsets[r] .. row_offsets[r + 1]) and every other
- * column (< logits_width) becomes -inf. Each row is filled with -inf and its
- * candidates restored, so it never reads a bitmask: for trie rows (few
- * candidates) it moves the least memory. Same logits, dtype, vocab_size and
- * indices rules as above; row_offsets has n_rows + 1 non-decreasing int32
- * entries in [0, n_candidates] (CSR, e.g. treemask_matcher_next_tokens of
- * each row; the CUDA twin takes the same arrays). Candidates may repeat and
- * come in any order; each must be in [0, vocab_size) (an error names the row
- * and position); one >= logits_width is ignored.
- * Errors: as above, plus NULL row_offsets, offsets out of order or past
- * n_candidates, NULL candidate_tokens when n_candidates > 0. */
-TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_apply_token_candidates_cpu(
-    void *logits, int32_t dtype, size_t n_rows, size_t logits_row_stride, size_t logits_width,
-    const int32_t *row_offsets, const int32_t *candidate_tokens, size_t n_candidates,
-    int32_t vocab_size, const int32_t *indices, size_t n_indices);
-
-/* The instruction set of the kernel the apply functions use in this process:
- * "avx2" or "scalar". Static storage; never NULL. Thread-safe. */
-TREEMASK_API const char *treemask_cpu_kernel_isa(void);
-
-/* ======================================================================== */
-/* Section 8: constrained beam step and top-k (experimental)                 */
-/* ======================================================================== */
-
-#ifdef TREEMASK_EXPERIMENTAL
+/* ---- Experimental: constrained beam step and top-k ----------------------- */
 
 /* The exact beam step of generative retrieval / recommendation without
  * full-vocabulary masks: per slot one read of its logits row (the
@@ -1268,7 +1312,7 @@ treemask_beam_create(const treemask_beam_options *opts, treemask_beam **out);
 /* NULL is a no-op. */
 TREEMASK_API void treemask_beam_free(treemask_beam *beam);
 
-/* One beam step over state arrays (section 6's states): states and scores
+/* One beam step over state arrays (the states above): states and scores
  * (in: cumulative scores, out: new scores) have n_requests * beam_width
  * entries and are updated in place; parents and tokens receive the outputs.
  * Errors (nothing is written): NULL arguments, n_columns or row_stride too
@@ -1305,7 +1349,7 @@ TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_beam_step_batch(
  *   log_probs), best first, ties to the lower token. A node allows its
  *   children plus the stop tokens when it is terminal;
  *   TREEMASK_STATE_TERMINATED and TREEMASK_STATE_FAILED allow the stop
- *   tokens (the fill rules of section 6).
+ *   tokens (the fill rules of the state arrays).
  * - out_counts[i] (size_t on both) = how many were found: min(k, allowed
  *   tokens whose score is neither -inf nor NaN). out_tokens /
  *   out_scores[i * k + j] hold them for j < out_counts[i]; every entry j in

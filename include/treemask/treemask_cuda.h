@@ -14,9 +14,10 @@
  * linked statically; libtreemask never needs libcudart or libcuda to load).
  * treemask_cuda_available() tells which case applies.
  *
- * Tiers (see treemask.h): the apply kernels are stable; the device trie and
- * its fused step are experimental, declared only with TREEMASK_EXPERIMENTAL
- * defined before the include.
+ * Tiers (see treemask.h): the apply kernels are stable; the device trie, its
+ * fused step and the device beam step are experimental, in the one last
+ * section, declared only with TREEMASK_EXPERIMENTAL defined before the
+ * include.
  *
  * Conventions
  * -----------
@@ -59,7 +60,7 @@ TREEMASK_API bool treemask_cuda_available(void);
 /* ---- Apply kernels ------------------------------------------------------ */
 
 /* Sets logits to -inf where the bitmask disallows the token, on the device:
- * the CUDA twin of treemask_apply_token_bitmask_cpu, same arguments and
+ * the CUDA twin of treemask_cpu_apply_token_bitmask, same arguments and
  * semantics, plus a stream.
  *
  * - logits: device array of n_rows rows; row r starts at element
@@ -120,6 +121,10 @@ TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_apply_token_candid
     const int32_t *indices, size_t n_indices, void *stream);
 
 #ifdef TREEMASK_EXPERIMENTAL
+/* ======================================================================== */
+/* Experimental                                                              */
+/* ======================================================================== */
+
 /* ---- Experimental: device trie and the fused step ----------------------- */
 
 /* A copy of a trie's arrays in device memory (node offsets, edge tokens,
@@ -262,13 +267,8 @@ TREEMASK_API void treemask_cuda_token_rows_init(treemask_cuda_token_rows *rows);
 TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_trie_follow_rows(
     const treemask_cuda_trie *dev_trie, const treemask_cuda_token_rows *prev,
     const treemask_cuda_token_rows *rows, int32_t failure_policy, void *stream);
-#endif /* TREEMASK_EXPERIMENTAL */
 
-/* ======================================================================== */
-/* Beam step and top-k on the device (experimental)                          */
-/* ======================================================================== */
-
-#ifdef TREEMASK_EXPERIMENTAL
+/* ---- Experimental: beam step and top-k on the device -------------------- */
 
 /* The CUDA twins of treemask.h section 8 over a device trie and device
  * state arrays: same candidates, scores, tie rule, outputs and state
@@ -348,7 +348,7 @@ TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_beam_step(
  *   log_probs), best first, ties to the lower token. A node allows its
  *   children plus the stop tokens when it is terminal;
  *   TREEMASK_STATE_TERMINATED and TREEMASK_STATE_FAILED allow the stop
- *   tokens (the fill rules of section 6).
+ *   tokens (the fill rules of the state arrays).
  * - out_counts[i] (size_t on both) = how many were found: min(k, allowed
  *   tokens whose score is neither -inf nor NaN). out_tokens /
  *   out_scores[i * k + j] hold them for j < out_counts[i]; every entry j in
@@ -378,10 +378,6 @@ TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_trie_topk_states(
     size_t *out_counts, uint32_t *n_bad_rows, void *stream);
 
 #endif /* TREEMASK_EXPERIMENTAL */
-
-/* ======================================================================== */
-/* End of the device beam step section                                       */
-/* ======================================================================== */
 
 #ifdef __cplusplus
 } /* extern "C" */

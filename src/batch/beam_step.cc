@@ -11,7 +11,9 @@
 #include <utility>
 
 #include "batch/batch.h"
+#include "batch/state_array.h"
 #include "batch/worker_pool.h"
+#include "kernels/checks.h"
 #include "rules/rules.h"
 
 namespace treemask {
@@ -19,23 +21,9 @@ namespace treemask {
 namespace {
 
 using kernels::BeamCandidate;
-using kernels::DType;
 using kernels::TopK;
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-bool is_reserved(uint32_t state) { return state == kStateTerminated || state == kStateFailed; }
-
-Status check_states(const Trie &trie, const uint32_t *states, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    if (states[i] >= trie.n_nodes() && !is_reserved(states[i])) {
-      return error(Code::kOutOfRange, "states[", i, "] = ", states[i],
-                   " is neither a node id (< n_nodes = ", trie.n_nodes(),
-                   ") nor TREEMASK_STATE_TERMINATED / TREEMASK_STATE_FAILED");
-    }
-  }
-  return Status::Ok();
-}
 
 // The normalizer of row i, or an error naming the row when it holds NaN or
 // +inf (every candidate score would be NaN: a silent empty step otherwise).
@@ -59,11 +47,7 @@ LogitsView LogitsView::resolved(int32_t vocab_size) const {
 }
 
 Status check_logits(int32_t vocab_size, const LogitsView &v, size_t n_rows) {
-  const auto d = static_cast<int32_t>(v.dtype);
-  if (d < 0 || d > 2) {
-    return error(Code::kInvalidArgument, "unknown dtype ", d,
-                 " (expected 0 = TREEMASK_F32, 1 = TREEMASK_F16, 2 = TREEMASK_BF16)");
-  }
+  TM_TRY(kernels::check_dtype(static_cast<int32_t>(v.dtype)));
   if (v.n_columns < static_cast<size_t>(vocab_size)) {
     return error(Code::kInvalidArgument, "logits n_columns ", v.n_columns,
                  " is smaller than the trie's vocab_size ", vocab_size);
@@ -214,7 +198,7 @@ Status BeamStepper::step_states(const Trie &trie, size_t n_requests, const Logit
   if (!states) return error(Code::kInvalidArgument, "states is NULL");
   const LogitsView lv = logits.resolved(trie.vocab_size());
   TM_TRY(check_logits(trie.vocab_size(), lv, n_slots));
-  TM_TRY(check_states(trie, states, n_slots));
+  TM_TRY(check_states(trie, {states, n_slots}));
   // keep() overwrites a request's slots while its candidates were gathered
   // from them: the gather of a request finishes before its keep(), and
   // requests touch disjoint slots.
@@ -372,7 +356,7 @@ Status topk_states(const Trie &trie, const uint32_t *states, size_t n_rows, cons
   const LogitsView logits = view.resolved(trie.vocab_size());
   // k = 0 reads no logits (the device twin does not either).
   TM_TRY(check_logits(trie.vocab_size(), logits, k > 0 ? n_rows : 0));
-  TM_TRY(check_states(trie, states, n_rows));
+  TM_TRY(check_states(trie, {states, n_rows}));
   const kernels::LogSumExpFn lse = kernels::logsumexp_best();
   // The top-k heap lives in the output arrays' place: k candidates of 16
   // bytes do not fit in k tokens + k scores, so use a small per-call buffer

@@ -10,13 +10,11 @@
 
 namespace treemask {
 
-static_assert(static_cast<int32_t>(FailurePolicy::kReject) == kPolicyReject &&
-              static_cast<int32_t>(FailurePolicy::kFailClosed) == kPolicyFailClosed &&
-              static_cast<int32_t>(FailurePolicy::kStickyError) == kPolicyStickyError);
-
 namespace {
 
 bool is_reserved(uint32_t state) { return state == kStateTerminated || state == kStateFailed; }
+
+}  // namespace
 
 Status check_states(const Trie &trie, std::span<const uint32_t> states) {
   for (size_t i = 0; i < states.size(); ++i) {
@@ -29,8 +27,6 @@ Status check_states(const Trie &trie, std::span<const uint32_t> states) {
   return Status::Ok();
 }
 
-}  // namespace
-
 Status fill_states(const Trie &trie, std::span<const uint32_t> states, uint32_t *bitmask,
                    size_t bitmask_row_words) {
   const size_t words = trie.row_words();
@@ -41,8 +37,11 @@ Status fill_states(const Trie &trie, std::span<const uint32_t> states, uint32_t 
   if (!states.empty() && !bitmask) return error(Code::kInvalidArgument, "bitmask is NULL");
   TM_TRY(check_states(trie, states));
   const PlainRules rules = plain_rules(trie, trie.stop_tokens());
+  const size_t extra_words = bitmask_row_words - words;
   for (size_t i = 0; i < states.size(); ++i) {
-    write_allowed_row(trie, rules, states[i], bitmask + i * bitmask_row_words, bitmask_row_words);
+    uint32_t *row = bitmask + i * bitmask_row_words;
+    write_row(trie, AllowedSet(rules.allowed(states[i])), trie.stop_tokens(), row);
+    if (extra_words > 0) std::memset(row + words, 0, extra_words * sizeof(uint32_t));
   }
   return Status::Ok();
 }

@@ -16,6 +16,11 @@
 
 namespace treemask {
 
+// Every state is a node id of trie or a reserved state (kStateTerminated,
+// kStateFailed); kOutOfRange names the first that is not. The one check of
+// every entry point that takes states (fill, advance, the beam step, top-k).
+Status check_states(const Trie &trie, std::span<const uint32_t> states);
+
 // Row i of bitmask (bitmask_row_words words) gets the allowed set of states[i].
 // Every state is checked before any row is written.
 Status fill_states(const Trie &trie, std::span<const uint32_t> states, uint32_t *bitmask,

@@ -226,6 +226,13 @@ void treemask_matcher_options_init(treemask_matcher_options *opts) {
   opts->struct_size = sizeof(*opts);
   opts->failure_policy = TREEMASK_FAILURE_REJECT;
   opts->pad_token = -1;
+}
+
+void treemask_mode_options_init(treemask_mode_options *opts) {
+  if (!opts) return;
+  std::memset(static_cast<void *>(opts), 0, sizeof(*opts));
+  treemask_matcher_options_init(&opts->matcher);
+  opts->matcher.struct_size = sizeof(*opts);
   opts->think_begin_token = -1;
   opts->max_thinking_tokens = -1;
   opts->max_new_tokens = -1;
@@ -236,14 +243,14 @@ treemask_status treemask_matcher_create(treemask_trie *trie, const treemask_matc
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(trie);
     TM_REQUIRE_ARG(out);
-    treemask_matcher_options o;
-    treemask_matcher_options_init(&o);
+    treemask_mode_options o;  // the stable options, or their experimental extension
+    treemask_mode_options_init(&o);
     TM_TRY(treemask::capi::read_options(opts, o, "treemask_matcher_options"));
     treemask::MatcherOptions mo;
-    mo.failure_policy = static_cast<treemask::FailurePolicy>(o.failure_policy);
-    mo.terminate_without_stop_token = o.terminate_without_stop_token;
-    mo.max_rollback_tokens = o.max_rollback_tokens;
-    mo.pad_token = o.pad_token;
+    mo.failure_policy = static_cast<treemask::FailurePolicy>(o.matcher.failure_policy);
+    mo.terminate_without_stop_token = o.matcher.terminate_without_stop_token;
+    mo.max_rollback_tokens = o.matcher.max_rollback_tokens;
+    mo.pad_token = o.matcher.pad_token;
     treemask::ModeOptions modes;
     TM_TRY(treemask::capi::matcher_mode_options(o, modes));
     TM_ASSIGN_OR_RETURN(auto m, Matcher::create(Ref<const Trie>::share(to_trie(trie)), mo, modes));
@@ -268,6 +275,12 @@ void treemask_fill_options_init(treemask_fill_options *opts) {
   if (!opts) return;
   std::memset(static_cast<void *>(opts), 0, sizeof(*opts));
   opts->struct_size = sizeof(*opts);
+}
+
+void treemask_budget_fill_options_init(treemask_budget_fill_options *opts) {
+  if (!opts) return;
+  std::memset(static_cast<void *>(opts), 0, sizeof(*opts));
+  opts->fill.struct_size = sizeof(*opts);
   opts->remaining_tokens = -1;
 }
 
@@ -278,8 +291,8 @@ treemask_status treemask_matcher_fill_next_token_bitmask(treemask_matcher *m, in
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(m);
     TM_REQUIRE_ARG(bitmask);
-    treemask_fill_options o;
-    treemask_fill_options_init(&o);
+    treemask_budget_fill_options o;  // the stable options, or their experimental extension
+    treemask_budget_fill_options_init(&o);
     TM_TRY(treemask::capi::read_options(opts, o, "treemask_fill_options"));
     treemask::FillOptions fo;
     if (o.remaining_tokens < -1) {

@@ -25,14 +25,9 @@ Result<LogitsView> logits_view(const treemask_logits *in) {
   treemask_logits o;
   treemask_logits_init(&o);
   TM_TRY(treemask::capi::read_options(in, o, "treemask_logits"));
-  const int32_t d = o.dtype;
-  if (d < 0 || d > 2) {
-    return treemask::error(Code::kInvalidArgument, "unknown dtype ", d,
-                           " (expected 0 = TREEMASK_F32, 1 = TREEMASK_F16, 2 = TREEMASK_BF16)");
-  }
   LogitsView v;
   v.data = o.data;
-  v.dtype = static_cast<treemask::kernels::DType>(d);
+  v.dtype = static_cast<treemask::kernels::DType>(o.dtype);  // checked by the core (check_logits)
   v.n_columns = o.n_columns;  // 0: resolved against the vocabulary by the core
   v.row_stride = o.row_stride;
   v.log_probs = o.log_probs;

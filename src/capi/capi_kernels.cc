@@ -21,7 +21,7 @@ treemask::kernels::LogitsRows logits_rows(void *logits, int32_t dtype, size_t n_
 
 extern "C" {
 
-treemask_status treemask_apply_token_bitmask_cpu(void *logits, int32_t dtype, size_t n_rows,
+treemask_status treemask_cpu_apply_token_bitmask(void *logits, int32_t dtype, size_t n_rows,
                                                  size_t logits_row_stride, size_t logits_width,
                                                  const int32_t *bitmask, size_t bitmask_row_words,
                                                  size_t n_bitmask_rows, int32_t vocab_size,
@@ -36,7 +36,7 @@ treemask_status treemask_apply_token_bitmask_cpu(void *logits, int32_t dtype, si
   });
 }
 
-treemask_status treemask_apply_token_bitmask_out_cpu(
+treemask_status treemask_cpu_apply_token_bitmask_out(
     const void *logits, void *out, int32_t dtype, size_t n_rows, size_t logits_row_stride,
     size_t out_row_stride, size_t logits_width, const int32_t *bitmask, size_t bitmask_row_words,
     size_t n_bitmask_rows, int32_t vocab_size, const int32_t *indices, size_t n_indices) {
@@ -53,7 +53,7 @@ treemask_status treemask_apply_token_bitmask_out_cpu(
   });
 }
 
-treemask_status treemask_apply_token_candidates_cpu(void *logits, int32_t dtype, size_t n_rows,
+treemask_status treemask_cpu_apply_token_candidates(void *logits, int32_t dtype, size_t n_rows,
                                                     size_t logits_row_stride, size_t logits_width,
                                                     const int32_t *row_offsets,
                                                     const int32_t *candidate_tokens,

@@ -14,7 +14,6 @@
 
 using treemask::Code;
 using treemask::ExclusionSet;
-using treemask::Matcher;
 using treemask::Ref;
 using treemask::Status;
 using treemask::Trie;
@@ -49,7 +48,7 @@ Status copy_array(const char *name, const T *data, size_t n, std::vector<T> &out
 
 }  // namespace
 
-Status matcher_mode_options(const treemask_matcher_options &o, ModeOptions &out) {
+Status matcher_mode_options(const treemask_mode_options &o, ModeOptions &out) {
   TM_TRY(copy_array("opts->label_separator", o.label_separator, o.n_label_separator,
                     out.label_separator));
   TM_TRY(copy_array("opts->think_end_tokens", o.think_end_tokens, o.n_think_end_tokens,

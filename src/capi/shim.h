@@ -10,8 +10,12 @@
 #include <exception>
 #include <new>
 #include <string_view>
+#include <type_traits>
 
+#include "core/log.h"
 #include "core/status.h"
+#include "kernels/dtype.h"
+#include "rules/plain_rules.h"
 #include "treemask/treemask.h"
 #include "trie/trie.h"
 
@@ -21,6 +25,35 @@ namespace treemask {
 class Matcher;
 struct ModeOptions;
 }  // namespace treemask
+
+// The core keeps its own copies of the header's pinned values (it does not
+// include the C header); each copy is checked against the header here, once.
+#define TREEMASK_SAME_CODE(k, v) \
+  static_assert(static_cast<int32_t>(::treemask::Code::k) == (v), #v);
+TREEMASK_SAME_CODE(kOk, TREEMASK_OK)
+TREEMASK_SAME_CODE(kInvalidArgument, TREEMASK_ERR_INVALID_ARGUMENT)
+TREEMASK_SAME_CODE(kOutOfRange, TREEMASK_ERR_OUT_OF_RANGE)
+TREEMASK_SAME_CODE(kBufferTooSmall, TREEMASK_ERR_BUFFER_TOO_SMALL)
+TREEMASK_SAME_CODE(kInvalidState, TREEMASK_ERR_INVALID_STATE)
+TREEMASK_SAME_CODE(kOutOfMemory, TREEMASK_ERR_OUT_OF_MEMORY)
+TREEMASK_SAME_CODE(kParse, TREEMASK_ERR_PARSE)
+TREEMASK_SAME_CODE(kIo, TREEMASK_ERR_IO)
+TREEMASK_SAME_CODE(kCorruptFile, TREEMASK_ERR_CORRUPT_FILE)
+TREEMASK_SAME_CODE(kVersionMismatch, TREEMASK_ERR_VERSION_MISMATCH)
+TREEMASK_SAME_CODE(kUnsupported, TREEMASK_ERR_UNSUPPORTED)
+TREEMASK_SAME_CODE(kInternal, TREEMASK_ERR_INTERNAL)
+#undef TREEMASK_SAME_CODE
+static_assert(::treemask::kPolicyReject == TREEMASK_FAILURE_REJECT &&
+              ::treemask::kPolicyFailClosed == TREEMASK_FAILURE_FAIL_CLOSED &&
+              ::treemask::kPolicyStickyError == TREEMASK_FAILURE_STICKY_ERROR);
+static_assert(::treemask::kStateTerminated == TREEMASK_STATE_TERMINATED &&
+              ::treemask::kStateFailed == TREEMASK_STATE_FAILED && TREEMASK_STATE_ROOT == 0);
+static_assert(int32_t{::treemask::kernels::kF32} == int32_t{TREEMASK_F32} &&
+              int32_t{::treemask::kernels::kF16} == int32_t{TREEMASK_F16} &&
+              int32_t{::treemask::kernels::kBF16} == int32_t{TREEMASK_BF16});
+static_assert(static_cast<int32_t>(::treemask::log::Level::kInfo) == TREEMASK_LOG_INFO &&
+              static_cast<int32_t>(::treemask::log::Level::kWarning) == TREEMASK_LOG_WARNING &&
+              static_cast<int32_t>(::treemask::log::Level::kError) == TREEMASK_LOG_ERROR);
 
 namespace treemask::capi {
 
@@ -86,8 +119,14 @@ T query(const char *function, T fallback, Body &&body) noexcept {
 // Maintainers: a field appended to a public options struct must start at or
 // after the struct's previous sizeof (add explicit padding if needed), or an
 // older caller's trailing padding would be read as the new field.
-template <class T>
-Status read_options(const T *in, T &out, const char *name) {
+//
+// In is T itself, or the stable struct an experimental T starts with (an
+// extension, treemask.h "Stability tiers"): in->struct_size then says how
+// much of the extension the caller's struct holds.
+template <class T, class In>
+Status read_options(const In *in, T &out, const char *name) {
+  static_assert(std::is_standard_layout_v<T> && std::is_standard_layout_v<In>);
+  static_assert(sizeof(In) <= sizeof(T) && offsetof(In, struct_size) == 0);
   if (!in) return Status::Ok();
   if (in->struct_size < sizeof(size_t)) {
     return error(Code::kInvalidArgument, name, "->struct_size is ", in->struct_size,
@@ -95,7 +134,8 @@ Status read_options(const T *in, T &out, const char *name) {
   }
   const size_t n = in->struct_size < sizeof(T) ? in->struct_size : sizeof(T);
   std::memcpy(static_cast<void *>(&out), in, n);
-  out.struct_size = sizeof(T);
+  const size_t full = sizeof(T);  // the struct_size at offset 0, nested or not
+  std::memcpy(static_cast<void *>(&out), &full, sizeof(full));
   return Status::Ok();
 }
 
@@ -141,7 +181,7 @@ Status trie_build_options(const treemask_trie_options *opts, TrieBuildOptions &o
 
 // Converts the decoding-mode fields of the public matcher options
 // (capi_modes.cc).
-Status matcher_mode_options(const treemask_matcher_options &opts, ModeOptions &out);
+Status matcher_mode_options(const treemask_mode_options &opts, ModeOptions &out);
 
 }  // namespace treemask::capi
 

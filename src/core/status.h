@@ -16,7 +16,8 @@
 
 namespace treemask {
 
-// Values are the pinned TREEMASK_* codes of the C header.
+// Values are the pinned TREEMASK_* codes of the C header (checked against it
+// in capi/shim.h).
 enum class Code : int32_t {
   kOk = 0,
   kInvalidArgument = 1,

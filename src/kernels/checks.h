@@ -48,7 +48,7 @@ struct LogitsRows {
   }
 };
 
-// One apply of a bitmask (treemask_apply_token_bitmask_cpu / _cuda_).
+// One apply of a bitmask (treemask_cpu_ / treemask_cuda_apply_token_bitmask).
 struct BitmaskApply : LogitsRows {
   const uint32_t *bitmask = nullptr;
   size_t bitmask_row_words = 0;
@@ -57,8 +57,8 @@ struct BitmaskApply : LogitsRows {
   size_t bitmask_rows = 0;
 };
 
-// One apply of candidate lists in CSR form (treemask_apply_token_candidates
-// _cpu / _cuda_): row r keeps tokens[row_offsets[r] .. row_offsets[r + 1]).
+// One apply of candidate lists in CSR form (treemask_cpu_ / treemask_cuda_
+// apply_token_candidates): row r keeps tokens[row_offsets[r] .. row_offsets[r + 1]).
 struct CandidateApply : LogitsRows {
   const int32_t *row_offsets = nullptr;  // n_rows + 1
   const int32_t *tokens = nullptr;       // n_candidates

@@ -33,7 +33,12 @@
 
 namespace treemask {
 
-enum class FailurePolicy : int32_t { kReject = 0, kFailClosed = 1, kStickyError = 2 };
+// The failure policies, by the plain rule's pinned values (plain_rules.h).
+enum class FailurePolicy : int32_t {
+  kReject = kPolicyReject,
+  kFailClosed = kPolicyFailClosed,
+  kStickyError = kPolicyStickyError,
+};
 
 struct MatcherOptions {
   FailurePolicy failure_policy = FailurePolicy::kReject;
@@ -176,10 +181,17 @@ class Matcher {
   // Chooses the rule (plain_) for the current configuration.
   void choose_rules() { plain_ = modes_.plain_suffices(state_); }
 
-  // The questions every state answers, for the current state and for
-  // look-ahead copies alike. remaining: the budget of this fill (none: the
-  // state's own).
-  uint64_t write_row(const ModeState &s, uint32_t *row, std::optional<int64_t> remaining) const;
+  // What s allows (the current state or a look-ahead copy), from the rule
+  // this matcher uses: the one place that chooses between the plain rule and
+  // the mode rules. remaining: the budget of this fill (none: the state's
+  // own). The queries (fill, next_tokens, forced_tokens, can_terminate) are
+  // the functions of rules.h over its answer.
+  AllowedSet allowed(const ModeState &s, std::optional<int64_t> remaining) const {
+    if ((plain_ && !remaining) || !in_rule_phase(s)) {
+      return AllowedSet(plain_rules_.allowed(plain_state(s)));
+    }
+    return modes_.allowed(s, remaining ? remaining : s.remaining());
+  }
   size_t list_allowed(const ModeState &s, int32_t *out, size_t cap) const;
   bool can_terminate(const ModeState &s) const;
   std::optional<int32_t> sole_forced_token(const ModeState &s) const;

@@ -46,7 +46,7 @@ Status Matcher::fill_draft(std::span<const int32_t> tokens, const int32_t *paren
   // states[k]: the state of row k (a copy of the value, stepped), or empty
   // when row k cannot be reached.
   auto write = [&](const ModeState &s, uint32_t *row) {
-    write_row(s, row, std::nullopt);
+    write_row(*trie_, allowed(s, std::nullopt), stop_tokens(), row);
     std::memset(row + words, 0, (bitmask_row_words - words) * sizeof(uint32_t));
   };
   std::vector<std::optional<ModeState>> states(n + 1);

@@ -4,14 +4,16 @@
 // without them; a matcher uses that one where it suffices (it is cheaper)
 // and this one everywhere else, and either answers the same questions:
 //
-//   allowed(state, remaining) -> ModeAllowed  (a value: what may come next)
+//   allowed(state, remaining) -> AllowedSet     (rules.h: what may come next)
 //   advance(state, allowed, token) -> accepted? (the state moves on, or not)
 //
-// fill, next_tokens, forced chains and can_terminate are functions of a
-// ModeAllowed (write_row, list, sole_token, can_end), so they always agree
-// with accept. A ModeState is a value: a look-ahead (forced chains, drafts)
-// copies it and steps the copy; the labels it has produced are shared
-// copy-on-write.
+// In the label phase the AllowedSet is the plain rule's Allowed of the node
+// with a child filter and the separator / think-begin tokens; the other
+// phases allow one token, or every token but one. fill, next_tokens, forced
+// chains and can_terminate are the queries of rules.h over it, so they
+// always agree with accept. A ModeState is a value: a look-ahead (forced
+// chains, drafts) copies it and steps the copy; the labels it has produced
+// are shared copy-on-write.
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #pragma once
@@ -29,6 +31,7 @@
 #include "rules/label_view.h"
 #include "rules/modes.h"
 #include "rules/plain_rules.h"
+#include "rules/rules.h"
 #include "trie/trie.h"
 
 namespace treemask {
@@ -76,55 +79,6 @@ struct ModeState {
   }
 };
 
-// What the label phase allows at a node.
-struct LabelStep {
-  uint32_t node = 0;
-  Children children;
-  bool all_children = true;  // no child is filtered out
-  // Children are filtered out only for having no available end (no budget
-  // binds, no allow-subset): the dead ones can be listed without a scan.
-  bool dead_children_only = false;
-  std::optional<LabelView> view;
-  int64_t child_dist_limit = INT64_MAX;  // a child needs dist <= this
-  bool stop = false;
-  bool separator = false;
-  bool think_begin = false;
-
-  bool allows(NodeInfo child) const {
-    return child.ends > 0 && int64_t{child.dist} <= child_dist_limit;
-  }
-  bool child_allowed(uint32_t index) const {
-    return all_children || allows(view->info(children.first_child + index));
-  }
-  // Calls f(index) for each allowed child in order while f returns true.
-  template <class F>
-  void for_each_allowed_child(F &&f) const {
-    if (all_children) {
-      for (uint32_t i = 0; i < children.count; ++i) {
-        if (!f(i)) return;
-      }
-      return;
-    }
-    view->for_each_child(children,
-                         [&](uint32_t i, NodeInfo info) { return !allows(info) || f(i); });
-  }
-  // Indices of the children that are not allowed, ascending; only when
-  // dead_children_only.
-  std::vector<uint32_t> dead_children() const;
-};
-
-// What a state allows now.
-struct ModeAllowed {
-  enum class Kind : uint8_t {
-    kLabel,   // the label phase: `label`
-    kAllBut,  // free thinking: every token but `token` (-1: none excluded)
-    kOnly,    // exactly `token` (a forced end-sequence or separator token)
-  };
-  Kind kind = Kind::kLabel;
-  int32_t token = -1;
-  LabelStep label;
-};
-
 class ModeRules {
  public:
   // modes may be null (no mode), filter null (no exclusions); stops are the
@@ -161,29 +115,14 @@ class ModeRules {
 
   // What state s (in the active, thinking or separator phase) allows, with
   // `remaining` tokens of budget (none: no budget).
-  ModeAllowed allowed(const ModeState &s, std::optional<int64_t> remaining) const;
+  AllowedSet allowed(const ModeState &s, std::optional<int64_t> remaining) const;
 
   // Accepts token at s, where a = allowed(s, s.remaining()): true with s
   // moved on (at.accepted counted), or false with s unchanged.
-  Result<bool> advance(ModeState &s, const ModeAllowed &a, int32_t token) const;
+  Result<bool> advance(ModeState &s, const AllowedSet &a, int32_t token) const;
 
-  // The row of a (all row_words() words written); returns how many tokens
-  // it allows.
-  uint64_t write_row(const ModeAllowed &a, uint32_t *row) const;
-  // The allowed tokens in ascending order, at most cap written; returns how
-  // many there are.
-  size_t list(const ModeAllowed &a, int32_t *out, size_t cap) const;
-  // The one token a allows, when a sequence cannot end here instead (at a
-  // multi-label leaf the separator is forced although a stop token could
-  // end the sequence: see treemask_matcher_forced_tokens).
-  std::optional<int32_t> sole_token(const ModeAllowed &a) const;
-  // Whether a stop token may end the sequence here.
-  static bool can_end(const ModeAllowed &a) {
-    return a.kind == ModeAllowed::Kind::kAllBut ||
-           (a.kind == ModeAllowed::Kind::kLabel && a.label.stop);
-  }
   // Why token is not allowed (appended to the matcher's message).
-  std::string describe_rejection(const ModeState &s, const ModeAllowed &a, int32_t token) const;
+  std::string describe_rejection(const ModeState &s, const AllowedSet &a, int32_t token) const;
 
   // Un-produces the labels s has not produced (after a rollback).
   Status sync_used_labels(ModeState &s) const;
@@ -194,7 +133,8 @@ class ModeRules {
  private:
   const NodeStats *stats_if_needed(bool with_budget) const;
   LabelView view(const NodeStats &stats) const { return LabelView(*trie_, stats, filter_.get()); }
-  LabelStep label_step(const ModeState &s, std::optional<int64_t> remaining) const;
+  // What the label phase allows at s.at.node.
+  AllowedSet label_allowed(const ModeState &s, std::optional<int64_t> remaining) const;
   bool think_forcing(const ModeState &s, std::optional<int64_t> remaining) const;
   Status produce_label(ModeState &s, uint32_t terminal) const;
   // After an accept in the label phase: ends the sequence when only stop

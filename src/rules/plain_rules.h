@@ -15,37 +15,19 @@
 #include <stdint.h>
 
 #include "trie/find_token.h"
+#include "trie/layout.h"
 #include "trie/node_edges.h"
 
 namespace treemask {
 
 // Pinned values of the C API (TREEMASK_STATE_TERMINATED / _FAILED,
-// TREEMASK_FAILURE_*); declared here only.
+// TREEMASK_FAILURE_*); the core's one copy, checked against the header in
+// capi/shim.h.
 inline constexpr uint32_t kStateTerminated = 0xFFFFFFFEu;
 inline constexpr uint32_t kStateFailed = 0xFFFFFFFFu;
 inline constexpr int32_t kPolicyReject = 0;
 inline constexpr int32_t kPolicyFailClosed = 1;
 inline constexpr int32_t kPolicyStickyError = 2;
-
-// The arrays the plain rule reads (a view; the trie or the device owns them).
-// (Field names as in TrieArrays, so node_edges reads both.)
-struct PlainTrieView {
-  const uint32_t *node_offsets = nullptr;   // n_explicit + 1
-  const int32_t *edge_tokens = nullptr;     // n_explicit - 1
-  const uint64_t *terminal_bits = nullptr;  // ceil(n_nodes / 64)
-  const uint64_t *head_bits = nullptr;      // ceil(n_explicit / 64)
-  const uint32_t *head_rank = nullptr;      // same
-  const uint8_t *tail_lengths = nullptr;    // n_heads
-  const uint32_t *tail_samples = nullptr;   // ceil(n_heads / 16)
-  const uint16_t *tail_tokens = nullptr;    // n_nodes - n_explicit
-  const int32_t *tail_values = nullptr;     // the trie's tail token table
-  const int32_t *stop_tokens = nullptr;     // n_stop_tokens, ascending, distinct
-  uint32_t n_stop_tokens = 0;
-  uint32_t n_nodes = 0;
-  uint32_t n_explicit = 0;
-  uint32_t n_heads = 0;
-  int32_t vocab_size = 0;
-};
 
 // What a state allows now: the children of a node (tokens[i] leads to node
 // first_child + i) and, when `stops`, every stop token. The two sets are
@@ -63,6 +45,8 @@ struct Advanced {
   bool accepted;
 };
 
+// The rule over a PlainTrieView (trie/layout.h): the trie's own (TrieArrays
+// derives from it), or a device copy. stop_tokens may be a matcher's override.
 struct PlainRules {
   PlainTrieView t;
 

@@ -28,7 +28,7 @@ class JsonlReader {
     const size_t tokens_before = tokens_.size();
     int64_t label = static_cast<int64_t>(offsets_.size() - 1);
     failed_line_ = false;
-    const Status s = parse_line(label);
+    Status s = parse_line(label);  // not const: returned, so moved
     if (!s.ok() || failed_line_) {
       tokens_.resize(tokens_before);
       return s;

@@ -244,38 +244,21 @@ Result<Ref<Trie>> finish_trie(std::unique_ptr<VectorTrieStorage> storage,
   if (storage->multi_offsets.empty()) storage->multi_offsets.push_back(0);
 
   TrieArrays arrays;
-  arrays.node_offsets = storage->node_offsets.data();
-  arrays.edge_tokens = storage->edge_tokens.data();
-  arrays.terminal_bits = terminal_bits.data();
-  arrays.terminal_rank = storage->terminal_rank.data();
-  if (!lengths.empty()) {
-    arrays.head_bits = storage->head_bits.data();
-    arrays.head_rank = storage->head_rank.data();
-  }
-  arrays.tail_lengths = lengths.data();
-  arrays.tail_samples = samples.data();
-  arrays.tail_tokens = storage->tail_tokens.data();
+  arrays.n_nodes = n_nodes;
   arrays.n_explicit = n_explicit;
   arrays.n_heads = lengths.size();
-  arrays.tail_base = storage->tail_base;
-  arrays.tail_range = tail_range;
-  if (!opts.no_labels && !storage->first_labels32.empty()) {
-    arrays.first_labels32 = storage->first_labels32.data();
-  } else if (!opts.no_labels) {
-    arrays.first_labels = storage->first_labels.data();
-  }
-  arrays.multi_ranks = storage->multi_ranks.data();
-  arrays.multi_offsets = storage->multi_offsets.data();
-  arrays.multi_labels = storage->multi_labels.data();
-  arrays.stop_tokens = storage->stop_tokens.data();
-  arrays.n_nodes = n_nodes;
   arrays.n_terminals = running;
   arrays.n_multi = storage->multi_ranks.size();
   arrays.n_multi_labels = storage->multi_labels.size();
   arrays.n_stop_tokens = static_cast<uint32_t>(storage->stop_tokens.size());
   arrays.vocab_size = opts.vocab_size;
+  arrays.tail_base = storage->tail_base;
+  arrays.tail_range = tail_range;
+  arrays.label_bytes = opts.no_labels ? 0 : !storage->first_labels32.empty() ? 4 : 8;
   arrays.max_depth = max_depth;
   arrays.max_fanout = max_fanout;
+  TM_TRY(storage->check_sizes(arrays));
+  storage->view(arrays);
   // Validated with the derived tail_values table in place, as every trie.
   auto trie = Ref<Trie>::adopt(new Trie(std::move(storage), arrays, opts.dense_row_cache_bytes));
   if (Status s = validate_trie_arrays(trie->arrays()); !s.ok()) {

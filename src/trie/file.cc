@@ -13,9 +13,12 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <limits>
 #include <map>
+#include <type_traits>
 
 #include "core/open_file.h"
+#include "treemask/treemask.h"
 #include "trie/annotations.h"
 #include "trie/xxh64.h"
 
@@ -27,9 +30,10 @@ constexpr unsigned char kMagic[8] = {0x89, 'T', 'M', 'T', 'R', 'I', 'E', '\n'};
 constexpr uint64_t kAlign = 64;
 // Padding between sections (never longer than one alignment unit).
 constexpr unsigned char kZeroPadding[kAlign] = {};
-constexpr size_t kSections = static_cast<size_t>(FileSection::kCount);
 constexpr size_t kHeaderChecksummed = offsetof(FileHeader, header_checksum);
 
+static_assert(kTmtrieFormatVersion == TREEMASK_TMTRIE_FORMAT_VERSION);
+static_assert(kLoadTrusted == TREEMASK_LOAD_TRUSTED);
 static_assert(std::endian::native == std::endian::little,
               ".tmtrie files are little-endian and mapped as they are");
 
@@ -37,124 +41,114 @@ uint64_t align_up(uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 std::string errno_text() { return std::strerror(errno); }
 
-// Byte sizes every section must have for the header's counts.
-std::array<uint64_t, kSections> expected_bytes(const FileHeader &h) {
-  const uint64_t words = (h.n_nodes + 63) / 64;
-  const uint64_t head_words = h.n_heads ? (h.n_explicit + 63) / 64 : 0;
-  std::array<uint64_t, kSections> b{};
-  auto at = [&b](FileSection s) -> uint64_t & { return b[static_cast<size_t>(s)]; };
-  at(FileSection::kNodeOffsets) = (h.n_explicit + 1) * 4;
-  at(FileSection::kEdgeTokens) = (h.n_explicit - 1) * 4;
-  at(FileSection::kHeadBits) = head_words * 8;
-  at(FileSection::kHeadRank) = head_words * 4;
-  at(FileSection::kTailLengths) = h.n_heads;
-  at(FileSection::kTailSamples) = (h.n_heads + kTailSample - 1) / kTailSample * 4;
-  at(FileSection::kTailTokens) = (h.n_nodes - h.n_explicit) * 2;
-  at(FileSection::kTerminalBits) = words * 8;
-  at(FileSection::kTerminalRank) = words * 4;
-  at(FileSection::kFirstLabels) =
-      (h.flags & kFlagHasLabels) ? h.n_terminals * ((h.flags & kFlagLabels32) ? 4 : 8) : 0;
-  at(FileSection::kMultiRanks) = h.n_multi * 4;
-  at(FileSection::kMultiOffsets) = (h.n_multi + 1) * 4;
-  at(FileSection::kMultiLabels) = h.n_multi_labels * 8;
-  at(FileSection::kStopTokens) = uint64_t{h.n_stop_tokens} * 4;
-  at(FileSection::kMetadataIndex) = uint64_t{h.n_metadata} * sizeof(MetadataEntry);
-  at(FileSection::kMetadataStrings) =
-      h.sections[static_cast<size_t>(FileSection::kMetadataStrings)].bytes;  // free-form
-  return b;
+// value into out when it fits T (signed values are stored sign-extended).
+template <class T>
+bool narrow(uint64_t value, T &out) {
+  if constexpr (std::is_signed_v<T>) {
+    const auto v = static_cast<int64_t>(value);
+    if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max()) return false;
+    out = static_cast<T>(v);
+  } else {
+    if (value > std::numeric_limits<T>::max()) return false;
+    out = static_cast<T>(value);
+  }
+  return true;
 }
 
-const char *section_name(size_t i) {
-  static const char *const names[kSections] = {
-      "node_offsets", "edge_tokens", "terminal_bits",  "terminal_rank",
-      "first_labels", "multi_ranks", "multi_offsets",  "multi_labels",
-      "stop_tokens",  "head_bits",   "head_rank",      "tail_lengths",
-      "tail_samples", "tail_tokens", "metadata_index", "metadata_strings"};
-  return names[i];
+// The header's counts, each checked against its type, then against each
+// other (check_counts), so that every section size below is sound.
+Result<TrieArrays> counts_of(const FileHeader &h) {
+  TrieArrays a;
+#define TREEMASK_READ_COUNT(type, name)                                                         \
+  if (!narrow(h.counts.name, a.name)) {                                                         \
+    return error(Code::kCorruptFile, "count " #name " = ", h.counts.name, " does not fit its ", \
+                 "type (" #type ")");                                                           \
+  }
+  TREEMASK_TRIE_COUNTS(TREEMASK_READ_COUNT)
+#undef TREEMASK_READ_COUNT
+  TM_TRY(check_counts(a));
+  return a;
 }
 
-Status check_counts(const FileHeader &h) {
-  if (h.n_nodes == 0 || h.n_nodes > kMaxNodes) {
-    return error(Code::kCorruptFile, "node count ", h.n_nodes, " is outside [1, ", kMaxNodes, "]");
+void write_counts(const TrieCounts &c, FileHeader &h) {
+#define TREEMASK_WRITE_COUNT(type, name) h.counts.name = static_cast<uint64_t>(c.name);
+  TREEMASK_TRIE_COUNTS(TREEMASK_WRITE_COUNT)
+#undef TREEMASK_WRITE_COUNT
+}
+
+// Calls f(index, info, pointer) for each saved array of a, index being its
+// section.
+template <class Arrays, class F>
+void for_each_section_array(Arrays &a, F &&f) {
+  size_t i = 0;
+  for_each_array(a, [&](const ArrayInfo &info, auto &p) {
+    if (info.kind != ArrayKind::kDerived) f(i++, info, p);
+  });
+}
+
+// Byte sizes every section must have for the counts; the names for messages.
+struct SectionPlan {
+  std::array<uint64_t, kFileSections> bytes{};
+  std::array<const char *, kFileSections> names{};
+};
+
+SectionPlan plan_sections(const TrieArrays &a, const FileHeader &h) {
+  SectionPlan p;
+  for_each_section_array(a, [&](size_t i, const ArrayInfo &info, const auto &) {
+    p.bytes[i] = info.bytes();
+    p.names[i] = info.name;
+  });
+  const auto index = static_cast<size_t>(FileSection::metadata_index);
+  const auto strings = static_cast<size_t>(FileSection::metadata_strings);
+  p.bytes[index] = uint64_t{h.n_metadata} * sizeof(MetadataEntry);
+  p.names[index] = "metadata_index";
+  p.bytes[strings] = h.section(FileSection::metadata_strings).bytes;  // free-form
+  p.names[strings] = "metadata_strings";
+  return p;
+}
+
+Status check_header(const FileHeader &h) {
+  if (h.n_counts != kFileCounts || h.n_sections != kFileSections) {
+    return error(Code::kCorruptFile, "the header lists ", h.n_counts, " counts and ", h.n_sections,
+                 " sections; format version ", kTmtrieFormatVersion, " has ", kFileCounts, " and ",
+                 kFileSections);
   }
-  if (h.vocab_size <= 0) return error(Code::kCorruptFile, "vocab_size ", h.vocab_size, " <= 0");
-  if (h.n_explicit == 0 || h.n_explicit > h.n_nodes || h.n_heads > h.n_explicit) {
-    return error(Code::kCorruptFile, "inconsistent counts: ", h.n_explicit, " CSR nodes and ",
-                 h.n_heads, " tails for ", h.n_nodes, " nodes");
-  }
-  if (h.n_terminals > h.n_nodes || h.n_multi > h.n_terminals || h.n_multi_labels > 0xFFFFFFFFull) {
-    return error(Code::kCorruptFile, "inconsistent counts: ", h.n_terminals, " terminals, ",
-                 h.n_multi, " multi-label terminals, ", h.n_multi_labels, " labels, for ",
-                 h.n_nodes, " nodes");
-  }
-  if (h.n_stop_tokens == 0 || h.n_stop_tokens > static_cast<uint32_t>(h.vocab_size)) {
-    return error(Code::kCorruptFile, "stop token count ", h.n_stop_tokens, " is outside [1, ",
-                 h.vocab_size, "]");
-  }
+  if (h.flags != 0) return error(Code::kCorruptFile, "unknown flags ", Hex{h.flags});
+  if (h.reserved != 0) return error(Code::kCorruptFile, "reserved header field is not zero");
   if (h.n_metadata > kMaxMetadataEntries) {
     return error(Code::kCorruptFile, "metadata entry count ", h.n_metadata, " exceeds ",
                  kMaxMetadataEntries);
   }
-  constexpr uint64_t kKnown = kFlagHasLabels | kFlagLabels32;
-  if (h.flags & ~kKnown) return error(Code::kCorruptFile, "unknown flags ", Hex{h.flags & ~kKnown});
-  if ((h.flags & kFlagLabels32) && !(h.flags & kFlagHasLabels)) {
-    return error(Code::kCorruptFile, "flags ", Hex{h.flags}, ": 32-bit labels without labels");
-  }
-  if (h.n_sections != kSections) {
-    return error(Code::kCorruptFile, "section count ", h.n_sections, ", expected ", kSections);
-  }
   return Status::Ok();
 }
 
-// Views into the mapped sections; valid once check_sections passed.
-template <class T>
-const T *view(const unsigned char *data, const FileHeader &h, FileSection s) {
-  return reinterpret_cast<const T *>(data + h.sections[static_cast<size_t>(s)].offset);
-}
-
-Status check_sections(const FileHeader &h, uint64_t size) {
-  const auto want = expected_bytes(h);
-  for (size_t i = 0; i < kSections; ++i) {
+Status check_sections(const FileHeader &h, const SectionPlan &plan, uint64_t size) {
+  for (size_t i = 0; i < kFileSections; ++i) {
     const FileSectionRef &s = h.sections[i];
-    if (s.bytes != want[i]) {
-      return error(Code::kCorruptFile, "section ", section_name(i), " is ", s.bytes,
-                   " bytes; the counts need ", want[i]);
+    if (s.bytes != plan.bytes[i]) {
+      return error(Code::kCorruptFile, "section ", plan.names[i], " is ", s.bytes,
+                   " bytes; the counts need ", plan.bytes[i]);
     }
     if (s.offset % kAlign != 0 || s.offset < h.header_bytes || s.offset > size ||
         s.bytes > size - s.offset) {
-      return error(Code::kCorruptFile, "section ", section_name(i), " [", s.offset, ", +", s.bytes,
+      return error(Code::kCorruptFile, "section ", plan.names[i], " [", s.offset, ", +", s.bytes,
                    ") is misaligned or outside the file (", size, " bytes)");
     }
   }
   return Status::Ok();
 }
 
-Status check_arrays(const unsigned char *data, const FileHeader &h) {
-  const auto *offsets = view<uint32_t>(data, h, FileSection::kNodeOffsets);
-  if (offsets[0] != 0 || offsets[h.n_explicit] != h.n_explicit - 1) {
-    return error(Code::kCorruptFile, "node_offsets does not span the ", h.n_explicit - 1,
-                 " CSR edges");
-  }
-  const auto *multi = view<uint32_t>(data, h, FileSection::kMultiOffsets);
-  if (multi[0] != 0 || multi[h.n_multi] != h.n_multi_labels) {
-    return error(Code::kCorruptFile, "multi_offsets does not span the ", h.n_multi_labels,
-                 " labels");
-  }
-  const auto *stops = view<int32_t>(data, h, FileSection::kStopTokens);
-  for (uint32_t i = 0; i < h.n_stop_tokens; ++i) {
-    if (stops[i] < 0 || stops[i] >= h.vocab_size || (i > 0 && stops[i] <= stops[i - 1])) {
-      return error(Code::kCorruptFile, "stop token ", stops[i],
-                   " is out of range or out of order (vocab_size ", h.vocab_size, ")");
-    }
-  }
-  return Status::Ok();
+// A view into a mapped section; valid once check_sections passed.
+template <class T>
+const T *view(const unsigned char *data, const FileHeader &h, FileSection s) {
+  return reinterpret_cast<const T *>(data + h.section(s).offset);
 }
 
 Result<std::vector<std::pair<std::string_view, std::string_view>>> read_metadata(
     const unsigned char *data, const FileHeader &h) {
-  const auto *index = view<MetadataEntry>(data, h, FileSection::kMetadataIndex);
-  const auto *strings = view<char>(data, h, FileSection::kMetadataStrings);
-  const uint64_t n = h.sections[static_cast<size_t>(FileSection::kMetadataStrings)].bytes;
+  const auto *index = view<MetadataEntry>(data, h, FileSection::metadata_index);
+  const auto *strings = view<char>(data, h, FileSection::metadata_strings);
+  const uint64_t n = h.section(FileSection::metadata_strings).bytes;
   auto string_at = [&](uint64_t offset, uint32_t bytes, std::string_view &out) {
     if (offset >= n || bytes >= n - offset || strings[offset + bytes] != '\0') return false;
     out = {strings + offset, bytes};
@@ -216,23 +210,6 @@ struct Piece {
   uint64_t bytes;
 };
 
-// The counts a FileHeader and a TrieArrays share, in either direction.
-template <class From, class To>
-void copy_counts(const From &from, To &to) {
-  to.n_nodes = from.n_nodes;
-  to.n_terminals = from.n_terminals;
-  to.n_multi = from.n_multi;
-  to.n_multi_labels = from.n_multi_labels;
-  to.n_stop_tokens = from.n_stop_tokens;
-  to.vocab_size = from.vocab_size;
-  to.max_depth = from.max_depth;
-  to.max_fanout = from.max_fanout;
-  to.n_explicit = from.n_explicit;
-  to.n_heads = from.n_heads;
-  to.tail_base = from.tail_base;
-  to.tail_range = from.tail_range;
-}
-
 }  // namespace
 
 Result<TrieImage> parse_trie_image(const unsigned char *data, size_t size, uint32_t flags) {
@@ -273,34 +250,17 @@ Result<TrieImage> parse_trie_image(const unsigned char *data, size_t size, uint3
       xxh64(data + h.header_bytes, size - h.header_bytes) != h.payload_checksum) {
     return error(Code::kCorruptFile, "payload checksum mismatch (the file is corrupted)");
   }
-  TM_TRY(check_counts(h));
-  TM_TRY(check_sections(h, size));
-  TM_TRY(check_arrays(data, h));
+  TM_TRY(check_header(h));
+  TM_ASSIGN_OR_RETURN(TrieArrays a, counts_of(h));
+  TM_TRY(check_sections(h, plan_sections(a, h), size));
   TM_ASSIGN_OR_RETURN(auto metadata, read_metadata(data, h));
+  for_each_section_array(a, [&](size_t i, const ArrayInfo &info, auto &p) {
+    using T = std::remove_cvref_t<decltype(*p)>;
+    p = info.count ? reinterpret_cast<const T *>(data + h.sections[i].offset) : nullptr;
+  });
 
   TrieImage image;
-  TrieArrays &a = image.arrays;
-  a.node_offsets = view<uint32_t>(data, h, FileSection::kNodeOffsets);
-  a.edge_tokens = view<int32_t>(data, h, FileSection::kEdgeTokens);
-  a.terminal_bits = view<uint64_t>(data, h, FileSection::kTerminalBits);
-  a.terminal_rank = view<uint32_t>(data, h, FileSection::kTerminalRank);
-  if (h.flags & kFlagLabels32) {
-    a.first_labels32 = view<uint32_t>(data, h, FileSection::kFirstLabels);
-  } else if (h.flags & kFlagHasLabels) {
-    a.first_labels = view<int64_t>(data, h, FileSection::kFirstLabels);
-  }
-  a.multi_ranks = view<uint32_t>(data, h, FileSection::kMultiRanks);
-  a.multi_offsets = view<uint32_t>(data, h, FileSection::kMultiOffsets);
-  a.multi_labels = view<int64_t>(data, h, FileSection::kMultiLabels);
-  a.stop_tokens = view<int32_t>(data, h, FileSection::kStopTokens);
-  if (h.n_heads > 0) {
-    a.head_bits = view<uint64_t>(data, h, FileSection::kHeadBits);
-    a.head_rank = view<uint32_t>(data, h, FileSection::kHeadRank);
-  }
-  a.tail_lengths = view<uint8_t>(data, h, FileSection::kTailLengths);
-  a.tail_samples = view<uint32_t>(data, h, FileSection::kTailSamples);
-  a.tail_tokens = view<uint16_t>(data, h, FileSection::kTailTokens);
-  copy_counts(h, a);
+  image.arrays = a;
   TM_TRY(validate_trie_arrays(a));
   image.metadata = std::move(metadata);
   return image;
@@ -327,38 +287,24 @@ Status save_trie(const Trie &trie, const std::string &path,
   }
 
   const TrieArrays &a = trie.arrays();
-  const bool has_labels = a.has_labels();
   FileHeader h;
   std::memset(&h, 0, sizeof(h));
   std::memcpy(h.magic, kMagic, sizeof(kMagic));
   h.format_version = kTmtrieFormatVersion;
   h.header_bytes = sizeof(FileHeader);
-  h.flags = (has_labels ? kFlagHasLabels : 0) | (a.first_labels32 ? kFlagLabels32 : 0);
-  copy_counts(a, h);
+  h.n_counts = kFileCounts;
+  h.n_sections = kFileSections;
   h.n_metadata = static_cast<uint32_t>(index.size());
-  h.n_sections = kSections;
-  h.sections[static_cast<size_t>(FileSection::kMetadataStrings)].bytes = strings.size();
-  const auto bytes = expected_bytes(h);
-  const Piece pieces[kSections] = {
-      {a.node_offsets, bytes[0]},
-      {a.edge_tokens, bytes[1]},
-      {a.terminal_bits, bytes[2]},
-      {a.terminal_rank, bytes[3]},
-      {a.first_labels32 ? static_cast<const void *>(a.first_labels32) : a.first_labels, bytes[4]},
-      {a.multi_ranks, bytes[5]},
-      {a.multi_offsets, bytes[6]},
-      {a.multi_labels, bytes[7]},
-      {a.stop_tokens, bytes[8]},
-      {a.head_bits, bytes[9]},
-      {a.head_rank, bytes[10]},
-      {a.tail_lengths, bytes[11]},
-      {a.tail_samples, bytes[12]},
-      {a.tail_tokens, bytes[13]},
-      {index.data(), bytes[14]},
-      {strings.data(), bytes[15]},
-  };
+  write_counts(a, h);
+  Piece pieces[kFileSections] = {};
+  for_each_section_array(a, [&](size_t i, const ArrayInfo &info, const auto *p) {
+    pieces[i] = {p, info.bytes()};
+  });
+  pieces[static_cast<size_t>(FileSection::metadata_index)] = {index.data(),
+                                                              index.size() * sizeof(MetadataEntry)};
+  pieces[static_cast<size_t>(FileSection::metadata_strings)] = {strings.data(), strings.size()};
   uint64_t offset = sizeof(FileHeader);
-  for (size_t i = 0; i < kSections; ++i) {
+  for (size_t i = 0; i < kFileSections; ++i) {
     offset = align_up(offset);
     h.sections[i] = {offset, pieces[i].bytes};
     offset += pieces[i].bytes;
@@ -368,7 +314,7 @@ Status save_trie(const Trie &trie, const std::string &path,
   // Visits the payload as it is laid out: padding, then each section.
   auto for_each_payload_piece = [&](auto &&visit) -> Status {
     uint64_t at = sizeof(FileHeader);
-    for (size_t i = 0; i < kSections; ++i) {
+    for (size_t i = 0; i < kFileSections; ++i) {
       if (h.sections[i].offset > at) TM_TRY(visit(kZeroPadding, h.sections[i].offset - at));
       if (pieces[i].bytes > 0) TM_TRY(visit(pieces[i].data, pieces[i].bytes));
       at = h.sections[i].offset + pieces[i].bytes;

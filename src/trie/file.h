@@ -1,19 +1,27 @@
 // The .tmtrie file: a compiled trie that loads by mmap plus one linear check.
 //
-// Layout (version 2, little-endian, every section 64-byte aligned):
+// Layout (version 3, little-endian, every section 64-byte aligned):
 //
-//   FileHeader (400 bytes): magic "\x89TMTRIE\n", format version, the file's
-//     own size, flags, counts, vocab size, max depth / fanout, the XXH64 of the
-//     payload (every byte after the header), a table of (offset, bytes) for
-//     each section, and last the XXH64 of the header bytes before it.
-//   sections, in FileSection order: the arrays of TrieArrays verbatim, then the
-//     metadata index (MetadataEntry per entry, sorted by key) and the metadata
-//     strings (each NUL-terminated). Padding bytes are zero.
+//   FileHeader: magic "\x89TMTRIE\n", format version, the header's and the
+//     file's size, flags (none defined: 0), the XXH64 of the payload (every
+//     byte after the header), the number of counts, sections and metadata
+//     entries, the trie's counts (TREEMASK_TRIE_COUNTS of trie/layout.h, each
+//     as 64 bits), a table of (offset, bytes) for each section, and last the
+//     XXH64 of the header bytes before it.
+//   sections, in FileSection order: the saved arrays of trie/layout.h
+//     verbatim, in table order, then the metadata index (MetadataEntry per
+//     entry, sorted by key) and the metadata strings (each NUL-terminated).
+//     Padding bytes are zero.
+//
+// The header and the section list follow the tables of trie/layout.h, so a
+// new array or count changes them without code here (and is a new format
+// version).
 //
 // Loading checks magic, version, header checksum, the file size against the
-// header, each section's bounds, alignment and exact size for its count, the
-// metadata, and then always runs the linear structural validation of the
-// arrays (validate_trie_arrays in trie.h: offsets, child order, token and
+// header, each count against its type and the others (check_counts), each
+// section's bounds, alignment and exact size for the counts, the metadata,
+// and then always runs the linear structural validation of the arrays
+// (validate_trie_arrays in trie.h: offsets, child order, token and
 // stop-token ranges, terminal ranks, labels), at about memory bandwidth. The
 // payload checksum costs one more pass and is verified unless the caller
 // passes kLoadTrusted (which skips only the checksum). So every trie that
@@ -35,65 +43,65 @@
 
 namespace treemask {
 
-// Version 2 added the tail arrays (trie.h); version 1 files are refused
+// Version 2 added the tail arrays (trie.h), version 3 made the header and
+// the sections follow the tables of trie/layout.h; older files are refused
 // with kVersionMismatch (recompile them).
-inline constexpr uint32_t kTmtrieFormatVersion = 2;
+inline constexpr uint32_t kTmtrieFormatVersion = 3;
 inline constexpr uint32_t kLoadTrusted = 1u;  // TREEMASK_LOAD_TRUSTED
 
+// The sections: the saved arrays of trie/layout.h (named like them), then
+// the metadata.
 enum class FileSection : uint32_t {
-  kNodeOffsets,
-  kEdgeTokens,
-  kTerminalBits,
-  kTerminalRank,
-  kFirstLabels,
-  kMultiRanks,
-  kMultiOffsets,
-  kMultiLabels,
-  kStopTokens,
-  kHeadBits,
-  kHeadRank,
-  kTailLengths,
-  kTailSamples,
-  kTailTokens,
-  kMetadataIndex,
-  kMetadataStrings,
+#define TREEMASK_FILE_SECTION_kPlain(name) name,
+#define TREEMASK_FILE_SECTION_kHost(name) name,
+#define TREEMASK_FILE_SECTION_kDerived(name)
+#define TREEMASK_FILE_SECTION(name, type, count, kind) TREEMASK_FILE_SECTION_##kind(name)
+  TREEMASK_TRIE_ARRAYS(TREEMASK_FILE_SECTION)
+#undef TREEMASK_FILE_SECTION
+#undef TREEMASK_FILE_SECTION_kPlain
+#undef TREEMASK_FILE_SECTION_kHost
+#undef TREEMASK_FILE_SECTION_kDerived
+      metadata_index,
+  metadata_strings,
   kCount,
 };
+inline constexpr size_t kFileSections = static_cast<size_t>(FileSection::kCount);
 
 struct FileSectionRef {
   uint64_t offset;
   uint64_t bytes;
 };
 
+// The counts of trie/layout.h as the header stores them: 64 bits each,
+// signed values sign-extended.
+struct FileCounts {
+#define TREEMASK_FILE_COUNT(type, name) uint64_t name;
+  TREEMASK_TRIE_COUNTS(TREEMASK_FILE_COUNT)
+#undef TREEMASK_FILE_COUNT
+};
+inline constexpr size_t kFileCounts = sizeof(FileCounts) / sizeof(uint64_t);
+
 struct FileHeader {
   unsigned char magic[8];
   uint32_t format_version;
   uint32_t header_bytes;
   uint64_t file_bytes;
-  uint64_t flags;  // kFlagHasLabels, kFlagLabels32
+  uint64_t flags;  // none defined: 0
   uint64_t payload_checksum;
-  uint64_t n_nodes;
-  uint64_t n_terminals;
-  uint64_t n_multi;
-  uint64_t n_multi_labels;
-  uint32_t n_stop_tokens;
-  int32_t vocab_size;
-  uint32_t max_depth;
-  uint32_t max_fanout;
+  uint32_t n_counts;    // kFileCounts
+  uint32_t n_sections;  // kFileSections
   uint32_t n_metadata;
-  uint32_t n_sections;
-  FileSectionRef sections[static_cast<size_t>(FileSection::kCount)];
-  uint64_t n_explicit;
-  uint64_t n_heads;
-  int32_t tail_base;
-  uint32_t tail_range;
-  unsigned char reserved[16];  // zero
+  uint32_t reserved;  // zero
+  FileCounts counts;
+  FileSectionRef sections[kFileSections];
   uint64_t header_checksum;
-};
-static_assert(sizeof(FileHeader) == 400, "the v2 header is 400 bytes");
 
-inline constexpr uint64_t kFlagHasLabels = 1;
-inline constexpr uint64_t kFlagLabels32 = 2;  // first_labels holds uint32 values
+  FileSectionRef &section(FileSection s) { return sections[static_cast<size_t>(s)]; }
+  const FileSectionRef &section(FileSection s) const { return sections[static_cast<size_t>(s)]; }
+};
+static_assert(sizeof(FileHeader) == 56 + 8 * kFileCounts + 16 * kFileSections + 8,
+              "the header has no padding");
+
 inline constexpr uint32_t kMaxMetadataEntries = 1u << 20;
 
 struct MetadataEntry {

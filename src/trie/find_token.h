@@ -7,11 +7,7 @@
 
 #include <stdint.h>
 
-#if defined(__CUDACC__)
-#define TREEMASK_HD __host__ __device__ __forceinline__
-#else
-#define TREEMASK_HD inline
-#endif
+#include "core/hd.h"
 
 namespace treemask {
 

@@ -3,9 +3,8 @@
 // CUDA kernels share. Includable by nvcc: no standard-library types,
 // callable on host and device.
 //
-// Works on any view V with the fields of TrieArrays that it names
-// (node_offsets, edge_tokens, terminal_bits, head_bits, head_rank,
-// tail_samples, tail_lengths, tail_tokens, tail_values, n_explicit, n_heads).
+// Works on any view V with the fields of PlainTrieView (trie/layout.h) that
+// it names: the view itself, TrieArrays, a device copy.
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #pragma once
@@ -13,6 +12,7 @@
 #include <stdint.h>
 
 #include "trie/find_token.h"
+#include "trie/layout.h"
 
 namespace treemask {
 
@@ -39,9 +39,6 @@ TREEMASK_HD uint32_t rank64(const uint64_t *bits, const uint32_t *rank, uint32_t
   return rank[i >> 6] + static_cast<uint32_t>(__builtin_popcountll(below));
 #endif
 }
-
-// Tails per start sample (trie.h).
-inline constexpr uint32_t kTailSample = 16;
 
 // Where tail k starts among the tail nodes: the sample of its group of 16
 // plus the lengths of the tails before it in the group.

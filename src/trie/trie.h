@@ -5,40 +5,44 @@
 // the children of each node in ascending token order. Then the edges, listed
 // node by node, are in the same order as the nodes they lead to: edge e leads
 // to node e + 1. So a node needs only the CSR offset of its first edge, and a
-// child id is computed, not stored:
+// child id is computed, not stored. The arrays, their element types and
+// counts are listed once, in trie/layout.h; what they mean:
 //
-//   node_offsets[n_nodes + 1]  edges of node n are [node_offsets[n], node_offsets[n + 1])
-//   edge_tokens[n_edges]       sorted ascending within a node
-//   terminal_bits[ceil(n_nodes / 64)], terminal_rank[same]: bitset + rank
-//   first_labels[n_terminals]  by terminal rank: the smallest label of each
+//   node_offsets               edges of CSR node n are [node_offsets[n], node_offsets[n + 1])
+//   edge_tokens                sorted ascending within a node
+//   terminal_bits, terminal_rank: bitset over the nodes + rank directory
+//   first_labels               by terminal rank: the smallest label of each
 //                              terminal (absent when the trie has no labels);
 //                              uint32 (first_labels32) when every one fits
-//   multi_ranks[n_multi], multi_offsets[n_multi + 1], multi_labels[...]: the
-//     few terminals with more than one label (duplicate paths, semantic-ID
-//     collisions), ascending by rank, with all their labels
+//                              (label_bytes: 8, 4, or 0 without labels)
+//   multi_ranks, multi_offsets, multi_labels: the few terminals with more
+//     than one label (duplicate paths, semantic-ID collisions), ascending by
+//     rank, with all their labels
+//   stop_tokens                ascending, distinct
 //
 // Tails. Below the depth where a catalogue stops branching, most nodes lie
 // on unary chains: one child each, down to a leaf. Such a chain is stored as
 // a tail instead of as CSR nodes. Nodes [0, n_explicit) are the CSR nodes
 // above; nodes [n_explicit, n_nodes) are tail nodes, tail by tail:
 //
-//   head_bits[ceil(n_explicit / 64)], head_rank[same]: the explicit nodes
-//                              without CSR edges whose one child starts a
-//                              tail (a head may itself be terminal)
-//   tail_lengths[n_heads]      uint8: the length of head k's tail (1..255;
-//                              a longer chain keeps CSR nodes above its tail)
-//   tail_samples[ceil(n_heads / 16)]  where tails 0, 16, 32, ... start
+//   head_bits, head_rank       the explicit nodes without CSR edges whose
+//                              one child starts a tail (a head may itself be
+//                              terminal), with their rank directory
+//   tail_lengths               uint8, one per head: the length of head k's
+//                              tail (1..255; a longer chain keeps CSR nodes
+//                              above its tail)
+//   tail_samples               where tails 0, 16, 32, ... start
 //
 // Tail k is the nodes n_explicit + [start(k), start(k) + tail_lengths[k]),
 // start(k) = tail_samples[k / 16] + the lengths of the tails before k in its
 // group of 16 (node_edges.h), so a tail costs 1.25 bytes of index.
-//   tail_tokens[n_nodes - n_explicit]  uint16: the token into tail node
-//                              n_explicit + i is tail_base + tail_tokens[i]
+//   tail_tokens                uint16, one per tail node: the token into
+//                              tail node n_explicit + i is tail_base + tail_tokens[i]
 //
 // Within a tail only the last node (a leaf) is terminal, so a tail node's one
 // child is the next id unless its terminal bit is set. Chains whose tokens
 // do not fit tail_base + [0, 65536) stay CSR nodes. tail_values (derived,
-// not stored in a file) holds tail_base + k at k, so that a tail node's
+// not stored in a file) holds tail_base + k at k < tail_range, so that a tail node's
 // child token is a pointer into the trie like a CSR edge's (node_edges.h).
 // The path builder emits a tail as soon as one path is left below a node;
 // the breadth-first builder (an RTP-LLM dictionary) rewrites its chains into
@@ -71,6 +75,7 @@
 #include "core/refcount.h"
 #include "core/status.h"
 #include "trie/find_token.h"
+#include "trie/layout.h"
 #include "trie/node_edges.h"
 
 namespace treemask {
@@ -81,56 +86,24 @@ class TrieAnnotations;  // trie/annotations.h
 // (rules/plain_rules.h: kStateTerminated, kStateFailed).
 inline constexpr uint64_t kMaxNodes = 0xFFFFFFFDu;
 
-// Views of the flat arrays. They point into memory owned by a TrieStorage
-// (vectors for a built trie, a file mapping for a loaded one).
-struct TrieArrays {
-  const uint32_t *node_offsets = nullptr;    // n_explicit + 1
-  const int32_t *edge_tokens = nullptr;      // n_explicit - 1 (the CSR edges)
-  const uint64_t *terminal_bits = nullptr;   // terminal_words()
-  const uint32_t *terminal_rank = nullptr;   // terminal_words()
-  const int64_t *first_labels = nullptr;     // n_terminals, or nullptr: see first_labels32
-  const uint32_t *first_labels32 = nullptr;  // n_terminals, when every first label fits
-  const uint32_t *multi_ranks = nullptr;     // n_multi, ascending
-  const uint32_t *multi_offsets = nullptr;   // n_multi + 1
-  const int64_t *multi_labels = nullptr;     // n_multi_labels
-  const int32_t *stop_tokens = nullptr;      // n_stop_tokens, ascending, distinct
-  const uint64_t *head_bits = nullptr;       // head_words(); null without tails
-  const uint32_t *head_rank = nullptr;       // head_words(); null without tails
-  const uint8_t *tail_lengths = nullptr;     // n_heads
-  const uint32_t *tail_samples = nullptr;    // n_tail_samples()
-  const uint16_t *tail_tokens = nullptr;     // n_nodes - n_explicit
-  const int32_t *tail_values = nullptr;      // tail_range (derived; see above)
-  uint64_t n_nodes = 0;
-  uint64_t n_explicit = 0;  // the CSR nodes; == n_nodes without tails
-  uint64_t n_heads = 0;
-  int32_t tail_base = 0;
-  uint32_t tail_range = 0;  // every tail token delta is < tail_range <= 65536
-  uint64_t n_terminals = 0;
-  uint64_t n_multi = 0;
-  uint64_t n_multi_labels = 0;
-  uint32_t n_stop_tokens = 0;
-  int32_t vocab_size = 0;
-  // Statistics only: a trusted .tmtrie load takes them from the file unchecked,
-  // so never size a buffer by them.
-  uint32_t max_depth = 0;
-  uint32_t max_fanout = 0;
+// Views of every array (trie/layout.h) with the counts. They point into
+// memory owned by a TrieStorage (vectors for a built trie, a file mapping for
+// a loaded one) and, for the derived arrays, by the Trie. The plain rule's
+// view is the base: a Trie hands it out without copying fields.
+struct TrieArrays : PlainTrieView {
+#define TREEMASK_ARRAY_FIELD_kHost(name, type) const type *name = nullptr;
+#define TREEMASK_ARRAY_FIELD_kPlain(name, type)
+#define TREEMASK_ARRAY_FIELD_kDerived(name, type)
+#define TREEMASK_ARRAY_FIELD(name, type, count, kind) TREEMASK_ARRAY_FIELD_##kind(name, type)
+  TREEMASK_TRIE_ARRAYS(TREEMASK_ARRAY_FIELD)
+#undef TREEMASK_ARRAY_FIELD
+#undef TREEMASK_ARRAY_FIELD_kHost
+#undef TREEMASK_ARRAY_FIELD_kPlain
+#undef TREEMASK_ARRAY_FIELD_kDerived
 
-  uint64_t n_edges() const { return n_nodes == 0 ? 0 : n_nodes - 1; }
-  uint64_t n_csr_edges() const { return n_explicit == 0 ? 0 : n_explicit - 1; }
-  uint64_t n_tail_nodes() const { return n_nodes - n_explicit; }
-  uint64_t terminal_words() const { return (n_nodes + 63) / 64; }
-  // The head arrays are empty (and their pointers null) in a trie without tails.
-  uint64_t head_words() const { return n_heads ? (n_explicit + 63) / 64 : 0; }
-  uint64_t n_tail_samples() const { return (n_heads + kTailSample - 1) / kTailSample; }
-  // Bytes of the arrays themselves (tail_values, derived, not included).
-  uint64_t bytes() const {
-    return (n_explicit + 1) * 4 + n_csr_edges() * 4 + terminal_words() * 12 + head_words() * 12 +
-           n_heads + n_tail_samples() * 4 + n_tail_nodes() * 2 + n_terminals * label_bytes() +
-           n_multi * 8 + 4 + n_multi_labels * 8 + uint64_t{n_stop_tokens} * 4;
-  }
-  bool has_labels() const { return first_labels || first_labels32; }
-  // Bytes per entry of the first-label array (0 without labels).
-  uint64_t label_bytes() const { return first_labels32 ? 4 : first_labels ? 8 : 0; }
+  // Bytes of the saved arrays (the derived ones not included).
+  uint64_t bytes() const;
+  bool has_labels() const { return label_bytes != 0; }
   int64_t first_label(uint64_t rank) const {
     return first_labels32 ? int64_t{first_labels32[rank]} : first_labels[rank];
   }
@@ -138,30 +111,82 @@ struct TrieArrays {
   uint64_t n_labels() const { return has_labels() ? n_terminals + n_multi_labels - n_multi : 0; }
 };
 
+enum class ArrayKind : uint8_t { kPlain, kHost, kDerived };
+
+// One array of the table (trie/layout.h), as for_each_array hands it out.
+struct ArrayInfo {
+  const char *name;
+  ArrayKind kind;
+  size_t element_bytes;
+  uint64_t count;  // elements, from the counts
+  uint64_t bytes() const { return count * element_bytes; }
+};
+
+// Calls f(info, pointer) for every array of a (a TrieArrays, const or not),
+// in table order; pointer is a reference to the array's `const T *` field,
+// so f may read or set it.
+template <class Arrays, class F>
+void for_each_array(Arrays &a, F &&f) {
+  const TrieCounts &c = a;
+#define TREEMASK_ARRAY_VISIT(name, type, count, kind) \
+  f(ArrayInfo{#name, ArrayKind::kind, sizeof(type), static_cast<uint64_t>(count)}, a.name);
+  TREEMASK_TRIE_ARRAYS(TREEMASK_ARRAY_VISIT)
+#undef TREEMASK_ARRAY_VISIT
+}
+
 // Keeps the memory behind a TrieArrays alive.
 class TrieStorage {
  public:
   virtual ~TrieStorage() = default;
 };
 
-// Storage of a trie built in memory.
+// Storage of a trie built in memory: a vector per saved array (trie/layout.h)
+// and the tail base; finish_trie derives every other count from the sizes.
 struct VectorTrieStorage final : TrieStorage {
-  std::vector<uint32_t> node_offsets;
-  std::vector<int32_t> edge_tokens;
-  std::vector<uint64_t> terminal_bits;
-  std::vector<uint32_t> terminal_rank;
-  std::vector<int64_t> first_labels;
-  std::vector<uint32_t> first_labels32;  // instead, when every first label fits
-  std::vector<uint32_t> multi_ranks;
-  std::vector<uint32_t> multi_offsets;
-  std::vector<int64_t> multi_labels;
-  std::vector<int32_t> stop_tokens;
-  std::vector<uint64_t> head_bits;
-  std::vector<uint32_t> head_rank;
-  std::vector<uint8_t> tail_lengths;
-  std::vector<uint32_t> tail_samples;
-  std::vector<uint16_t> tail_tokens;
+#define TREEMASK_STORAGE_FIELD_kPlain(name, type) std::vector<type> name;
+#define TREEMASK_STORAGE_FIELD_kHost(name, type) std::vector<type> name;
+#define TREEMASK_STORAGE_FIELD_kDerived(name, type)
+#define TREEMASK_STORAGE_FIELD(name, type, count, kind) TREEMASK_STORAGE_FIELD_##kind(name, type)
+  TREEMASK_TRIE_ARRAYS(TREEMASK_STORAGE_FIELD)
+#undef TREEMASK_STORAGE_FIELD
+#undef TREEMASK_STORAGE_FIELD_kPlain
+#undef TREEMASK_STORAGE_FIELD_kHost
+#undef TREEMASK_STORAGE_FIELD_kDerived
   int32_t tail_base = 0;
+
+  // Points every array of `arrays` at these vectors (null where empty).
+  void view(TrieArrays &arrays) const {
+#define TREEMASK_STORAGE_VIEW_kPlain(name) arrays.name = name.empty() ? nullptr : name.data();
+#define TREEMASK_STORAGE_VIEW_kHost(name) arrays.name = name.empty() ? nullptr : name.data();
+#define TREEMASK_STORAGE_VIEW_kDerived(name)
+#define TREEMASK_STORAGE_VIEW(name, type, count, kind) TREEMASK_STORAGE_VIEW_##kind(name)
+    TREEMASK_TRIE_ARRAYS(TREEMASK_STORAGE_VIEW)
+#undef TREEMASK_STORAGE_VIEW
+#undef TREEMASK_STORAGE_VIEW_kPlain
+#undef TREEMASK_STORAGE_VIEW_kHost
+#undef TREEMASK_STORAGE_VIEW_kDerived
+  }
+
+  // Whether every vector holds exactly the elements the counts ask for (a
+  // builder bug otherwise: kInternal naming the array).
+  Status check_sizes(const TrieCounts &c) const {
+#define TREEMASK_STORAGE_SIZE_kPlain(name, count) TREEMASK_STORAGE_SIZE_CHECK(name, count)
+#define TREEMASK_STORAGE_SIZE_kHost(name, count) TREEMASK_STORAGE_SIZE_CHECK(name, count)
+#define TREEMASK_STORAGE_SIZE_kDerived(name, count)
+#define TREEMASK_STORAGE_SIZE_CHECK(name, count)                                           \
+  if (name.size() != static_cast<uint64_t>(count)) {                                       \
+    return error(Code::kInternal, "built " #name " holds ", name.size(), " entries, not ", \
+                 static_cast<uint64_t>(count));                                            \
+  }
+#define TREEMASK_STORAGE_SIZE(name, type, count, kind) TREEMASK_STORAGE_SIZE_##kind(name, count)
+    TREEMASK_TRIE_ARRAYS(TREEMASK_STORAGE_SIZE)
+#undef TREEMASK_STORAGE_SIZE
+#undef TREEMASK_STORAGE_SIZE_CHECK
+#undef TREEMASK_STORAGE_SIZE_kPlain
+#undef TREEMASK_STORAGE_SIZE_kHost
+#undef TREEMASK_STORAGE_SIZE_kDerived
+    return Status::Ok();
+  }
 };
 
 // A node's outgoing edges: tokens[i] leads to node first_child + i.
@@ -268,9 +293,15 @@ class Trie final : public RefCounted {
     return find_token(c.tokens, c.count, token);
   }
 
-  // Writes the children bits of node into row (all row_words() words are
-  // overwritten; words beyond are the caller's). Stop tokens are not set.
-  void write_children_row(uint32_t node, uint32_t *row) const;
+  // Writes the bits of a node's children (tokens[0 .. count), the first
+  // leading to node first_child) into row (all row_words() words are
+  // overwritten; words beyond are the caller's). Stop tokens are not set. A
+  // high-fanout node's row is cached, keyed by first_child (a child has one
+  // parent, so it names the node). Separate arguments, not a Children: the
+  // callers' fields then reach it without a merged load that would stall on
+  // store forwarding.
+  void write_children_row(const int32_t *tokens, uint32_t count, uint32_t first_child,
+                          uint32_t *row) const;
 
   // Memory the dense-row cache holds now.
   uint64_t dense_cache_bytes() const { return dense_cache_used_.load(std::memory_order_relaxed); }
@@ -297,14 +328,14 @@ class Trie final : public RefCounted {
   void set_annotations(std::shared_ptr<const TrieAnnotations> a) { annotations_ = std::move(a); }
 
  private:
-  const uint32_t *cached_row(uint32_t node, const Children &c) const;
+  const uint32_t *cached_row(const int32_t *tokens, uint32_t count, uint32_t first_child) const;
 
   std::unique_ptr<TrieStorage> storage_;
   TrieArrays a_;
   std::vector<int32_t> tail_values_;  // a_.tail_values
   std::shared_ptr<const TrieAnnotations> annotations_;
 
-  // Dense-row cache: a fixed open-addressing table (node -> row) allocated on
+  // Dense-row cache: a fixed open-addressing table (first child -> row) allocated on
   // first use. Slots are claimed with a CAS on the key and published with a
   // release store of the row, so readers never lock.
   static constexpr uint32_t kEmptySlot = 0xFFFFFFFFu;  // no node has this id
@@ -347,21 +378,30 @@ Result<Ref<Trie>> build_trie_from_paths(const TrieBuildOptions &opts,
                                         std::span<const int32_t> tokens,
                                         std::span<const size_t> offsets, const int64_t *label_ids);
 
-// Completes a trie whose storage holds node_offsets (n_nodes + 1 entries),
-// edge_tokens, terminal_bits (trailing zero words may be missing), labels and
-// stop_tokens in the layout above: computes the rank directory and the views,
-// then validates the arrays (a failure is kInternal: a builder bug).
-// opts.no_labels leaves the trie without labels.
+// Completes a trie whose storage holds node_offsets (n_explicit + 1
+// entries), edge_tokens, terminal_bits (trailing zero words may be missing),
+// labels, stop_tokens and the tails in the layout above: computes the tail
+// samples, the rank directories, the counts and the views, then validates
+// the arrays (a failure is kInternal: a builder bug). opts.no_labels leaves
+// the trie without labels.
 Result<Ref<Trie>> finish_trie(std::unique_ptr<VectorTrieStorage> storage,
                               const TrieBuildOptions &opts, uint32_t max_depth,
                               uint32_t max_fanout);
 
+// Checks the counts alone, before anything is sized from them: every count
+// within the range that keeps every array's byte size (trie/layout.h) far
+// from overflowing and every derived table (tail_values) small, and the
+// counts consistent with each other. The first step of validate_trie_arrays;
+// the .tmtrie loader calls it before it checks the sections' sizes.
+Status check_counts(const TrieCounts &c);
+
 // Checks every structural invariant of the arrays that the accessors and the
 // step rules rely on (trie/validate.cc; the layout comment above lists them,
 // plus: every node without children is terminal, no edge carries a stop
-// token, max_depth and max_fanout are exact, labels and ranks consistent).
-// Linear in the arrays' size. Every loaded or built trie passes it, so code
-// that reads a Trie never re-checks the arrays. kCorruptFile names the first
+// token, max_depth and max_fanout are exact, labels and ranks consistent),
+// after check_counts and a pointer for every non-empty saved array. Linear
+// in the arrays' size. Every loaded or built trie passes it, so code that
+// reads a Trie never re-checks the arrays. kCorruptFile names the first
 // violation.
 Status validate_trie_arrays(const TrieArrays &a);
 

@@ -7,6 +7,7 @@
 #include <immintrin.h>
 #endif
 
+#include "core/cpu.h"
 #include "trie/trie.h"
 
 namespace treemask {
@@ -229,14 +230,6 @@ struct Avx2Words {
 }
 #endif
 
-bool cpu_has_avx2() {
-#ifdef TREEMASK_VALIDATE_AVX2
-  return __builtin_cpu_supports("avx2");
-#else
-  return false;
-#endif
-}
-
 // True when the nodes and edges are sound; max_fanout and near_stop are then
 // set. `vector` chooses the AVX2 words where the CPU has them (tests compare
 // both).
@@ -254,7 +247,7 @@ bool structure_holds(const TrieArrays &a, uint32_t &max_fanout, bool &near_stop,
                 static_cast<uint32_t>(a.stop_tokens[0]),
                 static_cast<uint32_t>(a.stop_tokens[a.n_stop_tokens - 1]) -
                     static_cast<uint32_t>(a.stop_tokens[0])};
-  static const bool avx2 = cpu_has_avx2();
+  const bool avx2 = cpu_features().avx2;
 #ifdef TREEMASK_VALIDATE_AVX2
   const Scan s = vector && avx2 ? scan_avx2(args) : scan_scalar(args);
 #else
@@ -373,28 +366,15 @@ bool tails_hold(const TrieArrays &a) {
 // stop token.
 Status validate_tails(const TrieArrays &a, const StopSet &stops) {
   const uint64_t ne = a.n_explicit, n_tail = a.n_tail_nodes(), heads = a.n_heads;
-  // The tail token range sizes a table the trie allocates: without tails it
-  // must be empty, with them at most 65,536 entries (checked below).
-  if (heads == 0 && (a.tail_range != 0 || a.tail_base != 0)) {
-    return corrupt("a trie without tails has tail tokens [", a.tail_base, ", +", a.tail_range, ")");
-  }
-  if (!a.head_bits || !a.head_rank) {  // arrays made without tails (tests)
-    if (heads != 0 || n_tail != 0) return corrupt(heads, " tails but no head bits");
+  if (heads == 0) {
+    if (n_tail != 0) return corrupt("no tail heads for ", n_tail, " tail nodes");
     return Status::Ok();
   }
   uint64_t set = 0;
   TM_TRY(
       check_ranked_bits("head_bits", "head_rank", "CSR node", a.head_bits, a.head_rank, ne, &set));
   if (set != heads) return corrupt(set, " head bits set but n_heads is ", heads);
-  if ((heads == 0) != (n_tail == 0)) {
-    return corrupt(heads, " tail heads for ", n_tail, " tail nodes");
-  }
-  if (heads == 0) return Status::Ok();
-  if (a.tail_range == 0 || a.tail_range > 0x10000u || a.tail_base < 0 ||
-      int64_t{a.tail_base} + a.tail_range > a.vocab_size) {
-    return corrupt("tail tokens [", a.tail_base, ", +", a.tail_range,
-                   ") are not inside [0, vocab_size=", a.vocab_size, ") or span more than 65536");
-  }
+  if (n_tail == 0) return corrupt(heads, " tail heads for no tail nodes");
   // The tails: every 16th start sampled, lengths >= 1 and covering the tail
   // nodes, and the terminal bits of the tail nodes exactly the tails' last
   // nodes. A fast pass decides, a group of 16 tails at a time without
@@ -464,17 +444,52 @@ bool trie_structure_holds(const TrieArrays &a, bool vector, uint32_t *max_fanout
 // here so that the hot paths can trust the arrays. Linear: one fused pass
 // over node_offsets and edge_tokens, one over the terminal bits, one over the
 // few multi-label terminals.
-Status validate_trie_arrays(const TrieArrays &a) {
-  const uint64_t n = a.n_nodes;
+Status check_counts(const TrieCounts &c) {
+  const uint64_t n = c.n_nodes;
   if (n == 0 || n > kMaxNodes) return corrupt("node count ", n, " is outside [1, ", kMaxNodes, "]");
-  if (a.n_explicit == 0 || a.n_explicit > n || a.n_heads > a.n_explicit) {
-    return corrupt(a.n_explicit, " CSR nodes and ", a.n_heads, " tails for ", n, " nodes");
+  if (c.n_explicit == 0 || c.n_explicit > n || c.n_heads > c.n_explicit) {
+    return corrupt("inconsistent counts: ", c.n_explicit, " CSR nodes and ", c.n_heads,
+                   " tails for ", n, " nodes");
   }
+  if (c.vocab_size <= 0) return corrupt("vocab_size ", c.vocab_size, " <= 0");
+  if (c.n_terminals > n || c.n_multi > c.n_terminals || c.n_multi_labels > 0xFFFFFFFFull) {
+    return corrupt("inconsistent counts: ", c.n_terminals, " terminals, ", c.n_multi,
+                   " multi-label terminals, ", c.n_multi_labels, " labels, for ", n, " nodes");
+  }
+  if (c.n_stop_tokens == 0 || c.n_stop_tokens > static_cast<uint32_t>(c.vocab_size)) {
+    return corrupt("stop token count ", c.n_stop_tokens, " is outside [1, ", c.vocab_size, "]");
+  }
+  if (c.label_bytes != 0 && c.label_bytes != 4 && c.label_bytes != 8) {
+    return corrupt("label_bytes is ", c.label_bytes, " (expected 0, 4 or 8)");
+  }
+  if (c.label_bytes == 0 && (c.n_multi != 0 || c.n_multi_labels != 0)) {
+    return corrupt("a trie without labels lists ", c.n_multi, " multi-label terminals");
+  }
+  // The tail token range sizes a table the trie allocates (tail_values):
+  // without tails it must be empty, with them at most 65,536 entries.
+  if (c.n_heads == 0 && (c.tail_range != 0 || c.tail_base != 0)) {
+    return corrupt("a trie without tails has tail tokens [", c.tail_base, ", +", c.tail_range, ")");
+  }
+  if (c.n_heads > 0 && (c.tail_range == 0 || c.tail_range > 0x10000u || c.tail_base < 0 ||
+                        int64_t{c.tail_base} + c.tail_range > c.vocab_size)) {
+    return corrupt("tail tokens [", c.tail_base, ", +", c.tail_range,
+                   ") are not inside [0, vocab_size=", c.vocab_size, ") or span more than 65536");
+  }
+  return Status::Ok();
+}
+
+Status validate_trie_arrays(const TrieArrays &a) {
+  TM_TRY(check_counts(a));
+  Status missing;
+  for_each_array(a, [&](const ArrayInfo &info, const auto *p) {
+    if (missing.ok() && info.kind != ArrayKind::kDerived && info.count > 0 && !p) {
+      missing = corrupt(info.name, " is missing (", info.count, " entries expected)");
+    }
+  });
+  TM_TRY(std::move(missing));
   const uint64_t ne = a.n_explicit;
-  if (a.vocab_size <= 0) return corrupt("vocab_size ", a.vocab_size, " <= 0");
 
   // Stop tokens: at least one, ascending, distinct, < vocab_size.
-  if (a.n_stop_tokens == 0) return corrupt("no stop tokens");
   for (uint32_t i = 0; i < a.n_stop_tokens; ++i) {
     const int32_t s = a.stop_tokens[i];
     if (s < 0 || s >= a.vocab_size || (i > 0 && s <= a.stop_tokens[i - 1])) {
@@ -536,7 +551,7 @@ Status validate_trie_arrays(const TrieArrays &a) {
   {
     uint64_t set = 0;
     TM_TRY(check_ranked_bits("terminal_bits", "terminal_rank", "node", a.terminal_bits,
-                             a.terminal_rank, n, &set));
+                             a.terminal_rank, a.n_nodes, &set));
     if (set != a.n_terminals) {
       return corrupt(set, " terminal bits set but n_terminals is ", a.n_terminals);
     }
@@ -544,15 +559,10 @@ Status validate_trie_arrays(const TrieArrays &a) {
 
   // Labels: the multi-label terminals ascending by rank, each with >= 2
   // strictly ascending labels, the first of which is its first_labels entry.
-  if (a.first_labels && a.first_labels32) return corrupt("two first-label arrays");
-  if (!a.has_labels()) {
-    if (a.n_multi != 0 || a.n_multi_labels != 0) {
-      return corrupt("a trie without labels lists ", a.n_multi, " multi-label terminals");
-    }
-  } else {
-    if (a.multi_offsets[0] != 0 || a.multi_offsets[a.n_multi] != a.n_multi_labels) {
-      return corrupt("multi_offsets does not span the ", a.n_multi_labels, " labels");
-    }
+  if (a.multi_offsets[0] != 0 || a.multi_offsets[a.n_multi] != a.n_multi_labels) {
+    return corrupt("multi_offsets does not span the ", a.n_multi_labels, " labels");
+  }
+  if (a.has_labels()) {
     for (uint64_t i = 0; i < a.n_multi; ++i) {
       const uint32_t rank = a.multi_ranks[i];
       const uint32_t b = a.multi_offsets[i], e = a.multi_offsets[i + 1];

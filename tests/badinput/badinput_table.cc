@@ -175,10 +175,10 @@ void make_files() {
   std::string payload = good, header = good, version = good;
   payload[good.size() - 70] ^= 0x10;  // inside the arrays
   write_bytes("payload-flipped.tmtrie", payload);
-  header[40] ^= 0x01;  // the node count
+  header[56] ^= 0x01;  // the node count (src/trie/file.h: FileHeader)
   write_bytes("header-flipped.tmtrie", header);
-  version[8] = 3;  // the format version field: a future version
-  write_bytes("version3.tmtrie", version);
+  version[8] = 4;  // the format version field: a future version
+  write_bytes("version4.tmtrie", version);
   write_bytes("empty.tmtrie", "");
   write_bytes("dict.json", R"({"start_token_id": 225, "end_token_id": 2, "prefix_dict": {}})");
   mkdir("directory.tmtrie", 0755);
@@ -290,8 +290,8 @@ std::vector<Case> cases() {
       [] { return load("payload-flipped.tmtrie"); });
   add("`.tmtrie`: one header bit flipped", load_call, TREEMASK_ERR_CORRUPT_FILE,
       [] { return load("header-flipped.tmtrie"); });
-  add("`.tmtrie`: format version 3", load_call, TREEMASK_ERR_VERSION_MISMATCH,
-      [] { return load("version3.tmtrie"); });
+  add("`.tmtrie`: format version 4", load_call, TREEMASK_ERR_VERSION_MISMATCH,
+      [] { return load("version4.tmtrie"); });
   add("`.tmtrie`: unknown load flag", load_call, TREEMASK_ERR_INVALID_ARGUMENT,
       [] { return load("labels.tmtrie", 6); });
 
@@ -367,17 +367,17 @@ std::vector<Case> cases() {
         treemask_trie_free(t);
         return s;
       });
-  add("kernel: 2 mask words for 100 logits", "treemask_apply_token_bitmask_cpu",
+  add("kernel: 2 mask words for 100 logits", "treemask_cpu_apply_token_bitmask",
       TREEMASK_ERR_BUFFER_TOO_SMALL, [] {
         float logits[100] = {};
         const int32_t mask[2] = {-1, -1};
-        return treemask_apply_token_bitmask_cpu(logits, TREEMASK_F32, 1, 100, 100, mask, 2, 1, 100,
+        return treemask_cpu_apply_token_bitmask(logits, TREEMASK_F32, 1, 100, 100, mask, 2, 1, 100,
                                                 nullptr, 0);
       });
-  add("kernel: dtype 3", "treemask_apply_token_bitmask_cpu", TREEMASK_ERR_INVALID_ARGUMENT, [] {
+  add("kernel: dtype 3", "treemask_cpu_apply_token_bitmask", TREEMASK_ERR_INVALID_ARGUMENT, [] {
     float logits[32] = {};
     const int32_t mask[1] = {-1};
-    return treemask_apply_token_bitmask_cpu(logits, static_cast<treemask_dtype>(3), 1, 32, 32, mask,
+    return treemask_cpu_apply_token_bitmask(logits, static_cast<treemask_dtype>(3), 1, 32, 32, mask,
                                             1, 1, 32, nullptr, 0);
   });
   return c;

@@ -30,8 +30,8 @@ struct Batch {
 };
 
 MatcherHandle make(treemask_trie *trie, int kind) {
-  treemask_matcher_options o;
-  treemask_matcher_options_init(&o);
+  treemask_mode_options o;
+  treemask_mode_options_init(&o);
   switch (kind) {
     case 0:  // multi-label
       o.label_separator = &kSeparator;
@@ -54,7 +54,7 @@ MatcherHandle make(treemask_trie *trie, int kind) {
       break;
   }
   treemask_matcher *m = nullptr;
-  EXPECT_EQ(treemask_matcher_create(trie, &o, &m), TREEMASK_OK) << treemask_last_error();
+  EXPECT_EQ(treemask_matcher_create(trie, &o.matcher, &m), TREEMASK_OK) << treemask_last_error();
   if (kind == 5) {  // a label filter on a plain matcher
     const int64_t banned[] = {0};
     EXPECT_EQ(treemask_matcher_set_label_filter(m, nullptr, banned, 1, nullptr, 0), TREEMASK_OK)

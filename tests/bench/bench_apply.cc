@@ -74,7 +74,7 @@ void run(size_t rows, treemask_dtype dtype, bool trie_like, std::mt19937_64 &rng
     bench::keep(logits.data);
   });
   const double ours_ns = bench::ns_per_call([&] {
-    TM_MUST(treemask_apply_token_bitmask_cpu(logits.data, dtype, rows, bench::kVocab, bench::kVocab,
+    TM_MUST(treemask_cpu_apply_token_bitmask(logits.data, dtype, rows, bench::kVocab, bench::kVocab,
                                              mask, words, rows, bench::kVocab, nullptr, 0));
     bench::keep(logits.data);
   });
@@ -91,7 +91,7 @@ void run(size_t rows, treemask_dtype dtype, bool trie_like, std::mt19937_64 &rng
   double sparse_ns = 0;
   if (trie_like) {
     sparse_ns = bench::ns_per_call([&] {
-      TM_MUST(treemask_apply_token_candidates_cpu(
+      TM_MUST(treemask_cpu_apply_token_candidates(
           logits.data, dtype, rows, bench::kVocab, bench::kVocab, masks.offsets.data(),
           masks.tokens.data(), masks.tokens.size(), bench::kVocab, nullptr, 0));
       bench::keep(logits.data);
@@ -117,9 +117,9 @@ int main() {
       "call, best of 21 runs\n"
       "  memset = memset(0xFF) of the same logits buffer (the limit for writing a nonzero "
       "pattern)\n"
-      "  ours   = treemask_apply_token_bitmask_cpu (%s kernel), %% of memset bandwidth\n"
+      "  ours   = treemask_cpu_apply_token_bitmask (%s kernel), %% of memset bandwidth\n"
       "  scalar = xgrammar-style loop: one -inf store per zero bit; x = how much faster ours is\n"
-      "  sparse = treemask_apply_token_candidates_cpu from the same rows as candidate lists\n"
+      "  sparse = treemask_cpu_apply_token_candidates from the same rows as candidate lists\n"
       "  target: ours >= 70%% of memset for trie-like masks\n\n",
       treemask_cpu_kernel_isa());
   std::printf("%5s %-5s %-10s %9s | %8s %8s | %8s %7s | %8s %8s\n", "rows", "dtype", "mask",

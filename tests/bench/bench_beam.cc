@@ -8,7 +8,7 @@
 // - masking pipeline (C, best kernels of this library for every part): per
 //   slot fill its bitmask row from its state, log-softmax into a score row
 //   (one read, one write), add the beam score, mask it with the bitmask
-//   (treemask_apply_token_bitmask_cpu), then an exact top-B over B x V.
+//   (treemask_cpu_apply_token_bitmask), then an exact top-B over B x V.
 // - limit: one read of the logits the step needs (rows x V x 4 bytes at the
 //   read bandwidth measured on the same buffer).
 // - flatness: the same step over 1M and 20M items (OneRec-like codes).
@@ -176,7 +176,7 @@ struct Pipeline {
         const float add = scores[base + b] - lse(x, treemask::kernels::DType::kF32, V);
         for (size_t c = 0; c < V; ++c) out[c] = x[c] + add;
       }
-      if (treemask_apply_token_bitmask_cpu(rows.data, TREEMASK_F32, s.beam, V, V, mask.data(),
+      if (treemask_cpu_apply_token_bitmask(rows.data, TREEMASK_F32, s.beam, V, V, mask.data(),
                                            words, s.beam, s.vocab(), nullptr, 0) != TREEMASK_OK) {
         bench::die("apply");
       }

@@ -91,13 +91,13 @@ TEST(WrapAround, EveryCountIsChecked) {
             TREEMASK_ERR_OUT_OF_RANGE);
 
   float logits[40] = {};
-  EXPECT_EQ(treemask_apply_token_bitmask_cpu(logits, TREEMASK_F32, 1, 40, 40, row, 2, SIZE_MAX / 4,
+  EXPECT_EQ(treemask_cpu_apply_token_bitmask(logits, TREEMASK_F32, 1, 40, 40, row, 2, SIZE_MAX / 4,
                                              40, &one, 1),
             TREEMASK_ERR_OUT_OF_RANGE);
-  EXPECT_EQ(treemask_apply_token_bitmask_cpu(logits, TREEMASK_F32, 1, 40, 40, row, 2, 1, 40, &one,
+  EXPECT_EQ(treemask_cpu_apply_token_bitmask(logits, TREEMASK_F32, 1, 40, 40, row, 2, 1, 40, &one,
                                              SIZE_MAX),
             TREEMASK_ERR_OUT_OF_RANGE);
-  EXPECT_EQ(treemask_apply_token_candidates_cpu(logits, TREEMASK_F32, SIZE_MAX, 40, 40, offsets32,
+  EXPECT_EQ(treemask_cpu_apply_token_candidates(logits, TREEMASK_F32, SIZE_MAX, 40, 40, offsets32,
                                                 &one, 1, 40, nullptr, 0),
             TREEMASK_ERR_OUT_OF_RANGE);
 
@@ -203,17 +203,17 @@ TEST(Apply, IndicesAddressArraysOfDifferentRowCounts) {
   std::vector<float> logits(4 * 32, 1.0f);
   const int32_t mask[2] = {0b10, 0b01};
   const int32_t index = 1;
-  ASSERT_EQ(treemask_apply_token_bitmask_cpu(logits.data(), TREEMASK_F32, 4, 32, 32, mask, 1, 2, 32,
+  ASSERT_EQ(treemask_cpu_apply_token_bitmask(logits.data(), TREEMASK_F32, 4, 32, 32, mask, 1, 2, 32,
                                              &index, 1),
             TREEMASK_OK)
       << last_error();
   for (size_t c = 0; c < 4 * 32; ++c) EXPECT_EQ(logits[c] == 1.0f, c / 32 != 1 || c == 32) << c;
   const int32_t past = 3;
-  EXPECT_EQ(treemask_apply_token_bitmask_cpu(logits.data(), TREEMASK_F32, 4, 32, 32, mask, 1, 2, 32,
+  EXPECT_EQ(treemask_cpu_apply_token_bitmask(logits.data(), TREEMASK_F32, 4, 32, 32, mask, 1, 2, 32,
                                              &past, 1),
             TREEMASK_ERR_OUT_OF_RANGE);
   EXPECT_NE(last_error().find("n_bitmask_rows=2"), std::string::npos) << last_error();
-  EXPECT_EQ(treemask_apply_token_bitmask_cpu(logits.data(), TREEMASK_F32, 4, 32, 32, mask, 1, 2, 32,
+  EXPECT_EQ(treemask_cpu_apply_token_bitmask(logits.data(), TREEMASK_F32, 4, 32, 32, mask, 1, 2, 32,
                                              nullptr, 0),
             TREEMASK_ERR_BUFFER_TOO_SMALL);
 }
@@ -239,13 +239,13 @@ TEST(Apply, OutOfPlaceEqualsInPlaceAndLeavesTheInput) {
         const size_t n_idx = use_indices ? 2 : 0;
         std::vector<uint8_t> want = in;
         ASSERT_EQ(
-            treemask_apply_token_bitmask_cpu(want.data(), treemask_dtype(dtype), rows, stride,
+            treemask_cpu_apply_token_bitmask(want.data(), treemask_dtype(dtype), rows, stride,
                                              width, mask.data(), words, rows, vocab, idx, n_idx),
             TREEMASK_OK)
             << last_error();
         const std::vector<uint8_t> before = in;
         std::vector<uint8_t> got(rows * width * bytes, 0xAB);
-        ASSERT_EQ(treemask_apply_token_bitmask_out_cpu(in.data(), got.data(), treemask_dtype(dtype),
+        ASSERT_EQ(treemask_cpu_apply_token_bitmask_out(in.data(), got.data(), treemask_dtype(dtype),
                                                        rows, stride, width, width, mask.data(),
                                                        words, rows, vocab, idx, n_idx),
                   TREEMASK_OK)
@@ -261,11 +261,11 @@ TEST(Apply, OutOfPlaceEqualsInPlaceAndLeavesTheInput) {
   }
   std::vector<float> buf(64, 1.0f);
   const int32_t mask[2] = {0, 0};
-  EXPECT_EQ(treemask_apply_token_bitmask_out_cpu(buf.data(), buf.data() + 16, TREEMASK_F32, 1, 32,
+  EXPECT_EQ(treemask_cpu_apply_token_bitmask_out(buf.data(), buf.data() + 16, TREEMASK_F32, 1, 32,
                                                  32, 32, mask, 1, 1, 32, nullptr, 0),
             TREEMASK_ERR_INVALID_ARGUMENT);
   EXPECT_NE(last_error().find("overlap"), std::string::npos) << last_error();
-  EXPECT_EQ(treemask_apply_token_bitmask_out_cpu(buf.data(), nullptr, TREEMASK_F32, 1, 32, 32, 32,
+  EXPECT_EQ(treemask_cpu_apply_token_bitmask_out(buf.data(), nullptr, TREEMASK_F32, 1, 32, 32, 32,
                                                  mask, 1, 1, 32, nullptr, 0),
             TREEMASK_ERR_INVALID_ARGUMENT);
 }

@@ -285,12 +285,12 @@ TEST(Concurrency, DerivedDataBuiltOnceWhileThreadsRaceForIt) {
     SharedTrie shared(0);  // fresh: nothing derived yet
     std::vector<std::vector<int32_t>> first_rows(kThreads);
     run_threads([&](int t) {
-      treemask_matcher_options o;
-      treemask_matcher_options_init(&o);
+      treemask_mode_options o;
+      treemask_mode_options_init(&o);
       o.leaves_only = t % 2 == 0;
       o.max_new_tokens = 5;
       treemask_matcher *m = nullptr;
-      ASSERT_EQ(treemask_matcher_create(shared.trie.p, &o, &m), TREEMASK_OK);
+      ASSERT_EQ(treemask_matcher_create(shared.trie.p, &o.matcher, &m), TREEMASK_OK);
       treemask_exclusion_set *set = nullptr;
       const int64_t banned[] = {1, 2};
       ASSERT_EQ(treemask_exclusion_set_create(shared.trie.p, banned, 2, &set), TREEMASK_OK);

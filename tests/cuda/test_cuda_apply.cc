@@ -124,7 +124,7 @@ void test_dense(std::mt19937_64 &rng, cudaStream_t stream) {
         // The CPU twin, same arguments: the same rows, or (an index out of
         // range, which the device skips) an error naming it and no write.
         const HostLogits before = cpu;
-        const treemask_status s = treemask_apply_token_bitmask_cpu(
+        const treemask_status s = treemask_cpu_apply_token_bitmask(
             cpu.bytes.data(), dtype, g.n_rows, g.stride, g.width, mask.data(), g.row_words,
             g.n_rows, g.vocab, use_indices ? indices.data() : nullptr, indices.size());
         if (indices.size() > 3) {

@@ -93,7 +93,7 @@ void twins_share_their_argument_checks() {
   };
   for (const Bitmask &b : bitmask_rows) {
     const treemask_status cpu =
-        treemask_apply_token_bitmask_cpu(b.logits, b.dtype, b.n_rows, b.stride, b.width, b.mask,
+        treemask_cpu_apply_token_bitmask(b.logits, b.dtype, b.n_rows, b.stride, b.width, b.mask,
                                          b.words, b.mask_rows, b.vocab, b.indices, b.n_indices);
     const std::string cpu_message = message_of_last_error();
     const treemask_status gpu = treemask_cuda_apply_token_bitmask(
@@ -123,7 +123,7 @@ void twins_share_their_argument_checks() {
       {"vocab_size 0", 0, 2, o, c, 2, 0},
   };
   for (const Candidates &k : candidate_rows) {
-    const treemask_status cpu = treemask_apply_token_candidates_cpu(
+    const treemask_status cpu = treemask_cpu_apply_token_candidates(
         l, k.dtype, k.n_rows, 64, 64, k.offsets, k.candidates, k.n_candidates, k.vocab, nullptr, 0);
     const std::string cpu_message = message_of_last_error();
     const treemask_status gpu =

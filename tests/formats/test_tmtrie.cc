@@ -59,47 +59,23 @@ const treemask::Trie &internal(const treemask_trie *t) {
   return *reinterpret_cast<const treemask::Trie *>(t);
 }
 
-template <class T>
-void expect_same_array(const T *a, const T *b, uint64_t n, const char *name) {
-  if (n == 0) return;
-  ASSERT_TRUE(a && b) << name;
-  EXPECT_EQ(std::memcmp(a, b, n * sizeof(T)), 0) << name;
-}
-
+// Every count and every array of the table (trie/layout.h), so an array
+// added there is compared here too.
 void expect_same_arrays(const treemask_trie *x, const treemask_trie *y) {
   const treemask::TrieArrays &a = internal(x).arrays(), &b = internal(y).arrays();
-  ASSERT_EQ(a.n_nodes, b.n_nodes);
-  ASSERT_EQ(a.n_terminals, b.n_terminals);
-  ASSERT_EQ(a.n_multi, b.n_multi);
-  ASSERT_EQ(a.n_multi_labels, b.n_multi_labels);
-  ASSERT_EQ(a.n_stop_tokens, b.n_stop_tokens);
-  EXPECT_EQ(a.vocab_size, b.vocab_size);
-  EXPECT_EQ(a.max_depth, b.max_depth);
-  EXPECT_EQ(a.max_fanout, b.max_fanout);
-  EXPECT_EQ(a.first_labels == nullptr, b.first_labels == nullptr);
-  EXPECT_EQ(a.first_labels32 == nullptr, b.first_labels32 == nullptr);
-  ASSERT_EQ(a.n_explicit, b.n_explicit);
-  ASSERT_EQ(a.n_heads, b.n_heads);
-  EXPECT_EQ(a.tail_base, b.tail_base);
-  EXPECT_EQ(a.tail_range, b.tail_range);
-  expect_same_array(a.node_offsets, b.node_offsets, a.n_explicit + 1, "node_offsets");
-  expect_same_array(a.edge_tokens, b.edge_tokens, a.n_csr_edges(), "edge_tokens");
-  expect_same_array(a.head_bits, b.head_bits, a.head_words(), "head_bits");
-  expect_same_array(a.head_rank, b.head_rank, a.head_words(), "head_rank");
-  expect_same_array(a.tail_lengths, b.tail_lengths, a.n_heads, "tail_lengths");
-  expect_same_array(a.tail_samples, b.tail_samples, a.n_tail_samples(), "tail_samples");
-  expect_same_array(a.tail_tokens, b.tail_tokens, a.n_tail_nodes(), "tail_tokens");
-  expect_same_array(a.tail_values, b.tail_values, a.tail_range, "tail_values");
-  expect_same_array(a.terminal_bits, b.terminal_bits, a.terminal_words(), "terminal_bits");
-  expect_same_array(a.terminal_rank, b.terminal_rank, a.terminal_words(), "terminal_rank");
-  if (a.first_labels) expect_same_array(a.first_labels, b.first_labels, a.n_terminals, "labels");
-  if (a.first_labels32) {
-    expect_same_array(a.first_labels32, b.first_labels32, a.n_terminals, "labels32");
-  }
-  expect_same_array(a.multi_ranks, b.multi_ranks, a.n_multi, "multi_ranks");
-  expect_same_array(a.multi_offsets, b.multi_offsets, a.n_multi + 1, "multi_offsets");
-  expect_same_array(a.multi_labels, b.multi_labels, a.n_multi_labels, "multi_labels");
-  expect_same_array(a.stop_tokens, b.stop_tokens, a.n_stop_tokens, "stop_tokens");
+#define EXPECT_SAME_COUNT(type, name) ASSERT_EQ(a.name, b.name) << #name;
+  TREEMASK_TRIE_COUNTS(EXPECT_SAME_COUNT)
+#undef EXPECT_SAME_COUNT
+  std::vector<const void *> theirs;
+  treemask::for_each_array(
+      b, [&](const treemask::ArrayInfo &, const auto *p) { theirs.push_back(p); });
+  size_t i = 0;
+  treemask::for_each_array(a, [&](const treemask::ArrayInfo &info, const auto *p) {
+    const void *q = theirs[i++];
+    EXPECT_EQ(p == nullptr, q == nullptr) << info.name;
+    if (info.count == 0 || !p || !q) return;
+    EXPECT_EQ(std::memcmp(p, q, info.bytes()), 0) << info.name;
+  });
 }
 
 // Visits every node through the public API (fill, next tokens, labels,
@@ -310,16 +286,11 @@ TEST_F(TmtrieTest, EveryFlippedByteFailsVerificationAndNeverCrashesTrusted) {
         const auto *copy = reinterpret_cast<const unsigned char *>(storage->words.data());
         // Re-point the views at the copy the trie owns.
         treemask::TrieArrays a = trusted.value().arrays;
-        auto rebase = [&](auto *&p) {
+        treemask::for_each_array(a, [&](const treemask::ArrayInfo &, auto *&p) {
           if (p)
             p = reinterpret_cast<std::remove_reference_t<decltype(p)>>(
                 copy + (reinterpret_cast<const unsigned char *>(p) - base));
-        };
-        rebase(a.node_offsets), rebase(a.edge_tokens), rebase(a.terminal_bits);
-        rebase(a.terminal_rank), rebase(a.first_labels), rebase(a.multi_ranks);
-        rebase(a.multi_offsets), rebase(a.multi_labels), rebase(a.stop_tokens);
-        rebase(a.first_labels32), rebase(a.head_bits), rebase(a.head_rank);
-        rebase(a.tail_lengths), rebase(a.tail_samples), rebase(a.tail_tokens);
+        });
         auto *trie = new treemask::Trie(std::move(storage), a, size_t{1} << 20);
         TrieHandle t(reinterpret_cast<treemask_trie *>(trie));
         // Whatever passes the structural validation is sound.
@@ -428,10 +399,9 @@ TEST_F(TmtrieTest, CorruptionsOfTheHardeningIssueAreRefusedAtLoad) {
   const auto bytes = read_bytes(file);
   treemask::FileHeader h;
   std::memcpy(&h, bytes.data(), sizeof(h));
-  auto section = [&](treemask::FileSection s) { return h.sections[static_cast<size_t>(s)].offset; };
-  const uint64_t edges = section(treemask::FileSection::kEdgeTokens);
-  const uint64_t offsets = section(treemask::FileSection::kNodeOffsets);
-  const uint64_t tails = section(treemask::FileSection::kTailTokens);
+  const uint64_t edges = h.section(treemask::FileSection::edge_tokens).offset;
+  const uint64_t offsets = h.section(treemask::FileSection::node_offsets).offset;
+  const uint64_t tails = h.section(treemask::FileSection::tail_tokens).offset;
   struct Case {
     const char *name;
     uint64_t at;
@@ -497,8 +467,8 @@ TEST_F(TmtrieTest, TailRangeInTheHeaderIsBoundedBeforeItIsAllocated) {
     std::memcpy(data, bytes.data(), bytes.size());
     treemask::FileHeader h;
     std::memcpy(&h, data, sizeof(h));
-    h.tail_range = c.tail_range;
-    h.tail_base = c.tail_base;
+    h.counts.tail_range = c.tail_range;
+    h.counts.tail_base = static_cast<uint64_t>(int64_t{c.tail_base});
     std::memcpy(data, &h, sizeof(h));
     fix_checksums(data, bytes.size());
     write_bytes(file, data, bytes.size());
@@ -514,17 +484,19 @@ TEST_F(TmtrieTest, WrongMagicVersionAndFilesThatAreNotTries) {
   auto bytes = read_bytes(saved_sample(path("s.tmtrie")));
   const std::string f = path("x.tmtrie");
   TrieHandle t;
-  auto v3 = bytes;
-  v3[8] = 3;  // format_version, little-endian
-  write_bytes(f, v3.data(), v3.size());
+  auto v4 = bytes;
+  v4[8] = 4;  // format_version, little-endian
+  write_bytes(f, v4.data(), v4.size());
   EXPECT_EQ(treemask_trie_load(f.c_str(), TREEMASK_LOAD_TRUSTED, &t.p),
             TREEMASK_ERR_VERSION_MISMATCH);
-  EXPECT_NE(last_error().find("format version 3; this library reads version 2"), std::string::npos)
+  EXPECT_NE(last_error().find("format version 4; this library reads version 3"), std::string::npos)
       << last_error();
-  auto v1 = bytes;  // files of treemask 0.2 and before (no tails)
-  v1[8] = 1;
-  write_bytes(f, v1.data(), v1.size());
-  EXPECT_EQ(treemask_trie_load(f.c_str(), 0, &t.p), TREEMASK_ERR_VERSION_MISMATCH);
+  for (unsigned char older : {1, 2}) {  // the formats of earlier releases
+    auto old = bytes;
+    old[8] = older;
+    write_bytes(f, old.data(), old.size());
+    EXPECT_EQ(treemask_trie_load(f.c_str(), 0, &t.p), TREEMASK_ERR_VERSION_MISMATCH);
+  }
   auto magic = bytes;
   magic[1] = 'X';
   write_bytes(f, magic.data(), magic.size());

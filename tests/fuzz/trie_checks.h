@@ -44,12 +44,12 @@ inline void check_status(treemask_status s, bool sound) {
 // ends and distances): on a sound trie every step allows something until
 // the sequence ends.
 inline void exercise_modes(treemask_trie *trie, bool sound, bool fill_rows) {
-  treemask_matcher_options o;
-  treemask_matcher_options_init(&o);
+  treemask_mode_options o;
+  treemask_mode_options_init(&o);
   o.leaves_only = true;
   o.max_new_tokens = 6;
   treemask_matcher *raw = nullptr;
-  const treemask_status s = treemask_matcher_create(trie, &o, &raw);
+  const treemask_status s = treemask_matcher_create(trie, &o.matcher, &raw);
   if (s != TREEMASK_OK) {
     // A trie whose every terminal has children has no leaf to end at.
     FUZZ_CHECK(s == TREEMASK_ERR_CORRUPT_FILE || s == TREEMASK_ERR_INVALID_ARGUMENT ||

@@ -218,7 +218,7 @@ TEST(ApplyBitmask, PublicEntryPointUsesTheSelectedKernel) {
     const auto mask = random_mask(rng, 3, words);
     const Logits in(dtype, 3, vocab + 64, vocab + 60, rng);
     Logits got = in;
-    ASSERT_EQ(treemask_apply_token_bitmask_cpu(
+    ASSERT_EQ(treemask_cpu_apply_token_bitmask(
                   got.bytes.data(), static_cast<treemask_dtype>(dtype), 3, vocab + 64, vocab + 60,
                   reinterpret_cast<const int32_t *>(mask.data()), words, 3, vocab, nullptr, 0),
               TREEMASK_OK)
@@ -235,7 +235,7 @@ TEST(ApplyBitmask, NegInfPatternsAreTheIeeeOnes) {
   EXPECT_TRUE(f < 0 && f * 0.5f == f && f != 0);  // -inf and nothing else
   std::vector<float> logits{1.5f, 2.5f, 3.5f};
   const int32_t mask = 0b010;
-  ASSERT_EQ(treemask_apply_token_bitmask_cpu(logits.data(), TREEMASK_F32, 1, 3, 3, &mask, 1, 1, 3,
+  ASSERT_EQ(treemask_cpu_apply_token_bitmask(logits.data(), TREEMASK_F32, 1, 3, 3, &mask, 1, 1, 3,
                                              nullptr, 0),
             TREEMASK_OK);
   EXPECT_EQ(logits[0], -INFINITY);
@@ -301,14 +301,14 @@ TEST(ApplyErrors, NameTheProblemAndTouchNothing) {
   const int32_t bad_index[1] = {2};
   auto apply = [&](void *l, int dtype, size_t rows, size_t stride, size_t width, const int32_t *m,
                    size_t words, int32_t vocab, const int32_t *idx, size_t n_idx) {
-    return treemask_apply_token_bitmask_cpu(l, static_cast<treemask_dtype>(dtype), rows, stride,
+    return treemask_cpu_apply_token_bitmask(l, static_cast<treemask_dtype>(dtype), rows, stride,
                                             width, m, words, std::min<size_t>(rows, 2), vocab, idx,
                                             n_idx);
   };
   const int32_t *none = nullptr;
   expect_error(apply(logits.data(), 7, 2, 32, 32, mask, 1, 32, none, 0),
                TREEMASK_ERR_INVALID_ARGUMENT,
-               "treemask_apply_token_bitmask_cpu: unknown dtype 7 (expected 0 = TREEMASK_F32, "
+               "treemask_cpu_apply_token_bitmask: unknown dtype 7 (expected 0 = TREEMASK_F32, "
                "1 = TREEMASK_F16, 2 = TREEMASK_BF16)");
   expect_error(apply(logits.data(), 0, 2, 16, 32, mask, 1, 32, none, 0),
                TREEMASK_ERR_INVALID_ARGUMENT,
@@ -340,11 +340,11 @@ TEST(ApplyErrors, CandidateListsAreChecked) {
   const int32_t decreasing[3] = {0, 2, 1};
   const int32_t tokens[3] = {1, 40, 5};
   auto apply = [&](const int32_t *off, const int32_t *tok, int32_t vocab, size_t n = 3) {
-    return treemask_apply_token_candidates_cpu(logits.data(), TREEMASK_F32, 2, 32, 32, off, tok, n,
+    return treemask_cpu_apply_token_candidates(logits.data(), TREEMASK_F32, 2, 32, 32, off, tok, n,
                                                vocab, nullptr, 0);
   };
   expect_error(apply(offsets, tokens, 32), TREEMASK_ERR_OUT_OF_RANGE,
-               "treemask_apply_token_candidates_cpu: row 0, candidate 1: token 40 is out of "
+               "treemask_cpu_apply_token_candidates: row 0, candidate 1: token 40 is out of "
                "range [0, vocab_size=32)");
   expect_error(apply(decreasing, tokens, 64), TREEMASK_ERR_INVALID_ARGUMENT,
                "row_offsets[2] = 1 < row_offsets[1] = 2");

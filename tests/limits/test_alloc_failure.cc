@@ -290,14 +290,14 @@ TEST_F(AllocationFailure, MatcherCalls) {
             0);
 
   const int32_t separator = 99;
-  treemask_matcher_options mo;
-  treemask_matcher_options_init(&mo);
+  treemask_mode_options mo;
+  treemask_mode_options_init(&mo);
   mo.label_separator = &separator;
   mo.n_label_separator = 1;
   mo.max_new_tokens = 40;
   EXPECT_GT(for_every_failure(
                 "treemask_matcher_create (modes)",
-                [&] { return treemask_matcher_create(t.p, &mo, &m.p); }, free_m),
+                [&] { return treemask_matcher_create(t.p, &mo.matcher, &m.p); }, free_m),
             0);
 
   // Accepting a long path allocates history chunks. A failed accept leaves
@@ -314,7 +314,7 @@ TEST_F(AllocationFailure, MatcherCalls) {
       0);
 
   MatcherHandle proto;
-  ASSERT_EQ(treemask_matcher_create(t.p, &mo, &proto.p), TREEMASK_OK);
+  ASSERT_EQ(treemask_matcher_create(t.p, &mo.matcher, &proto.p), TREEMASK_OK);
   bool ok = false;
   ASSERT_EQ(treemask_matcher_accept_token(proto.p, 7, &ok), TREEMASK_OK);
   EXPECT_GT(

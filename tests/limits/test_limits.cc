@@ -37,9 +37,9 @@ treemask_trie_stats stats_of(const treemask_trie *t) {
   return s;
 }
 
-MatcherHandle matcher(treemask_trie *t, const treemask_matcher_options *o = nullptr) {
+MatcherHandle matcher(treemask_trie *t, const treemask_mode_options *o = nullptr) {
   treemask_matcher *m = nullptr;
-  EXPECT_EQ(treemask_matcher_create(t, o, &m), TREEMASK_OK) << last_error();
+  EXPECT_EQ(treemask_matcher_create(t, o ? &o->matcher : nullptr, &m), TREEMASK_OK) << last_error();
   return MatcherHandle(m);
 }
 
@@ -194,15 +194,15 @@ TEST(Limits, PathOfOneHundredThousandTokens) {
 
   // Modes derive per-node distances over the whole depth, and the budget
   // keeps the only label that fits.
-  treemask_matcher_options mo;
-  treemask_matcher_options_init(&mo);
+  treemask_mode_options mo;
+  treemask_mode_options_init(&mo);
   mo.max_new_tokens = kLength / 2 + 2;
   mo.leaves_only = true;
   MatcherHandle budget = matcher(t.p, &mo);
   ASSERT_EQ(treemask_matcher_accept_tokens(budget.p, tokens.data(), kLength / 2, &n), TREEMASK_OK);
   EXPECT_EQ(testutil::next_tokens(budget.p), std::vector<int32_t>{5000});
   const int32_t separator = 7000;
-  treemask_matcher_options_init(&mo);
+  treemask_mode_options_init(&mo);
   mo.label_separator = &separator;
   mo.n_label_separator = 1;
   MatcherHandle multi = matcher(t.p, &mo);
@@ -300,7 +300,7 @@ TEST(Limits, NodesWhoseFanoutIsTheWholeVocabulary) {
 
   // Masking with that row removes exactly the two stop tokens.
   std::vector<float> logits(kVocab, 1.0f);
-  ASSERT_EQ(treemask_apply_token_bitmask_cpu(logits.data(), TREEMASK_F32, 1, kVocab, kVocab,
+  ASSERT_EQ(treemask_cpu_apply_token_bitmask(logits.data(), TREEMASK_F32, 1, kVocab, kVocab,
                                              row.data(), words, 1, kVocab, nullptr, 0),
             TREEMASK_OK);
   size_t masked = 0;
@@ -401,7 +401,7 @@ TEST(Limits, VocabularySizesAtTheInt32Limit) {
 
     // Logits narrower than the vocabulary need only the mask words they use.
     std::vector<float> logits(64, 0.0f);
-    ASSERT_EQ(treemask_apply_token_bitmask_cpu(logits.data(), TREEMASK_F32, 1, 64, 64, row.data(),
+    ASSERT_EQ(treemask_cpu_apply_token_bitmask(logits.data(), TREEMASK_F32, 1, 64, 64, row.data(),
                                                2, 1, vocab, nullptr, 0),
               TREEMASK_OK);
     EXPECT_EQ(logits[0], 0.0f);

@@ -18,6 +18,7 @@
  *
  * Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0 */
 #define _POSIX_C_SOURCE 200809L /* strdup, clock_gettime */
+#define TREEMASK_EXPERIMENTAL   /* the decoding modes: treemask_mode_options */
 
 #include <math.h>
 #include <stdio.h>
@@ -272,10 +273,11 @@ static void test_fail_closed(void) {
 
   /* override_stop_tokens: those are the stop tokens of the closed state */
   const int32_t overrides[] = {3, 998};
-  treemask_matcher_options_init(&o);
-  o.override_stop_tokens = overrides;
-  o.n_override_stop_tokens = 2;
-  s = treemask_llama_sampler_init(V, trie, &o);
+  treemask_mode_options mo;
+  treemask_mode_options_init(&mo);
+  mo.override_stop_tokens = overrides;
+  mo.n_override_stop_tokens = 2;
+  s = treemask_llama_sampler_init(V, trie, &mo.matcher);
   llama_sampler_accept(s, 6);
   expect_allowed(s, overrides, 2);
   llama_sampler_free(s);
@@ -442,13 +444,13 @@ static void test_queues(void) {
 static void test_think_mode(void) {
   treemask_trie *trie = small_trie();
   const int32_t think_end = 50;
-  treemask_matcher_options o;
-  treemask_matcher_options_init(&o);
+  treemask_mode_options o;
+  treemask_mode_options_init(&o);
   o.think_end_tokens = &think_end;
   o.n_think_end_tokens = 1;
   o.start_in_thinking = true;
   o.think_begin_token = 49;
-  struct llama_sampler *s = treemask_llama_sampler_init(V, trie, &o);
+  struct llama_sampler *s = treemask_llama_sampler_init(V, trie, &o.matcher);
   CHECK(s != NULL);
   static candidates c;
   fill_identity(&c, V);

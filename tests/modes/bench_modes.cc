@@ -46,9 +46,9 @@ int main() {
   }
   const size_t words = treemask_bitmask_words(kVocab);
   std::vector<int32_t> row(words);
-  auto make = [&](const treemask_matcher_options &o) {
+  auto make = [&](const treemask_mode_options &o) {
     treemask_matcher *m = nullptr;
-    TM_MUST(treemask_matcher_create(trie.p, &o, &m));
+    TM_MUST(treemask_matcher_create(trie.p, &o.matcher, &m));
     return testutil::MatcherHandle(m);
   };
   auto fill_ns = [&](treemask_matcher *m) {
@@ -63,8 +63,8 @@ int main() {
       TM_MUST(treemask_matcher_rollback(m, 1));
     });
   };
-  treemask_matcher_options plain;
-  treemask_matcher_options_init(&plain);
+  treemask_mode_options plain;
+  treemask_mode_options_init(&plain);
 
   std::printf("%-44s %12s %12s\n", "case (V = 151,936)", "fill ns", "accept+rb ns");
   const double memset_ns = ns_per_call([&] { std::memset(row.data(), 0, words * 4); });
@@ -79,7 +79,7 @@ int main() {
   TM_MUST(treemask_matcher_accept_token(p.p, 64000, &ok));
   report("plain, depth 1 (fanout 4)", p.p, 100);
 
-  treemask_matcher_options budget = plain;
+  treemask_mode_options budget = plain;
   budget.max_new_tokens = 100;
   testutil::MatcherHandle b = make(budget);
   report("budget 100 (never binds), root", b.p, 64000);
@@ -99,7 +99,7 @@ int main() {
   std::printf("%-44s %12.0f\n", "  set_label_filter (shared set, built)", filter_ns);
 
   const std::vector<int32_t> sep = {151643};
-  treemask_matcher_options multi = plain;
+  treemask_mode_options multi = plain;
   multi.label_separator = sep.data();
   multi.n_label_separator = 1;
   testutil::MatcherHandle ml = make(multi);
@@ -112,7 +112,7 @@ int main() {
   report("multi-label, at a label end (separator test)", ml.p, sep[0]);
 
   const std::vector<int32_t> end = {151668, 198};
-  treemask_matcher_options think = plain;
+  treemask_mode_options think = plain;
   think.think_end_tokens = end.data();
   think.n_think_end_tokens = end.size();
   think.start_in_thinking = true;

@@ -18,13 +18,13 @@ using testutil::MatcherHandle;
 using testutil::TrieHandle;
 
 // The options struct for a model's options. The arrays point into o.
-inline treemask_matcher_options c_options(const oracle_modes::Options &o) {
-  treemask_matcher_options c;
-  treemask_matcher_options_init(&c);
-  c.failure_policy = o.failure_policy;
-  c.terminate_without_stop_token = o.terminate_without_stop_token;
-  c.max_rollback_tokens = o.max_rollback_tokens;
-  c.pad_token = o.pad_token;
+inline treemask_mode_options c_options(const oracle_modes::Options &o) {
+  treemask_mode_options c;
+  treemask_mode_options_init(&c);
+  c.matcher.failure_policy = o.failure_policy;
+  c.matcher.terminate_without_stop_token = o.terminate_without_stop_token;
+  c.matcher.max_rollback_tokens = o.max_rollback_tokens;
+  c.matcher.pad_token = o.pad_token;
   c.label_separator = o.separator.data();
   c.n_label_separator = o.separator.size();
   c.max_labels = o.max_labels;
@@ -51,9 +51,9 @@ struct ExclusionHandle {
 
 inline std::string last_error() { return treemask_last_error(); }
 
-inline MatcherHandle make_matcher(treemask_trie *t, const treemask_matcher_options &o) {
+inline MatcherHandle make_matcher(treemask_trie *t, const treemask_mode_options &o) {
   treemask_matcher *m = nullptr;
-  EXPECT_EQ(treemask_matcher_create(t, &o, &m), TREEMASK_OK) << last_error();
+  EXPECT_EQ(treemask_matcher_create(t, &o.matcher, &m), TREEMASK_OK) << last_error();
   return MatcherHandle(m);
 }
 

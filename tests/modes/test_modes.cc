@@ -27,15 +27,15 @@ using modes_util::TrieHandle;
 using V = std::vector<int32_t>;
 using L = std::vector<int64_t>;
 
-treemask_matcher_options defaults() {
-  treemask_matcher_options o;
-  treemask_matcher_options_init(&o);
+treemask_mode_options defaults() {
+  treemask_mode_options o;
+  treemask_mode_options_init(&o);
   return o;
 }
 
-treemask_status create(treemask_trie *t, const treemask_matcher_options &o) {
+treemask_status create(treemask_trie *t, const treemask_mode_options &o) {
   treemask_matcher *m = nullptr;
-  const treemask_status s = treemask_matcher_create(t, &o, &m);
+  const treemask_status s = treemask_matcher_create(t, &o.matcher, &m);
   treemask_matcher_free(m);
   return s;
 }
@@ -46,17 +46,23 @@ bool contains(const std::string &text, const std::string &part) {
 
 // ---- Options ABI ----
 
-TEST(ModeOptions, AppendedFieldsStartAfterTheOldStruct) {
-  // The core struct ended with pad_token (sizeof 32 on LP64 with 4 bytes of
-  // padding); an older caller's padding must never be read as a new field.
-  EXPECT_GE(
-      offsetof(treemask_matcher_options, label_separator),
-      offsetof(treemask_matcher_options, pad_token) + sizeof(int32_t) + 4 * (sizeof(void *) == 8));
+TEST(ModeOptions, TheExperimentalFieldsStartAfterTheStableStruct) {
+  // The mode options extend the stable matcher options (treemask.h,
+  // "Stability tiers"): the stable struct ends with pad_token (sizeof 32 on
+  // LP64 with 4 bytes of padding), and an older or stable-only caller's
+  // padding must never be read as a mode field. On LP64 the layout is the
+  // one the fields had when they were appended to the stable struct (0.2).
+  EXPECT_GE(offsetof(treemask_mode_options, label_separator), sizeof(treemask_matcher_options));
+  EXPECT_GE(sizeof(treemask_matcher_options),
+            offsetof(treemask_matcher_options, pad_token) + sizeof(int32_t));
+  EXPECT_EQ(offsetof(treemask_mode_options, matcher), 0u);
   if (sizeof(void *) == 8) {
-    EXPECT_EQ(offsetof(treemask_matcher_options, label_separator), 32u);
+    EXPECT_EQ(offsetof(treemask_mode_options, label_separator), 32u);
   }
-  const treemask_matcher_options o = defaults();
-  EXPECT_EQ(o.struct_size, sizeof(treemask_matcher_options));
+  const treemask_mode_options o = defaults();
+  EXPECT_EQ(o.matcher.struct_size, sizeof(treemask_mode_options));
+  EXPECT_EQ(o.matcher.failure_policy, TREEMASK_FAILURE_REJECT);
+  EXPECT_EQ(o.matcher.pad_token, -1);
   EXPECT_EQ(o.label_separator, nullptr);
   EXPECT_EQ(o.max_labels, 0u);
   EXPECT_FALSE(o.leaves_only);
@@ -64,22 +70,31 @@ TEST(ModeOptions, AppendedFieldsStartAfterTheOldStruct) {
   EXPECT_EQ(o.max_thinking_tokens, -1);
   EXPECT_EQ(o.max_new_tokens, -1);
   EXPECT_EQ(o.n_override_stop_tokens, 0u);
+  treemask_matcher_options stable;
+  treemask_matcher_options_init(&stable);
+  EXPECT_EQ(stable.struct_size, sizeof(treemask_matcher_options));
+  treemask_budget_fill_options fill;
+  treemask_budget_fill_options_init(&fill);
+  EXPECT_EQ(fill.fill.struct_size, sizeof(treemask_budget_fill_options));
+  EXPECT_GE(offsetof(treemask_budget_fill_options, remaining_tokens),
+            sizeof(treemask_fill_options));
 }
 
-TEST(ModeOptions, AnOlderCallersStructGetsDefaultModes) {
+TEST(ModeOptions, AStableOrOlderCallersStructGetsDefaultModes) {
   TrieHandle t;
   ASSERT_EQ(testutil::make_trie({{1, 2}}, 8, {0}, t), TREEMASK_OK);
+  // A stable-tier caller passes a treemask_matcher_options; whatever lies
+  // after it (garbage here) is never read as a mode field.
   struct {
-    treemask_matcher_options o;
+    treemask_mode_options o;
   } old;
   old.o = defaults();
-  // Garbage where the new fields are: an old caller never wrote them.
-  std::memset(
-      reinterpret_cast<char *>(&old.o) + offsetof(treemask_matcher_options, label_separator), 0xAB,
-      sizeof(old.o) - offsetof(treemask_matcher_options, label_separator));
-  old.o.struct_size = offsetof(treemask_matcher_options, label_separator);
+  std::memset(reinterpret_cast<char *>(&old.o) + offsetof(treemask_mode_options, label_separator),
+              0xAB, sizeof(old.o) - offsetof(treemask_mode_options, label_separator));
+  treemask_matcher_options_init(&old.o.matcher);
+  EXPECT_EQ(old.o.matcher.struct_size, offsetof(treemask_mode_options, label_separator));
   treemask_matcher *m = nullptr;
-  ASSERT_EQ(treemask_matcher_create(t.p, &old.o, &m), TREEMASK_OK) << last_error();
+  ASSERT_EQ(treemask_matcher_create(t.p, &old.o.matcher, &m), TREEMASK_OK) << last_error();
   MatcherHandle hold(m);
   EXPECT_FALSE(treemask_matcher_is_thinking(m));
   EXPECT_EQ(treemask_matcher_remaining_tokens(m), -1);
@@ -91,7 +106,7 @@ TEST(ModeOptions, AnOlderCallersStructGetsDefaultModes) {
 TEST(FinishedSequences, ATerminatedRowAllowsOnlyTheStopTokens) {
   TrieHandle t;
   ASSERT_EQ(testutil::make_trie({{1, 2}, {1}}, 40, {0, 33}, t), TREEMASK_OK);
-  treemask_matcher_options o = defaults();
+  treemask_mode_options o = defaults();
   const V override_stops = {34, 3};
   o.override_stop_tokens = override_stops.data();
   o.n_override_stop_tokens = override_stops.size();
@@ -115,7 +130,7 @@ TEST(FinishedSequences, ATerminatedRowAllowsOnlyTheStopTokens) {
 TEST(FinishedSequences, OverrideStopTokensInsideAPathIsACreationError) {
   TrieHandle t;
   ASSERT_EQ(testutil::make_trie({{5, 6, 7}}, 10, {0}, t), TREEMASK_OK);
-  treemask_matcher_options o = defaults();
+  treemask_mode_options o = defaults();
   const V stops = {9, 6};
   o.override_stop_tokens = stops.data();
   o.n_override_stop_tokens = stops.size();
@@ -142,8 +157,8 @@ struct MultiLabel {
     ASSERT_EQ(testutil::make_trie({{10}, {10, 11}, {12, 13}}, 32, {0}, t), TREEMASK_OK);
   }
   const V separator = {20, 21};
-  treemask_matcher_options options(size_t max_labels = 0) const {
-    treemask_matcher_options o = defaults();
+  treemask_mode_options options(size_t max_labels = 0) const {
+    treemask_mode_options o = defaults();
     o.label_separator = separator.data();
     o.n_label_separator = separator.size();
     o.max_labels = max_labels;
@@ -220,7 +235,7 @@ TEST(MultiLabel, ProducingALabelBansEveryPathCarryingItsId) {
   const L labels = {7, 7, 8};
   ASSERT_EQ(testutil::make_trie({{1, 2}, {3}, {4}}, 16, {0}, t, &labels), TREEMASK_OK);
   const V sep = {9};
-  treemask_matcher_options o = defaults();
+  treemask_mode_options o = defaults();
   o.label_separator = sep.data();
   o.n_label_separator = 1;
   MatcherHandle m = modes_util::make_matcher(t.p, o);
@@ -242,7 +257,7 @@ TEST(MultiLabel, ASeparatorThatCouldContinueALabelIsACreationError) {
   MultiLabel f;
   ASSERT_NO_FATAL_FAILURE(f.build());
   const V conflict = {11, 21};
-  treemask_matcher_options o = f.options();
+  treemask_mode_options o = f.options();
   o.label_separator = conflict.data();
   EXPECT_EQ(create(f.t.p, o), TREEMASK_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(last_error(),
@@ -258,7 +273,7 @@ TEST(MultiLabel, ASeparatorThatCouldContinueALabelIsACreationError) {
   const V fine = {20, 13};
   o.label_separator = fine.data();
   EXPECT_EQ(create(f.t.p, o), TREEMASK_OK) << last_error();
-  treemask_matcher_options no_sep = defaults();
+  treemask_mode_options no_sep = defaults();
   no_sep.max_labels = 3;
   EXPECT_EQ(create(f.t.p, no_sep), TREEMASK_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(last_error(),
@@ -270,7 +285,7 @@ TEST(Hierarchy, LeavesOnlyEndsOnlyAtLeavesOfASharedTrie) {
   TrieHandle t;
   ASSERT_EQ(testutil::make_trie({{1}, {1, 2, 3}, {1, 2, 3, 2, 4}, {1, 2, 5}}, 8, {0}, t),
             TREEMASK_OK);
-  treemask_matcher_options leaves = defaults();
+  treemask_mode_options leaves = defaults();
   leaves.leaves_only = true;
   MatcherHandle any_level = modes_util::make_matcher(t.p, defaults());
   MatcherHandle leaf = modes_util::make_matcher(t.p, leaves);
@@ -293,9 +308,9 @@ struct Think {
   // Labels [1 2] and [3]; vocab 16; stop 0; "</think>" = 7 8, "<think>" = 6.
   void build() { ASSERT_EQ(testutil::make_trie({{1, 2}, {3}}, 16, {0}, t), TREEMASK_OK); }
   V end = {7, 8};
-  treemask_matcher_options options(int64_t max_thinking = -1, bool start_in = true,
-                                   int32_t begin = -1) const {
-    treemask_matcher_options o = defaults();
+  treemask_mode_options options(int64_t max_thinking = -1, bool start_in = true,
+                                int32_t begin = -1) const {
+    treemask_mode_options o = defaults();
     o.think_end_tokens = end.data();
     o.n_think_end_tokens = end.size();
     o.max_thinking_tokens = max_thinking;
@@ -390,7 +405,7 @@ TEST(Think, ForceEndAfterANaturalPrefix) {
   Think f;
   ASSERT_NO_FATAL_FAILURE(f.build());
   f.end = {7, 8, 9};
-  treemask_matcher_options o = f.options();
+  treemask_mode_options o = f.options();
   o.think_force_end_after_prefix = true;
   MatcherHandle m = modes_util::make_matcher(f.t.p, o);
   EXPECT_EQ(fill(m.p, 16), all_but(16, {}));  // no prefix yet: free
@@ -413,10 +428,10 @@ TEST(Think, ForceEndAfterANaturalPrefix) {
   accept_all(plain.p, {5, 7});
   EXPECT_EQ(fill(plain.p, 16), all_but(16, {}));
   // The option needs think mode.
-  treemask_matcher_options bad = defaults();
+  treemask_mode_options bad = defaults();
   bad.think_force_end_after_prefix = true;
   treemask_matcher *raw = nullptr;
-  EXPECT_EQ(treemask_matcher_create(f.t.p, &bad, &raw), TREEMASK_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(treemask_matcher_create(f.t.p, &bad.matcher, &raw), TREEMASK_ERR_INVALID_ARGUMENT);
   EXPECT_NE(last_error().find("think_force_end_after_prefix need think_end_tokens"),
             std::string::npos)
       << last_error();
@@ -477,7 +492,7 @@ TEST(Think, OptionErrorsNameTheProblem) {
             "only end a sequence");
   f.end = {16};
   EXPECT_EQ(create(f.t.p, f.options()), TREEMASK_ERR_OUT_OF_RANGE);
-  treemask_matcher_options no_end = defaults();
+  treemask_mode_options no_end = defaults();
   no_end.max_thinking_tokens = 5;
   EXPECT_EQ(create(f.t.p, no_end), TREEMASK_ERR_INVALID_ARGUMENT);
   EXPECT_TRUE(contains(last_error(), "need think_end_tokens")) << last_error();
@@ -489,7 +504,7 @@ TEST(LengthBudget, OnlyBranchesThatFitAreOffered) {
   TrieHandle t;
   // [1] is one token; [2 3 4] three; [2 5] two.
   ASSERT_EQ(testutil::make_trie({{1}, {2, 3, 4}, {2, 5}}, 8, {0}, t), TREEMASK_OK);
-  treemask_matcher_options o = defaults();
+  treemask_mode_options o = defaults();
   o.max_new_tokens = 2;
   MatcherHandle m = modes_util::make_matcher(t.p, o);
   EXPECT_EQ(treemask_matcher_remaining_tokens(m.p), 2);
@@ -499,19 +514,19 @@ TEST(LengthBudget, OnlyBranchesThatFitAreOffered) {
   EXPECT_FALSE(accept(m.p, 3));     // [2 3 4] cannot end within the length budget
   // A budget for one fill only; -1 is the matcher's own.
   std::vector<int32_t> row(1);
-  treemask_fill_options fo;
-  treemask_fill_options_init(&fo);
+  treemask_budget_fill_options fo;
+  treemask_budget_fill_options_init(&fo);
   EXPECT_EQ(fo.remaining_tokens, -1);
   fo.remaining_tokens = 5;
-  ASSERT_EQ(treemask_matcher_fill_next_token_bitmask(m.p, row.data(), 1, &fo, nullptr),
+  ASSERT_EQ(treemask_matcher_fill_next_token_bitmask(m.p, row.data(), 1, &fo.fill, nullptr),
             TREEMASK_OK);
   EXPECT_EQ(testutil::decode_row(row.data(), 1), (V{3, 5}));
   fo.remaining_tokens = -1;
-  ASSERT_EQ(treemask_matcher_fill_next_token_bitmask(m.p, row.data(), 1, &fo, nullptr),
+  ASSERT_EQ(treemask_matcher_fill_next_token_bitmask(m.p, row.data(), 1, &fo.fill, nullptr),
             TREEMASK_OK);
   EXPECT_EQ(testutil::decode_row(row.data(), 1), (V{5}));
   fo.remaining_tokens = -2;
-  EXPECT_EQ(treemask_matcher_fill_next_token_bitmask(m.p, row.data(), 1, &fo, nullptr),
+  EXPECT_EQ(treemask_matcher_fill_next_token_bitmask(m.p, row.data(), 1, &fo.fill, nullptr),
             TREEMASK_ERR_INVALID_ARGUMENT);
   EXPECT_TRUE(contains(last_error(), "opts->remaining_tokens is -2")) << last_error();
   // The engine lowers the budget below what any branch needs: the shortest
@@ -533,7 +548,7 @@ TEST(LengthBudget, OnlyBranchesThatFitAreOffered) {
 TEST(LengthBudget, ThinkingEndsEarlyEnoughForALabel) {
   Think f;
   ASSERT_NO_FATAL_FAILURE(f.build());
-  treemask_matcher_options o = f.options();
+  treemask_mode_options o = f.options();
   o.max_new_tokens = 5;  // end (2) + shortest label [3] (1) + 2 free thinking tokens
   MatcherHandle m = modes_util::make_matcher(f.t.p, o);
   accept_all(m.p, {4});
@@ -656,8 +671,8 @@ TEST(Exclusions, OneSetServesManyMatchersOnManyThreads) {
 TEST(Speculative, AcceptTokensStopsAtTheFirstRejectionWithoutThePolicy) {
   TrieHandle t;
   ASSERT_EQ(testutil::make_trie({{1, 2, 3}, {1, 4}}, 8, {0}, t), TREEMASK_OK);
-  treemask_matcher_options o = defaults();
-  o.failure_policy = TREEMASK_FAILURE_FAIL_CLOSED;
+  treemask_mode_options o = defaults();
+  o.matcher.failure_policy = TREEMASK_FAILURE_FAIL_CLOSED;
   MatcherHandle m = modes_util::make_matcher(t.p, o);
   const V draft = {1, 2, 5, 3};
   size_t n = 99;
@@ -716,8 +731,8 @@ TEST(Speculative, DraftTreeRowsAndErrors) {
 TEST(Parity, GettersAndDebugString) {
   TrieHandle t;
   ASSERT_EQ(testutil::make_trie({{1, 2, 3}, {1, 2, 4}}, 8, {0}, t), TREEMASK_OK);
-  treemask_matcher_options o = defaults();
-  o.max_rollback_tokens = 7;
+  treemask_mode_options o = defaults();
+  o.matcher.max_rollback_tokens = 7;
   MatcherHandle m = modes_util::make_matcher(t.p, o);
   EXPECT_EQ(treemask_matcher_max_rollback_tokens(m.p), 7u);
   EXPECT_EQ(treemask_matcher_max_rollback_tokens(nullptr), 0u);
@@ -743,7 +758,7 @@ TEST(Parity, GettersAndDebugString) {
 TEST(Parity, DebugStringShowsModeState) {
   Think f;
   ASSERT_NO_FATAL_FAILURE(f.build());
-  treemask_matcher_options o = f.options(5);
+  treemask_mode_options o = f.options(5);
   const V sep = {9};
   o.label_separator = sep.data();
   o.n_label_separator = 1;

@@ -96,11 +96,11 @@ TEST(ModeRules, AllowedAndAdvanceAgreeOnRandomWalks) {
       ModeState s = rules.initial();
       for (int depth = 0; depth < 30; ++depth) {
         if (s.at.phase == Phase::kTerminated) break;
-        const ModeAllowed a = rules.allowed(s, s.remaining());
+        const AllowedSet a = rules.allowed(s, s.remaining());
         std::vector<uint32_t> row(trie->row_words());
-        const uint64_t n_row = rules.write_row(a, row.data());
-        V list(rules.list(a, nullptr, 0));
-        ASSERT_EQ(rules.list(a, list.data(), list.size()), list.size());
+        const uint64_t n_row = write_row(*trie, a, rules.stops(), row.data());
+        V list(treemask::list(a, rules.stops(), vocab, nullptr, 0));
+        ASSERT_EQ(treemask::list(a, rules.stops(), vocab, list.data(), list.size()), list.size());
         ASSERT_EQ(n_row, list.size());
         ASSERT_TRUE(std::is_sorted(list.begin(), list.end()));
         for (int32_t t = 0; t < vocab; ++t) {
@@ -114,11 +114,11 @@ TEST(ModeRules, AllowedAndAdvanceAgreeOnRandomWalks) {
             ASSERT_TRUE(same_state(copy, s)) << "a rejection changed the state";
           }
         }
-        const auto sole = rules.sole_token(a);
+        const auto sole = sole_token(a);
         if (sole) {
           ASSERT_TRUE(std::binary_search(list.begin(), list.end(), *sole));
         } else if (list.size() == 1) {
-          ASSERT_TRUE(ModeRules::can_end(a));  // one token, and it is a stop token
+          ASSERT_TRUE(can_end(a));  // one token, and it is a stop token
         }
         ASSERT_FALSE(list.empty());
         const ModeState before = s;

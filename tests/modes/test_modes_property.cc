@@ -84,12 +84,12 @@ void check_state(const Pair &p, std::mt19937_64 &rng, int32_t vocab) {
   if (o.phase() != Phase::kFailed && rng() % 2) {
     const int64_t r = static_cast<int64_t>(rng() % 9);
     std::fill(row.begin(), row.end(), -1);
-    treemask_fill_options fo;
-    treemask_fill_options_init(&fo);
+    treemask_budget_fill_options fo;
+    treemask_budget_fill_options_init(&fo);
     fo.remaining_tokens = r;
-    ASSERT_EQ(
-        treemask_matcher_fill_next_token_bitmask(m, row.data(), bitmask_row_words, &fo, nullptr),
-        TREEMASK_OK)
+    ASSERT_EQ(treemask_matcher_fill_next_token_bitmask(m, row.data(), bitmask_row_words, &fo.fill,
+                                                       nullptr),
+              TREEMASK_OK)
         << modes_util::last_error();
     ASSERT_EQ(row, row_for(o.allowed(r), bitmask_row_words)) << "per-fill budget " << r;
   }
@@ -206,9 +206,9 @@ oracle_modes::Options random_options(std::mt19937_64 &rng, const oracle::RandomT
 // when the library (rightly) refuses it.
 bool create_pair(treemask_trie *trie, const oracle::RandomTrie &rt, oracle_modes::Options o,
                  std::vector<std::unique_ptr<Pair>> &pairs) {
-  const treemask_matcher_options c = modes_util::c_options(o);
+  const treemask_mode_options c = modes_util::c_options(o);
   treemask_matcher *m = nullptr;
-  EXPECT_EQ(treemask_matcher_create(trie, &c, &m), TREEMASK_OK) << modes_util::last_error();
+  EXPECT_EQ(treemask_matcher_create(trie, &c.matcher, &m), TREEMASK_OK) << modes_util::last_error();
   if (!m) return false;
   auto pair = std::unique_ptr<Pair>(new Pair{MatcherHandle(m), oracle_modes::Matcher(rt.model, o)});
   const bool filtered = !o.shared_banned.empty() || !o.banned.empty() || o.allowed;

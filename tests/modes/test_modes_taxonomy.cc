@@ -138,8 +138,8 @@ void load_iab(Taxonomy &t) {
 // Walks every label through the masks: each token must be offered, and a
 // stop token exactly where the label may end in this mode.
 void walk_every_label(Taxonomy &t, bool leaves_only) {
-  treemask_matcher_options o;
-  treemask_matcher_options_init(&o);
+  treemask_mode_options o;
+  treemask_mode_options_init(&o);
   o.leaves_only = leaves_only;
   MatcherHandle m = modes_util::make_matcher(t.trie.p, o);
   size_t stops_offered = 0;
@@ -186,8 +186,8 @@ TEST_F(Iab, EveryLevelOrOnlyLeavesEndASequence) {
 }
 
 TEST_F(Iab, MultiLabelProducesDistinctLabelsUntilTheCap) {
-  treemask_matcher_options o;
-  treemask_matcher_options_init(&o);
+  treemask_mode_options o;
+  treemask_mode_options_init(&o);
   o.label_separator = separator.data();
   o.n_label_separator = separator.size();
   o.max_labels = 3;
@@ -213,12 +213,12 @@ TEST_F(Iab, MultiLabelProducesDistinctLabelsUntilTheCap) {
 
 TEST_F(Iab, ASeparatorStartingWithTheHierarchyMarkIsRejected) {
   const V conflict = t.tok.encode(" > |");
-  treemask_matcher_options o;
-  treemask_matcher_options_init(&o);
+  treemask_mode_options o;
+  treemask_mode_options_init(&o);
   o.label_separator = conflict.data();
   o.n_label_separator = conflict.size();
   treemask_matcher *m = nullptr;
-  EXPECT_EQ(treemask_matcher_create(t.trie.p, &o, &m), TREEMASK_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(treemask_matcher_create(t.trie.p, &o.matcher, &m), TREEMASK_ERR_INVALID_ARGUMENT);
   EXPECT_NE(last_error().find("label_separator[0] = " + std::to_string(conflict[0]) +
                               " is also a child token of a terminal node"),
             std::string::npos)
@@ -249,10 +249,10 @@ TEST_F(Iab, ALengthBudgetNeverCutsALabel) {
   std::mt19937_64 rng(11);
   for (int round = 0; round < testutil::scaled(60); ++round) {
     const int64_t budget = 1 + static_cast<int64_t>(rng() % 8);
-    treemask_matcher_options o;
-    treemask_matcher_options_init(&o);
+    treemask_mode_options o;
+    treemask_mode_options_init(&o);
     o.max_new_tokens = budget;
-    o.terminate_without_stop_token = true;
+    o.matcher.terminate_without_stop_token = true;
     MatcherHandle m = modes_util::make_matcher(t.trie.p, o);
     V taken;
     for (int64_t i = 0; i < budget && !treemask_matcher_is_terminated(m.p); ++i) {
@@ -269,8 +269,8 @@ TEST_F(Iab, ALengthBudgetNeverCutsALabel) {
 }
 
 TEST_F(Iab, ThinkingThenAHierarchicalLabel) {
-  treemask_matcher_options o;
-  treemask_matcher_options_init(&o);
+  treemask_mode_options o;
+  treemask_mode_options_init(&o);
   o.think_end_tokens = think_end.data();
   o.n_think_end_tokens = think_end.size();
   o.start_in_thinking = true;

@@ -192,7 +192,7 @@ TEST(Builder, DuplicatePathsMergeAndKeepEveryLabel) {
   EXPECT_EQ(t.arrays().n_multi, 1u);
   EXPECT_EQ(t.arrays().multi_ranks[0], 1u);
   EXPECT_EQ(t.arrays().n_labels(), 3u);
-  EXPECT_EQ(t.arrays().label_bytes(), 4u);
+  EXPECT_EQ(t.arrays().label_bytes, 4u);
 }
 
 // A temporary LabelIds may hold its one label itself, so it must not
@@ -209,7 +209,7 @@ TEST(Builder, LabelsOutsideUint32KeepEightBytes) {
     auto r = build(Paths{{1, 2}, {1, 3}, {4}}, 10, {0}, labels);
     ASSERT_TRUE(r.ok());
     const Trie &t = *r.value();
-    EXPECT_EQ(t.arrays().label_bytes(), big == int64_t{0xFFFFFFFF} ? 4u : 8u);
+    EXPECT_EQ(t.arrays().label_bytes, big == int64_t{0xFFFFFFFF} ? 4u : 8u);
     // Nodes: 1 (token 1), 2 (token 4, path 2), 3 (1 2, path 0), 4 (1 3, path 1).
     EXPECT_EQ(t.labels(3)[0], big);
     EXPECT_EQ(t.labels(4)[0], 5);
@@ -311,12 +311,14 @@ TEST(TrieAccessors, RejectCorruptOffsetsInsteadOfWalkingOutOfBounds) {
   std::vector<uint64_t> bits{0};
   std::vector<uint32_t> rank{0};
   std::vector<int32_t> stops{0};
+  std::vector<uint32_t> multi_offsets{0};  // no multi-label terminals
   TrieArrays a;
   a.node_offsets = offsets.data();
   a.edge_tokens = tokens.data();
   a.terminal_bits = bits.data();
   a.terminal_rank = rank.data();
   a.stop_tokens = stops.data();
+  a.multi_offsets = multi_offsets.data();
   a.n_stop_tokens = 1;
   a.n_nodes = 3;
   a.n_explicit = 3;  // no tails

@@ -31,6 +31,35 @@ from .trie import STATE_FAILED, STATE_ROOT, STATE_TERMINATED, SkippedLabel, Trie
 
 __version__ = _ffi.string(_lib.treemask_version_string()).decode("ascii")
 
+#: What the package exposes of the C header's experimental tier (treemask.h,
+#: "Stability tiers"): it may change in any minor release. Each entry is a
+#: dotted path from this package (``"Matcher(label_separator=...)"`` names
+#: the matcher's decoding-mode arguments); the test suite checks that each
+#: one exists. Everything else follows the stable tier.
+EXPERIMENTAL = frozenset({
+    # decoding modes: the Matcher's mode arguments and what they add
+    "Matcher(label_separator=, max_labels=, leaves_only=, think_end_tokens=, think_begin_token=, "
+    "start_in_thinking=, max_thinking_tokens=, max_new_tokens=, override_stop_tokens=, "
+    "think_force_end_after_prefix=)",
+    "Matcher.fill_next_token_bitmask(remaining_tokens=)",
+    "Matcher.remaining_tokens", "Matcher.set_label_filter", "Matcher.produced_labels",
+    "Matcher.is_thinking", "ExclusionSet",
+    # speculative decoding and jump-forward
+    "Matcher.accept_tokens", "Matcher.fill_draft_bitmasks", "Matcher.accept_forced_tokens",
+    # counters
+    "Matcher.counters", "MatcherCounters",
+    # the incremental fill of a bound batch buffer
+    "BatchMatcher.bind_bitmask", "BatchMatcher.fill_bound", "BatchMatcher.invalidate",
+    # state arrays
+    "Trie.fill_states", "Trie.advance_states", "Matcher.state", "STATE_ROOT", "STATE_TERMINATED",
+    "STATE_FAILED",
+    # the beam step and top-k
+    "Beam", "BeamStep", "TopK", "beam_step_states", "topk_states", "initial_scores", "beam_kernel_isa",
+    "BatchMatcher.beam_step",
+    # the CUDA device trie and its steps
+    "torch.DeviceTrie",
+})
+
 __all__ = [
     "Trie", "TrieStats", "SkippedLabel", "Matcher", "MatcherCounters", "BatchMatcher", "ExclusionSet",
     "set_log_callback", "log_to_logging", "LOG_INFO", "LOG_WARNING", "LOG_ERROR",
@@ -42,7 +71,7 @@ __all__ = [
     "OutOfMemoryError", "ParseError", "FileError", "CorruptFileError", "VersionMismatchError",
     "UnsupportedError", "InternalError",
     "Beam", "BeamStep", "TopK", "DeviceTensorError", "beam_step_states", "topk_states", "initial_scores",
-    "beam_kernel_isa",
+    "beam_kernel_isa", "EXPERIMENTAL",
 ]
 
 

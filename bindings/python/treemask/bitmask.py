@@ -283,7 +283,7 @@ def apply_token_bitmask(logits: Any, bitmask: Any, *, vocab_size: Optional[int] 
     the masked logits, and leaves ``logits`` unchanged. Rows that
     ``indices`` does not select are copied as they are.
 
-    On the CPU it is one fused pass (treemask_apply_token_bitmask_out_cpu:
+    On the CPU it is one fused pass (treemask_cpu_apply_token_bitmask_out:
     each row is read once, copied and masked while in cache), so it costs
     about what the in-place form costs plus writing the output once. CUDA
     tensors are cloned and then masked in place by treemask's CUDA kernel.
@@ -337,11 +337,11 @@ def apply_token_bitmask(logits: Any, bitmask: Any, *, vocab_size: Optional[int] 
     def part(i: int):
         lo, hi = bounds[i], bounds[i + 1]
         if keep is not None:
-            status = lib.treemask_apply_token_bitmask_out_cpu(
+            status = lib.treemask_cpu_apply_token_bitmask_out(
                 src, dst, view.dtype, view.n_rows, view.row_stride, out_view.row_stride, view.width, mask, words,
                 mask_rows, vocab_size, index_pointer, n_indices)
         else:
-            status = lib.treemask_apply_token_bitmask_out_cpu(
+            status = lib.treemask_cpu_apply_token_bitmask_out(
                 src + lo * view.row_stride * itemsize, dst + lo * out_view.row_stride * itemsize, view.dtype,
                 hi - lo, view.row_stride, out_view.row_stride, view.width, mask + lo * words, words, hi - lo,
                 vocab_size, ffi.NULL, 0)
@@ -433,11 +433,11 @@ def _apply_cpu(view: _Logits, mask_pointer, mask_rows: int, words: int, vocab_si
         lo, hi = bounds[i], bounds[i + 1]
         if index_base is not None:
             # indices address rows of the whole arrays: same bases, a slice of the list.
-            status = lib.treemask_apply_token_bitmask_cpu(
+            status = lib.treemask_cpu_apply_token_bitmask(
                 logits_pointer, view.dtype, view.n_rows, view.row_stride, view.width, mask, words, mask_rows,
                 vocab_size, index_base + lo, hi - lo)
         else:
-            status = lib.treemask_apply_token_bitmask_cpu(
+            status = lib.treemask_cpu_apply_token_bitmask(
                 logits_pointer + lo * view.row_stride * itemsize, view.dtype, hi - lo, view.row_stride,
                 view.width, mask + lo * words, words, hi - lo, vocab_size, ffi.NULL, 0)
         return status, (last_error() if status else None)

@@ -118,9 +118,10 @@ class _MatcherMethods:
         else:
             if remaining_tokens < 0:
                 raise InvalidArgumentError("remaining_tokens %d must be >= 0" % remaining_tokens)
-            opts = ffi.new("treemask_fill_options *")
-            lib.treemask_fill_options_init(opts)
-            opts.remaining_tokens = remaining_tokens
+            budget = ffi.new("treemask_budget_fill_options *")  # experimental extension
+            lib.treemask_budget_fill_options_init(budget)
+            budget.remaining_tokens = remaining_tokens
+            opts = ffi.addressof(budget, "fill")
         status = lib.treemask_matcher_fill_next_token_bitmask(self._m, row, words, opts, self._flag)
         if status:
             raise_status(status)
@@ -356,14 +357,15 @@ class Matcher(_MatcherMethods):
                  think_force_end_after_prefix: bool = False) -> None:
         if not isinstance(trie, Trie):
             raise InvalidArgumentError("trie must be a treemask.Trie, got %s" % type(trie).__name__)
-        opts = ffi.new("treemask_matcher_options *")
-        lib.treemask_matcher_options_init(opts)
-        opts.failure_policy = failure_policy_code(failure_policy)
-        opts.terminate_without_stop_token = bool(terminate_without_stop_token)
+        # The stable options extended by the (experimental) mode options.
+        opts = ffi.new("treemask_mode_options *")
+        lib.treemask_mode_options_init(opts)
+        opts.matcher.failure_policy = failure_policy_code(failure_policy)
+        opts.matcher.terminate_without_stop_token = bool(terminate_without_stop_token)
         if max_rollback_tokens < 0:
             raise InvalidArgumentError("max_rollback_tokens %d must be >= 0" % max_rollback_tokens)
         try:
-            opts.max_rollback_tokens = max_rollback_tokens
+            opts.matcher.max_rollback_tokens = max_rollback_tokens
         except OverflowError:
             raise OutOfRangeError("max_rollback_tokens %d is out of range" % max_rollback_tokens) from None
         keep = []
@@ -377,7 +379,7 @@ class Matcher(_MatcherMethods):
 
         try:
             if pad_token is not None:
-                opts.pad_token = pad_token
+                opts.matcher.pad_token = pad_token
             set_tokens("label_separator", "n_label_separator", label_separator, "label_separator")
             if max_labels < 0:
                 raise InvalidArgumentError("max_labels %d must be >= 0" % max_labels)
@@ -395,7 +397,7 @@ class Matcher(_MatcherMethods):
         except OverflowError as e:
             raise OutOfRangeError("matcher option out of range: %s" % e) from None
         out = ffi.new("treemask_matcher **")
-        status = lib.treemask_matcher_create(trie._ptr, opts, out)
+        status = lib.treemask_matcher_create(trie._ptr, ffi.addressof(opts, "matcher"), out)
         if status:
             raise_status(status)
         self._adopt(out[0], trie)

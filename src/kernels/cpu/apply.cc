@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "core/bits.h"
+#include "core/cpu.h"
 
 namespace treemask::kernels {
 
@@ -46,7 +47,7 @@ void mask_row_out(T *dst, const T *src, T neg_inf, const uint32_t *mask, size_t 
 
 MaskRowFn select_mask_row() {
 #ifdef TREEMASK_KERNELS_X86
-  if (__builtin_cpu_supports("avx2")) return mask_row_avx2;
+  if (cpu_features().avx2) return mask_row_avx2;
 #endif
   return mask_row_scalar;
 }
@@ -166,7 +167,7 @@ Status apply_token_bitmask_out(const BitmaskApply &a, const void *src, size_t sr
   const char *out_end = out_begin + ((a.n_rows - 1) * a.row_stride + a.width) * bytes;
   if (in_begin < out_end && out_begin < in_end) {
     return error(Code::kInvalidArgument,
-                 "logits and out overlap; use treemask_apply_token_bitmask_cpu to mask in place");
+                 "logits and out overlap; use treemask_cpu_apply_token_bitmask to mask in place");
   }
   TM_TRY(check_bitmask_apply(a, Where::kHost));
   std::vector<uint8_t> touched(a.n_rows, a.indices ? 0 : 1);

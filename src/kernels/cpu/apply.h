@@ -55,14 +55,14 @@ size_t stream_threshold_bytes();
 // offending argument, index or row), then masks the rows with `row_fn`.
 Status apply_token_bitmask(const BitmaskApply &args, MaskRowFn row_fn = mask_row_best());
 
-// One call of treemask_apply_token_bitmask_out_cpu: the masked rows go to
+// One call of treemask_cpu_apply_token_bitmask_out: the masked rows go to
 // args.logits (the output, args.row_stride apart); src holds the input rows,
 // src_row_stride apart. Every row is written (copied, then masked if the
 // call touches it) while it is in cache.
 Status apply_token_bitmask_out(const BitmaskApply &args, const void *src, size_t src_row_stride,
                                MaskRowFn row_fn = mask_row_best());
 
-// One call of treemask_apply_token_candidates_cpu: candidate lists in CSR
+// One call of treemask_cpu_apply_token_candidates: candidate lists in CSR
 // form replace the bitmask.
 Status apply_token_candidates(const CandidateApply &args, MaskRowFn row_fn = mask_row_best());
 

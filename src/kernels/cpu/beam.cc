@@ -4,9 +4,7 @@
 #include <algorithm>
 #include <limits>
 
-#ifdef TREEMASK_BEAM_X86
-#include <cpuid.h>
-#endif
+#include "core/cpu.h"
 
 namespace treemask::kernels {
 
@@ -14,7 +12,7 @@ namespace {
 
 LogSumExpFn select_logsumexp() {
 #ifdef TREEMASK_BEAM_X86
-  if (__builtin_cpu_supports("avx512f")) return logsumexp_avx512;
+  if (cpu_features().avx512f) return logsumexp_avx512;
   if (cpu_has_avx2_fma_f16c()) return logsumexp_avx2;
 #endif
   return logsumexp_scalar;
@@ -23,13 +21,8 @@ LogSumExpFn select_logsumexp() {
 }  // namespace
 
 bool cpu_has_avx2_fma_f16c() {
-#ifdef TREEMASK_BEAM_X86
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
-  return f16c && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-  return false;
-#endif
+  const CpuFeatures &f = cpu_features();
+  return f.avx2 && f.fma && f.f16c;
 }
 
 float logsumexp_scalar(const void *row, DType dtype, size_t n) {

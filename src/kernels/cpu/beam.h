@@ -16,33 +16,6 @@
 
 namespace treemask::kernels {
 
-// ---- element conversions -----------------------------------------------------
-
-inline float f32_from_bits(uint32_t bits) {
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-inline float bf16_to_f32(uint16_t h) { return f32_from_bits(uint32_t{h} << 16); }
-
-// IEEE binary16 -> binary32, exact for every input (subnormals, inf, NaN).
-inline float f16_to_f32(uint16_t h) {
-  const uint32_t sign = uint32_t{h & 0x8000u} << 16;
-  const uint32_t exp = (h >> 10) & 0x1Fu;
-  uint32_t mant = h & 0x3FFu;
-  if (exp == 0x1F) return f32_from_bits(sign | 0x7F800000u | (mant << 13));  // inf / NaN
-  if (exp != 0) return f32_from_bits(sign | ((exp + 112) << 23) | (mant << 13));
-  if (mant == 0) return f32_from_bits(sign);  // signed zero
-  // Subnormal: normalize.
-  uint32_t e = 113;
-  while (!(mant & 0x400u)) {
-    mant <<= 1;
-    --e;
-  }
-  return f32_from_bits(sign | (e << 23) | ((mant & 0x3FFu) << 13));
-}
-
 // Column t of a row of the given dtype, as a float.
 inline float load_value(const void *row, DType dtype, size_t t) {
   switch (dtype) {
@@ -75,8 +48,8 @@ float logsumexp_avx2(const void *row, DType dtype, size_t n);
 float logsumexp_avx512(const void *row, DType dtype, size_t n);
 #endif
 
-// Whether the CPU has what logsumexp_avx2 needs (AVX2, FMA, F16C; F16C is
-// read from CPUID: clang's __builtin_cpu_supports does not know it).
+// Whether the CPU has what logsumexp_avx2 needs (AVX2, FMA, F16C; from
+// core/cpu.h).
 bool cpu_has_avx2_fma_f16c();
 
 // The fastest variant this CPU supports, chosen on first use and then fixed.

@@ -17,9 +17,11 @@
 #pragma GCC push_options
 #pragma GCC target("avx512f")
 // g++ 12's AVX-512 reduction intrinsics start from _mm512_undefined_ps():
-// a false "may be used uninitialized" in the header itself.
+// a false "(may be) used uninitialized" in the header itself (GCC bug
+// 105593; the -O2 of the sanitizer builds gives the definite form).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 #include "kernels/cpu/beam_simd.h"

@@ -78,21 +78,7 @@ __device__ __forceinline__ uint32_t bits_from_float(float f) {
   return bits;
 }
 
-// IEEE binary16 -> binary32, exact (as the CPU's f16_to_f32).
-[[maybe_unused]] __device__ __forceinline__ float f16_to_f32(uint16_t h) {
-  const uint32_t sign = uint32_t{h & 0x8000u} << 16;
-  const uint32_t exp = (h >> 10) & 0x1Fu;
-  uint32_t mant = h & 0x3FFu;
-  if (exp == 0x1F) return float_from_bits(sign | 0x7F800000u | (mant << 13));
-  if (exp != 0) return float_from_bits(sign | ((exp + 112) << 23) | (mant << 13));
-  if (mant == 0) return float_from_bits(sign);
-  uint32_t e = 113;
-  while (!(mant & 0x400u)) {
-    mant <<= 1;
-    --e;
-  }
-  return float_from_bits(sign | (e << 23) | ((mant & 0x3FFu) << 13));
-}
+using kernels::f16_to_f32;  // the CPU's own (kernels/dtype.h)
 
 // The same conversion in one instruction on the GPU (exact there too).
 __device__ __forceinline__ float half_to_float(uint16_t h) {

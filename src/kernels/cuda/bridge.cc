@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 
 #include "kernels/cuda/launch.h"
 
@@ -195,12 +196,17 @@ launch::Rows rows_view(const RowsArg &rows, size_t n_rows) {
 
 size_t align_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
-Status check_step(const StepArg &step, int device) {
-  if (step.trie->device != device) {
-    return error(Code::kInvalidArgument, "dev_trie was uploaded to CUDA device ", step.trie->device,
+Status check_device_trie(const DeviceTrie &trie, int device) {
+  if (trie.device != device) {
+    return error(Code::kInvalidArgument, "dev_trie was uploaded to CUDA device ", trie.device,
                  " but the current device is ", device,
                  "; make that device current (cudaSetDevice) or upload the trie there");
   }
+  return Status::Ok();
+}
+
+Status check_step(const StepArg &step, int device) {
+  TM_TRY(check_device_trie(*step.trie, device));
   TM_TRY(check_pointer(step.states, "states", device));
   if (step.tokens) TM_TRY(check_pointer(step.tokens, "tokens", device));
   if (step.accepted) TM_TRY(check_pointer(step.accepted, "accepted", device));
@@ -242,45 +248,17 @@ Status apply_candidates(const LogitsArg &logits, const RowsArg &rows, const int3
 
 Result<DeviceTrie *> upload_trie(const Trie &trie, void *stream) {
   TM_ASSIGN_OR_RETURN(const int device, usable_device());
-  const TrieArrays &a = trie.arrays();
-  // The arrays hold together (every trie is validated when built or loaded,
-  // trie/validate.cc), so the kernels follow them without bounds checks.
-  struct Part {
-    const void *src;
-    size_t bytes;
-    size_t at = 0;
-  };
-  enum {
-    kOffsets,
-    kEdges,
-    kTerminals,
-    kHeads,
-    kHeadRank,
-    kTailLengths,
-    kTailSamples,
-    kTailTokens,
-    kTailValues,
-    kStops,
-    kParts
-  };
-  Part parts[kParts] = {
-      {a.node_offsets, (a.n_explicit + 1) * sizeof(uint32_t)},
-      {a.edge_tokens, a.n_csr_edges() * sizeof(int32_t)},
-      {a.terminal_bits, a.terminal_words() * sizeof(uint64_t)},
-      {a.head_bits, a.head_words() * sizeof(uint64_t)},
-      {a.head_rank, a.head_words() * sizeof(uint32_t)},
-      {a.tail_lengths, a.n_heads * sizeof(uint8_t)},
-      {a.tail_samples, a.n_tail_samples() * sizeof(uint32_t)},
-      {a.tail_tokens, a.n_tail_nodes() * sizeof(uint16_t)},
-      {a.tail_values, size_t{a.tail_range} * sizeof(int32_t)},
-      {a.stop_tokens, size_t{a.n_stop_tokens} * sizeof(int32_t)},
-  };
+  // The arrays the plain rule reads (trie/layout.h: kPlain and kDerived),
+  // each at a 256-byte aligned offset of one allocation. They hold together
+  // (every trie is validated when built or loaded, trie/validate.cc), so the
+  // kernels follow them without bounds checks.
   constexpr size_t kAlign = 256;
+  TrieArrays on_device = trie.arrays();
   size_t total = 0;
-  for (Part &p : parts) {
-    p.at = total;
-    total += align_up(std::max<size_t>(p.bytes, 1), kAlign);
-  }
+  for_each_array(on_device, [&](const ArrayInfo &info, const auto *) {
+    if (info.kind != ArrayKind::kHost)
+      total += align_up(std::max<uint64_t>(info.bytes(), 1), kAlign);
+  });
 
   auto dt = std::make_unique<DeviceTrie>();
   dt->device = device;
@@ -288,11 +266,16 @@ Result<DeviceTrie *> upload_trie(const Trie &trie, void *stream) {
   if (e != cudaSuccess) return cuda_error(e, cat("cudaMalloc of ", total, " bytes").c_str());
   auto *base = static_cast<char *>(dt->memory);
   const auto s = static_cast<cudaStream_t>(stream);
-  for (const Part &p : parts) {
-    if (p.bytes == 0) continue;
-    e = cudaMemcpyAsync(base + p.at, p.src, p.bytes, cudaMemcpyHostToDevice, s);
-    if (e != cudaSuccess) break;
-  }
+  size_t at = 0;
+  for_each_array(on_device, [&](const ArrayInfo &info, auto &p) {
+    if (info.kind == ArrayKind::kHost) return;
+    using T = std::remove_cvref_t<decltype(*p)>;
+    if (e == cudaSuccess && info.bytes() > 0) {
+      e = cudaMemcpyAsync(base + at, p, info.bytes(), cudaMemcpyHostToDevice, s);
+    }
+    p = reinterpret_cast<const T *>(base + at);
+    at += align_up(std::max<uint64_t>(info.bytes(), 1), kAlign);
+  });
   if (e == cudaSuccess) e = cudaStreamSynchronize(s);
   if (e != cudaSuccess) {
     Status failed = cuda_error(e, "copying the trie to the device");
@@ -300,23 +283,7 @@ Result<DeviceTrie *> upload_trie(const Trie &trie, void *stream) {
     cudaGetLastError();
     return failed;
   }
-  auto at = [&](int i) { return base + parts[i].at; };
-  launch::TrieView &v = dt->view;
-  v.node_offsets = reinterpret_cast<const uint32_t *>(at(kOffsets));
-  v.edge_tokens = reinterpret_cast<const int32_t *>(at(kEdges));
-  v.terminal_bits = reinterpret_cast<const uint64_t *>(at(kTerminals));
-  v.head_bits = reinterpret_cast<const uint64_t *>(at(kHeads));
-  v.head_rank = reinterpret_cast<const uint32_t *>(at(kHeadRank));
-  v.tail_lengths = reinterpret_cast<const uint8_t *>(at(kTailLengths));
-  v.tail_samples = reinterpret_cast<const uint32_t *>(at(kTailSamples));
-  v.tail_tokens = reinterpret_cast<const uint16_t *>(at(kTailTokens));
-  v.tail_values = reinterpret_cast<const int32_t *>(at(kTailValues));
-  v.stop_tokens = reinterpret_cast<const int32_t *>(at(kStops));
-  v.n_nodes = static_cast<uint32_t>(a.n_nodes);
-  v.n_explicit = static_cast<uint32_t>(a.n_explicit);
-  v.n_heads = static_cast<uint32_t>(a.n_heads);
-  v.n_stop_tokens = a.n_stop_tokens;
-  v.vocab_size = a.vocab_size;
+  dt->view = on_device;  // the plain rule's part: device pointers only
   return dt.release();
 }
 
@@ -432,15 +399,6 @@ Result<launch::KeyLayout> key_layout(size_t beam_width, int32_t vocab_size) {
 
 launch::BeamLogits beam_logits(const BeamLogitsArg &a) {
   return launch::BeamLogits{a.data, a.dtype, a.n_columns, a.row_stride, a.log_probs};
-}
-
-Status check_device_trie(const DeviceTrie &trie, int device) {
-  if (trie.device != device) {
-    return error(Code::kInvalidArgument, "dev_trie was uploaded to CUDA device ", trie.device,
-                 " but the current device is ", device,
-                 "; make that device current (cudaSetDevice) or upload the trie there");
-  }
-  return Status::Ok();
 }
 
 }  // namespace

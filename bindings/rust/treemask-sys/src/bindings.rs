@@ -2,9 +2,9 @@
 // include/treemask/treemask.h with bindgen 0.60.1. Do not edit; rerun the
 // script after changing the header (the `lint` test suite checks freshness).
 pub const TREEMASK_VERSION_MAJOR: i32 = 0;
-pub const TREEMASK_VERSION_MINOR: i32 = 2;
+pub const TREEMASK_VERSION_MINOR: i32 = 3;
 pub const TREEMASK_VERSION_PATCH: i32 = 0;
-pub const TREEMASK_VERSION_NUMBER: i32 = 200;
+pub const TREEMASK_VERSION_NUMBER: i32 = 300;
 pub const TREEMASK_OK: i32 = 0;
 pub const TREEMASK_ERR_INVALID_ARGUMENT: i32 = 1;
 pub const TREEMASK_ERR_OUT_OF_RANGE: i32 = 2;
@@ -22,7 +22,7 @@ pub const TREEMASK_LOG_WARNING: i32 = 2;
 pub const TREEMASK_LOG_ERROR: i32 = 3;
 pub const TREEMASK_RTP_DEFAULT_START_TOKEN: i32 = 225;
 pub const TREEMASK_RTP_DEFAULT_END_TOKEN: i32 = 2;
-pub const TREEMASK_TMTRIE_FORMAT_VERSION: i32 = 1;
+pub const TREEMASK_TMTRIE_FORMAT_VERSION: i32 = 3;
 pub const TREEMASK_LOAD_TRUSTED: i32 = 1;
 pub const TREEMASK_FAILURE_REJECT: i32 = 0;
 pub const TREEMASK_FAILURE_FAIL_CLOSED: i32 = 1;
@@ -172,19 +172,6 @@ pub struct treemask_matcher_options {
     pub terminate_without_stop_token: bool,
     pub max_rollback_tokens: usize,
     pub pad_token: i32,
-    pub label_separator: *const i32,
-    pub n_label_separator: usize,
-    pub max_labels: usize,
-    pub leaves_only: bool,
-    pub think_end_tokens: *const i32,
-    pub n_think_end_tokens: usize,
-    pub think_begin_token: i32,
-    pub start_in_thinking: bool,
-    pub max_thinking_tokens: i64,
-    pub max_new_tokens: i64,
-    pub override_stop_tokens: *const i32,
-    pub n_override_stop_tokens: usize,
-    pub think_force_end_after_prefix: bool,
 }
 extern "C" {
     pub fn treemask_matcher_options_init(opts: *mut treemask_matcher_options);
@@ -202,7 +189,6 @@ extern "C" {
 #[derive(Debug, Copy, Clone)]
 pub struct treemask_fill_options {
     pub struct_size: usize,
-    pub remaining_tokens: i64,
 }
 extern "C" {
     pub fn treemask_fill_options_init(opts: *mut treemask_fill_options);
@@ -248,6 +234,91 @@ extern "C" {
 }
 extern "C" {
     pub fn treemask_matcher_debug_string(m: *const treemask_matcher, buf: *mut core::ffi::c_char, cap: usize) -> usize;
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct treemask_batch {
+    _unused: [u8; 0],
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct treemask_batch_options {
+    pub struct_size: usize,
+    pub n_slots: usize,
+    pub n_threads: usize,
+}
+extern "C" {
+    pub fn treemask_batch_options_init(opts: *mut treemask_batch_options);
+}
+extern "C" {
+    pub fn treemask_batch_create(opts: *const treemask_batch_options, out: *mut *mut treemask_batch) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_batch_free(batch: *mut treemask_batch);
+}
+extern "C" {
+    pub fn treemask_batch_n_slots(batch: *const treemask_batch) -> usize;
+}
+extern "C" {
+    pub fn treemask_batch_set_matcher(batch: *mut treemask_batch, slot: usize, m: *const treemask_matcher) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_batch_get_matcher(batch: *mut treemask_batch, slot: usize) -> *mut treemask_matcher;
+}
+extern "C" {
+    pub fn treemask_batch_fill_next_token_bitmask(batch: *mut treemask_batch, bitmask: *mut i32, bitmask_row_words: usize, slots: *const i32, n_slots: usize, need_apply: *mut bool) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_batch_accept_tokens(batch: *mut treemask_batch, tokens: *const i32, n_tokens: usize, accepted: *mut bool) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_batch_reorder(batch: *mut treemask_batch, src: *const i32, n: usize) -> treemask_status;
+}
+pub const treemask_dtype_TREEMASK_F32: treemask_dtype = 0;
+pub const treemask_dtype_TREEMASK_F16: treemask_dtype = 1;
+pub const treemask_dtype_TREEMASK_BF16: treemask_dtype = 2;
+pub type treemask_dtype = core::ffi::c_uint;
+extern "C" {
+    pub fn treemask_cpu_apply_token_bitmask(logits: *mut core::ffi::c_void, dtype: i32, n_rows: usize, logits_row_stride: usize, logits_width: usize, bitmask: *const i32, bitmask_row_words: usize, n_bitmask_rows: usize, vocab_size: i32, indices: *const i32, n_indices: usize) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_cpu_apply_token_bitmask_out(logits: *const core::ffi::c_void, out: *mut core::ffi::c_void, dtype: i32, n_rows: usize, logits_row_stride: usize, out_row_stride: usize, logits_width: usize, bitmask: *const i32, bitmask_row_words: usize, n_bitmask_rows: usize, vocab_size: i32, indices: *const i32, n_indices: usize) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_cpu_apply_token_candidates(logits: *mut core::ffi::c_void, dtype: i32, n_rows: usize, logits_row_stride: usize, logits_width: usize, row_offsets: *const i32, candidate_tokens: *const i32, n_candidates: usize, vocab_size: i32, indices: *const i32, n_indices: usize) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_cpu_kernel_isa() -> *const core::ffi::c_char;
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct treemask_mode_options {
+    pub matcher: treemask_matcher_options,
+    pub label_separator: *const i32,
+    pub n_label_separator: usize,
+    pub max_labels: usize,
+    pub leaves_only: bool,
+    pub think_end_tokens: *const i32,
+    pub n_think_end_tokens: usize,
+    pub think_begin_token: i32,
+    pub start_in_thinking: bool,
+    pub max_thinking_tokens: i64,
+    pub max_new_tokens: i64,
+    pub override_stop_tokens: *const i32,
+    pub n_override_stop_tokens: usize,
+    pub think_force_end_after_prefix: bool,
+}
+extern "C" {
+    pub fn treemask_mode_options_init(opts: *mut treemask_mode_options);
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct treemask_budget_fill_options {
+    pub fill: treemask_fill_options,
+    pub remaining_tokens: i64,
+}
+extern "C" {
+    pub fn treemask_budget_fill_options_init(opts: *mut treemask_budget_fill_options);
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
@@ -304,39 +375,6 @@ extern "C" {
 extern "C" {
     pub fn treemask_matcher_accept_forced_tokens(m: *mut treemask_matcher, out: *mut i32, cap: usize, n_accepted: *mut usize) -> treemask_status;
 }
-#[repr(C)]
-#[derive(Debug, Copy, Clone)]
-pub struct treemask_batch {
-    _unused: [u8; 0],
-}
-#[repr(C)]
-#[derive(Debug, Copy, Clone)]
-pub struct treemask_batch_options {
-    pub struct_size: usize,
-    pub n_slots: usize,
-    pub n_threads: usize,
-}
-extern "C" {
-    pub fn treemask_batch_options_init(opts: *mut treemask_batch_options);
-}
-extern "C" {
-    pub fn treemask_batch_create(opts: *const treemask_batch_options, out: *mut *mut treemask_batch) -> treemask_status;
-}
-extern "C" {
-    pub fn treemask_batch_free(batch: *mut treemask_batch);
-}
-extern "C" {
-    pub fn treemask_batch_n_slots(batch: *const treemask_batch) -> usize;
-}
-extern "C" {
-    pub fn treemask_batch_set_matcher(batch: *mut treemask_batch, slot: usize, m: *const treemask_matcher) -> treemask_status;
-}
-extern "C" {
-    pub fn treemask_batch_get_matcher(batch: *mut treemask_batch, slot: usize) -> *mut treemask_matcher;
-}
-extern "C" {
-    pub fn treemask_batch_fill_next_token_bitmask(batch: *mut treemask_batch, bitmask: *mut i32, bitmask_row_words: usize, slots: *const i32, n_slots: usize, need_apply: *mut bool) -> treemask_status;
-}
 extern "C" {
     pub fn treemask_batch_bind_bitmask(batch: *mut treemask_batch, bitmask: *mut i32, bitmask_row_words: usize) -> treemask_status;
 }
@@ -347,12 +385,6 @@ extern "C" {
     pub fn treemask_batch_invalidate(batch: *mut treemask_batch, rows: *const i32, n_rows: usize) -> treemask_status;
 }
 extern "C" {
-    pub fn treemask_batch_accept_tokens(batch: *mut treemask_batch, tokens: *const i32, n_tokens: usize, accepted: *mut bool) -> treemask_status;
-}
-extern "C" {
-    pub fn treemask_batch_reorder(batch: *mut treemask_batch, src: *const i32, n: usize) -> treemask_status;
-}
-extern "C" {
     pub fn treemask_trie_fill_states(trie: *const treemask_trie, states: *const u32, n_states: usize, bitmask: *mut i32, bitmask_row_words: usize) -> treemask_status;
 }
 extern "C" {
@@ -360,22 +392,6 @@ extern "C" {
 }
 extern "C" {
     pub fn treemask_matcher_get_state(m: *const treemask_matcher, state: *mut u32) -> treemask_status;
-}
-pub const treemask_dtype_TREEMASK_F32: treemask_dtype = 0;
-pub const treemask_dtype_TREEMASK_F16: treemask_dtype = 1;
-pub const treemask_dtype_TREEMASK_BF16: treemask_dtype = 2;
-pub type treemask_dtype = core::ffi::c_uint;
-extern "C" {
-    pub fn treemask_apply_token_bitmask_cpu(logits: *mut core::ffi::c_void, dtype: i32, n_rows: usize, logits_row_stride: usize, logits_width: usize, bitmask: *const i32, bitmask_row_words: usize, n_bitmask_rows: usize, vocab_size: i32, indices: *const i32, n_indices: usize) -> treemask_status;
-}
-extern "C" {
-    pub fn treemask_apply_token_bitmask_out_cpu(logits: *const core::ffi::c_void, out: *mut core::ffi::c_void, dtype: i32, n_rows: usize, logits_row_stride: usize, out_row_stride: usize, logits_width: usize, bitmask: *const i32, bitmask_row_words: usize, n_bitmask_rows: usize, vocab_size: i32, indices: *const i32, n_indices: usize) -> treemask_status;
-}
-extern "C" {
-    pub fn treemask_apply_token_candidates_cpu(logits: *mut core::ffi::c_void, dtype: i32, n_rows: usize, logits_row_stride: usize, logits_width: usize, row_offsets: *const i32, candidate_tokens: *const i32, n_candidates: usize, vocab_size: i32, indices: *const i32, n_indices: usize) -> treemask_status;
-}
-extern "C" {
-    pub fn treemask_cpu_kernel_isa() -> *const core::ffi::c_char;
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]

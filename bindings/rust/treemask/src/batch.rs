@@ -50,6 +50,8 @@ impl BatchOptions {
 }
 
 /// How [`Batch::fill_bound`] writes the rows of the bound bitmask.
+///
+/// *Experimental* (the C header's experimental tier): may change in any minor release.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum FillMode {
     /// Every word of each row.
@@ -276,6 +278,8 @@ impl Batch {
     /// # Errors
     /// `bitmask_row_words` 0 (`InvalidArgument`) or a size that overflows
     /// (`OutOfRange`); the earlier binding then stays.
+    ///
+    /// *Experimental* (the C header's experimental tier): may change in any minor release.
     pub fn bind_bitmask(&mut self, bitmask_row_words: usize) -> Result<()> {
         let n_slots = self.n_slots();
         let len = n_slots.checked_mul(bitmask_row_words).ok_or_else(|| {
@@ -304,6 +308,8 @@ impl Batch {
 
     /// Unbinds the bound bitmask and hands it back (`None` if none was
     /// bound).
+    ///
+    /// *Experimental* (the C header's experimental tier): may change in any minor release.
     pub fn unbind_bitmask(&mut self) -> Option<Vec<i32>> {
         if self.bound_bitmask_row_words == 0 {
             return None;
@@ -318,12 +324,16 @@ impl Batch {
     }
 
     /// The bound bitmask (`n_slots * bitmask_row_words` words), or `None`.
+    ///
+    /// *Experimental* (the C header's experimental tier): may change in any minor release.
     pub fn bound_bitmask(&self) -> Option<&[i32]> {
         (self.bound_bitmask_row_words > 0).then_some(&self.bound[..])
     }
 
     /// Row `slot` of the bound bitmask, or `None` (nothing bound, or `slot`
     /// out of range).
+    ///
+    /// *Experimental* (the C header's experimental tier): may change in any minor release.
     pub fn bound_row(&self, slot: usize) -> Option<&[i32]> {
         let words = self.bound_bitmask_row_words;
         let start = slot.checked_mul(words)?;
@@ -331,6 +341,8 @@ impl Batch {
     }
 
     /// The `bitmask_row_words` of the bound bitmask, or `None`.
+    ///
+    /// *Experimental* (the C header's experimental tier): may change in any minor release.
     pub fn bound_bitmask_row_words(&self) -> Option<usize> {
         (self.bound_bitmask_row_words > 0).then_some(self.bound_bitmask_row_words)
     }
@@ -342,6 +354,8 @@ impl Batch {
     ///
     /// # Errors
     /// No bitmask is bound (`InvalidState`).
+    ///
+    /// *Experimental* (the C header's experimental tier): may change in any minor release.
     pub fn bound_bitmask_mut(&mut self) -> Result<&mut [i32]> {
         if self.bound_bitmask_row_words == 0 {
             return Err(no_bound_bitmask());
@@ -359,6 +373,8 @@ impl Batch {
     ///
     /// # Errors
     /// As `fill_next_token_bitmask`, plus no bitmask bound (`InvalidState`).
+    ///
+    /// *Experimental* (the C header's experimental tier): may change in any minor release.
     pub fn fill_bound(
         &mut self,
         slots: Option<&[i32]>,
@@ -393,6 +409,8 @@ impl Batch {
     ///
     /// # Errors
     /// A row outside `0..n_slots` (`OutOfRange`, nothing forgotten).
+    ///
+    /// *Experimental* (the C header's experimental tier): may change in any minor release.
     pub fn invalidate(&mut self, rows: Option<&[i32]>) -> Result<()> {
         let (rows_ptr, n_rows) = slot_list(rows);
         // Safety: self.raw is live and exclusively borrowed; rows has n_rows

@@ -383,7 +383,7 @@ fn apply_bitmask(
     // the library reads only the words covering the masked columns of each;
     // every index names a row; all checked above.
     check(unsafe {
-        sys::treemask_apply_token_bitmask_cpu(
+        sys::treemask_cpu_apply_token_bitmask(
             logits.data,
             logits.dtype,
             shape.rows,
@@ -414,7 +414,7 @@ fn apply_candidates(
     // row_offsets has rows + 1 entries and the library reads candidates only
     // after checking every offset against n_candidates = candidates.len().
     check(unsafe {
-        sys::treemask_apply_token_candidates_cpu(
+        sys::treemask_cpu_apply_token_candidates(
             logits.data,
             logits.dtype,
             shape.rows,

@@ -52,6 +52,14 @@
 //!   [`apply_token_bitmask_cpu_half`] (`f16` / `bf16` bits) and the sparse
 //!   [`apply_token_candidates_cpu`].
 //!
+//! Stability follows the C header's two tiers. The experimental tier
+//! (decoding modes and their [`MatcherOptions`] fields, exclusion sets,
+//! length budgets, speculative and jump-forward accepts, counters, bound
+//! bitmask fills, state arrays) may change in any minor release: each such
+//! item says *Experimental* in its documentation, and the types among them
+//! are also re-exported from [`experimental`], so `use
+//! treemask::experimental::*` names what a program depends on.
+//!
 //! The crate links libtreemask through `treemask-sys` (re-exported as
 //! [`sys`]); see that crate for how the library is found.
 //
@@ -93,6 +101,24 @@ pub use modes::ExclusionSet;
 pub use states::{STATE_FAILED, STATE_ROOT, STATE_TERMINATED};
 pub use trie::{Trie, TrieOptions, TrieStats};
 
+/// The types of the experimental tier (also at the crate root). The
+/// experimental methods live on [`Trie`], [`MatcherRef`] and [`Batch`] and
+/// say *Experimental* in their documentation: the decoding-mode fields of
+/// [`MatcherOptions`], [`MatcherRef::set_label_filter`],
+/// [`MatcherRef::set_remaining_tokens`],
+/// [`MatcherRef::fill_next_token_bitmask_with_budget`],
+/// [`MatcherRef::accept_tokens`], [`MatcherRef::fill_draft_bitmasks`],
+/// [`MatcherRef::accept_forced_tokens`], [`MatcherRef::counters`],
+/// [`Trie::fill_states`], [`Trie::advance_states`], [`MatcherRef::state`] and
+/// the bound bitmask of a [`Batch`] ([`Batch::bind_bitmask`],
+/// [`Batch::fill_bound`]).
+pub mod experimental {
+    pub use crate::batch::FillMode;
+    pub use crate::matcher::MatcherCounters;
+    pub use crate::modes::ExclusionSet;
+    pub use crate::states::{STATE_FAILED, STATE_ROOT, STATE_TERMINATED};
+}
+
 /// The version of the libtreemask actually loaded, as
 /// `major * 10000 + minor * 100 + patch` (compare with
 /// [`sys::TREEMASK_VERSION_NUMBER`], the header these bindings were made from).
@@ -101,7 +127,7 @@ pub fn version() -> u32 {
     unsafe { sys::treemask_version() }
 }
 
-/// [`version`] as a string, e.g. `"0.2.0"`.
+/// [`version`] as a string, e.g. `"0.3.0"`.
 pub fn version_string() -> &'static str {
     // Safety: treemask_version_string returns a static NUL-terminated string.
     let text = unsafe { core::ffi::CStr::from_ptr(sys::treemask_version_string()) };

@@ -16,6 +16,8 @@ use crate::list::read_list;
 use crate::trie::Trie;
 
 /// What one matcher did ([`MatcherRef::counters`], `treemask_matcher_counters`).
+///
+/// *Experimental* (the C header's experimental tier): may change in any minor release.
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct MatcherCounters {
@@ -67,6 +69,10 @@ impl FailurePolicy {
 /// budget, stop-token override) compose freely; see "Decoding modes" in
 /// `treemask.h` for the full rules. An inconsistent combination is an error
 /// at [`Matcher::with_options`] that names the option and token.
+///
+/// *Experimental* (the C header's experimental tier): every field after
+/// `pad_token` (the C `treemask_mode_options`) may change in any minor
+/// release.
 ///
 /// ```
 /// use treemask::{Matcher, MatcherOptions, Trie, TrieOptions};
@@ -141,8 +147,8 @@ impl Default for MatcherOptions {
         let raw = raw_matcher_options_defaults();
         MatcherOptions {
             failure_policy: FailurePolicy::default(),
-            terminate_without_stop_token: raw.terminate_without_stop_token,
-            max_rollback_tokens: raw.max_rollback_tokens,
+            terminate_without_stop_token: raw.matcher.terminate_without_stop_token,
+            max_rollback_tokens: raw.matcher.max_rollback_tokens,
             pad_token: None,
             label_separator: Vec::new(),
             max_labels: raw.max_labels,
@@ -161,12 +167,15 @@ impl Default for MatcherOptions {
 impl MatcherOptions {
     /// The C options struct. It borrows the vectors of `self`, so it must
     /// not outlive `self` (the library copies them at create).
-    fn to_raw(&self) -> Result<sys::treemask_matcher_options> {
+    /// The experimental extension of the stable options (`treemask.h`,
+    /// "Stability tiers"): the library reads the mode fields because
+    /// `raw.matcher.struct_size` covers them.
+    fn to_raw(&self) -> Result<sys::treemask_mode_options> {
         let mut raw = raw_matcher_options_defaults();
-        raw.failure_policy = self.failure_policy.to_raw();
-        raw.terminate_without_stop_token = self.terminate_without_stop_token;
-        raw.max_rollback_tokens = self.max_rollback_tokens;
-        raw.pad_token = optional_token("pad_token", self.pad_token)?;
+        raw.matcher.failure_policy = self.failure_policy.to_raw();
+        raw.matcher.terminate_without_stop_token = self.terminate_without_stop_token;
+        raw.matcher.max_rollback_tokens = self.max_rollback_tokens;
+        raw.matcher.pad_token = optional_token("pad_token", self.pad_token)?;
         raw.label_separator = self.label_separator.as_ptr();
         raw.n_label_separator = self.label_separator.len();
         raw.max_labels = self.max_labels;
@@ -210,12 +219,13 @@ pub(crate) fn optional_count(name: &str, count: Option<u64>) -> Result<i64> {
     }
 }
 
-fn raw_matcher_options_defaults() -> sys::treemask_matcher_options {
-    let mut raw = MaybeUninit::<sys::treemask_matcher_options>::uninit();
-    // Safety: treemask_matcher_options_init writes struct_size and every
-    // field of the struct it is given, so it is fully initialised afterwards.
+fn raw_matcher_options_defaults() -> sys::treemask_mode_options {
+    let mut raw = MaybeUninit::<sys::treemask_mode_options>::uninit();
+    // Safety: treemask_mode_options_init writes every field of the struct it
+    // is given (the stable part included), so it is fully initialised
+    // afterwards.
     unsafe {
-        sys::treemask_matcher_options_init(raw.as_mut_ptr());
+        sys::treemask_mode_options_init(raw.as_mut_ptr());
         raw.assume_init()
     }
 }
@@ -292,8 +302,11 @@ impl Matcher {
         // Safety: trie.as_raw() is a live trie (the matcher retains its own
         // reference); raw_options is a fully initialised options struct whose
         // arrays borrow `options`, alive for the call (the library copies
-        // them); out is written only on success.
-        check(unsafe { sys::treemask_matcher_create(trie.as_raw(), &raw_options, &mut out) })?;
+        // them), and its `matcher` member starts it, with a struct_size that
+        // covers the whole; out is written only on success.
+        check(unsafe {
+            sys::treemask_matcher_create(trie.as_raw(), &raw_options.matcher, &mut out)
+        })?;
         // Safety: on success out is a new matcher that we own.
         Ok(unsafe { Matcher::from_raw(out) })
     }
@@ -598,6 +611,8 @@ impl MatcherRef {
 
     /// What this matcher did since it was created (a clone starts at zero),
     /// for export as metrics. O(1).
+    ///
+    /// *Experimental* (the C header's experimental tier): may change in any minor release.
     pub fn counters(&self) -> Result<MatcherCounters> {
         // Safety: every field of treemask_matcher_counters is an integer, for
         // which all-zero bytes are a valid value.

@@ -35,6 +35,8 @@ use crate::trie::Trie;
 /// assert_eq!(m.next_tokens(), vec![6]); // every item under 5 is excluded
 /// # Ok::<(), treemask::Error>(())
 /// ```
+///
+/// *Experimental* (the C header's experimental tier): may change in any minor release.
 pub struct ExclusionSet {
     raw: NonNull<sys::treemask_exclusion_set>,
 }
@@ -138,6 +140,8 @@ impl MatcherRef {
     /// (`InvalidState`; call it after create or [`reset`](Self::reset)); a set
     /// of another trie, or a filter that leaves no label available
     /// (`InvalidArgument`).
+    ///
+    /// *Experimental* (the C header's experimental tier): may change in any minor release.
     pub fn set_label_filter(
         &mut self,
         shared: Option<&ExclusionSet>,
@@ -166,6 +170,8 @@ impl MatcherRef {
     ///
     /// # Errors
     /// After the first accepted token (`InvalidState`).
+    ///
+    /// *Experimental* (the C header's experimental tier): may change in any minor release.
     pub fn clear_label_filter(&mut self) -> Result<()> {
         self.set_label_filter(None, &[], None)
     }
@@ -177,6 +183,8 @@ impl MatcherRef {
     ///
     /// # Errors
     /// `OutOfRange` for a count above `i64::MAX`.
+    ///
+    /// *Experimental* (the C header's experimental tier): may change in any minor release.
     pub fn set_remaining_tokens(&mut self, remaining: Option<u64>) -> Result<()> {
         let raw = optional_count("remaining", remaining)?;
         // Safety: self is live and exclusively borrowed.
@@ -184,6 +192,8 @@ impl MatcherRef {
     }
 
     /// The length budget left now, or `None` when there is none.
+    ///
+    /// *Experimental* (the C header's experimental tier): may change in any minor release.
     pub fn remaining_tokens(&self) -> Option<u64> {
         // Safety: self is live; const functions may run concurrently.
         let raw = unsafe { sys::treemask_matcher_remaining_tokens(self.as_raw()) };
@@ -197,16 +207,19 @@ impl MatcherRef {
     ///
     /// # Errors
     /// As the plain fill; `OutOfRange` for a budget above `i64::MAX`.
+    ///
+    /// *Experimental* (the C header's experimental tier): may change in any minor release.
     pub fn fill_next_token_bitmask_with_budget(
         &mut self,
         row: &mut [i32],
         remaining_tokens: u64,
     ) -> Result<bool> {
         let budget = optional_count("remaining_tokens", Some(remaining_tokens))?;
-        // Safety: treemask_fill_options is plain data; init writes every field.
-        let mut options: sys::treemask_fill_options = unsafe { core::mem::zeroed() };
+        // Safety: treemask_budget_fill_options is plain data; init writes every
+        // field.
+        let mut options: sys::treemask_budget_fill_options = unsafe { core::mem::zeroed() };
         // Safety: options is a valid, writable struct.
-        unsafe { sys::treemask_fill_options_init(&mut options) };
+        unsafe { sys::treemask_budget_fill_options_init(&mut options) };
         options.remaining_tokens = budget;
         let mut need_apply = true;
         // Safety: self is live and exclusively borrowed; the library writes
@@ -216,7 +229,7 @@ impl MatcherRef {
                 self.as_raw(),
                 row.as_mut_ptr(),
                 row.len(),
-                &options,
+                &options.fill, // its struct_size covers the budget
                 &mut need_apply,
             )
         })?;
@@ -226,6 +239,8 @@ impl MatcherRef {
     /// The labels produced so far, in order. Multi-label: the ids of each
     /// produced label; otherwise the ids of the node the sequence terminated
     /// at, once terminated.
+    ///
+    /// *Experimental* (the C header's experimental tier): may change in any minor release.
     pub fn produced_labels(&self) -> Vec<i64> {
         let mut out = Vec::new();
         // Safety: produced_labels follows the list convention.
@@ -234,6 +249,8 @@ impl MatcherRef {
     }
 
     /// True while inside thinking (think mode).
+    ///
+    /// *Experimental* (the C header's experimental tier): may change in any minor release.
     pub fn is_thinking(&self) -> bool {
         // Safety: self is live; const functions may run concurrently.
         unsafe { sys::treemask_matcher_is_thinking(self.as_raw()) }
@@ -247,6 +264,8 @@ impl MatcherRef {
     ///
     /// # Errors
     /// `InvalidState` in the `StickyError` failed state.
+    ///
+    /// *Experimental* (the C header's experimental tier): may change in any minor release.
     pub fn accept_tokens(&mut self, tokens: &[i32]) -> Result<usize> {
         let mut n_accepted = 0;
         // Safety: self is live and exclusively borrowed; the library reads
@@ -276,6 +295,8 @@ impl MatcherRef {
     /// (`InvalidArgument`), a bad parent (named), a buffer shorter than the
     /// rows or rows narrower than the vocabulary (`BufferTooSmall`); in the
     /// `StickyError` failed state `InvalidState`.
+    ///
+    /// *Experimental* (the C header's experimental tier): may change in any minor release.
     pub fn fill_draft_bitmasks(
         &self,
         tokens: &[i32],
@@ -334,6 +355,8 @@ impl MatcherRef {
     ///
     /// # Errors
     /// `InvalidState` in the `StickyError` failed state.
+    ///
+    /// *Experimental* (the C header's experimental tier): may change in any minor release.
     pub fn accept_forced_tokens(&mut self) -> Result<Vec<i32>> {
         let mut out = Vec::new();
         self.accept_forced_tokens_into(&mut out)?;
@@ -345,6 +368,8 @@ impl MatcherRef {
     ///
     /// # Errors
     /// As `accept_forced_tokens`.
+    ///
+    /// *Experimental* (the C header's experimental tier): may change in any minor release.
     pub fn accept_forced_tokens_into(&mut self, out: &mut Vec<i32>) -> Result<()> {
         out.clear();
         // Safety: self is live; a size query (cap 0) writes nothing.

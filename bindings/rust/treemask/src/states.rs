@@ -14,12 +14,18 @@ use crate::trie::Trie;
 // the value needs it); the casts restore the header's uint32_t.
 
 /// The state of a sequence at the root (node 0).
+///
+/// *Experimental* (the C header's experimental tier): may change in any minor release.
 pub const STATE_ROOT: u32 = sys::TREEMASK_STATE_ROOT as u32;
 /// The state of a sequence a stop token ended: only stop tokens are allowed.
+///
+/// *Experimental* (the C header's experimental tier): may change in any minor release.
 pub const STATE_TERMINATED: u32 = sys::TREEMASK_STATE_TERMINATED as u32;
 /// The state after a rejection under [`FailurePolicy::FailClosed`] or
 /// [`FailurePolicy::StickyError`]: only stop tokens are allowed (and, except
 /// under `StickyError`, terminate).
+///
+/// *Experimental* (the C header's experimental tier): may change in any minor release.
 pub const STATE_FAILED: u32 = sys::TREEMASK_STATE_FAILED as u32;
 
 impl Trie {
@@ -52,6 +58,8 @@ impl Trie {
     /// bitmask_row_words` or `bitmask_row_words` below [`bitmask_words`](Self::bitmask_words)
     /// (`BufferTooSmall`); a state that is neither a node id nor reserved
     /// (`OutOfRange`, naming its index).
+    ///
+    /// *Experimental* (the C header's experimental tier): may change in any minor release.
     pub fn fill_states(
         &self,
         states: &[u32],
@@ -92,6 +100,8 @@ impl Trie {
     /// Nothing changed: `tokens` or `accepted` of another length than
     /// `states` (`InvalidArgument`); a state out of range (`OutOfRange`,
     /// naming its index).
+    ///
+    /// *Experimental* (the C header's experimental tier): may change in any minor release.
     pub fn advance_states(
         &self,
         states: &mut [u32],
@@ -142,6 +152,8 @@ impl MatcherRef {
     /// # Errors
     /// `InvalidState` for a state the form cannot express (a matcher in a
     /// decoding mode).
+    ///
+    /// *Experimental* (the C header's experimental tier): may change in any minor release.
     pub fn state(&self) -> Result<u32> {
         let mut state = 0;
         // Safety: self is live; const functions may run concurrently; state

@@ -64,7 +64,7 @@ class HostCudaLib:
     def treemask_cuda_apply_token_bitmask(self, logits, dtype, n_rows, row_stride, width, bitmask, words,
                                           bitmask_rows, vocab_size, indices, n_indices, stream):
         self._count("apply")
-        return real_lib.treemask_apply_token_bitmask_cpu(logits, dtype, n_rows, row_stride, width, bitmask, words,
+        return real_lib.treemask_cpu_apply_token_bitmask(logits, dtype, n_rows, row_stride, width, bitmask, words,
                                                          bitmask_rows, vocab_size, indices, n_indices)
 
     def treemask_cuda_trie_advance_states(self, dev_trie, states, tokens, n, policy, accepted, stream):
@@ -101,7 +101,7 @@ class HostCudaLib:
         if status:
             return status
         vocab = real_lib.treemask_trie_vocab_size(self._trie(dev_trie))
-        return real_lib.treemask_apply_token_bitmask_cpu(logits, dtype, n, row_stride, width,
+        return real_lib.treemask_cpu_apply_token_bitmask(logits, dtype, n, row_stride, width,
                                                          ffi.from_buffer("int32_t[]", rows), rows.shape[1], n,
                                                          vocab, ffi.NULL, 0)
 

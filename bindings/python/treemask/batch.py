@@ -284,7 +284,7 @@ class BatchMatcher:
         beam = self._beams.get(beam_width)
         if beam is None:
             beam = self._beams[beam_width] = Beam(beam_width, n_threads=self._n_threads + 1)
-        parents, tokens = beam.step_batch(self._ptr, n_rows, lg, scores)
+        parents, tokens = beam._step_batch(self, n_rows, lg, scores)
         tries = self._tries
         moved = [tries[r - r % beam_width + p] if p >= 0 else tries[r] for r, p in enumerate(parents.tolist())]
         tries[:n_rows] = moved

@@ -207,15 +207,17 @@ class Beam:
             raise_status(status, "beam step")
         return parents, tokens
 
-    def step_batch(self, batch_ptr, n_rows: int, lg, scores: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-        """The batch form (used by BatchMatcher.beam_step)."""
+    def _step_batch(self, batch: Any, n_rows: int, lg, scores: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """The batch form: the step over a BatchMatcher's first n_rows slots
+        (BatchMatcher.beam_step is its public face, and calls it with the
+        logits struct it has made)."""
         n_requests, _ = _rows_per_request(n_rows, self.beam_width)
         parents = np.empty(n_rows, dtype=np.int32)
         tokens = np.empty(n_rows, dtype=np.int32)
         if n_rows == 0:
             return parents, tokens
         status = lib.treemask_beam_step_batch(
-            self._ptr, batch_ptr, n_requests, lg, ffi.from_buffer("float[]", scores),
+            self._ptr, batch._ptr, n_requests, lg, ffi.from_buffer("float[]", scores),
             ffi.from_buffer("int32_t[]", parents), ffi.from_buffer("int32_t[]", tokens))
         if status:
             raise_status(status, "beam step")

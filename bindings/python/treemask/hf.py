@@ -506,8 +506,7 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
     if input_ids.device.type not in ("cpu", "cuda"):
         raise DeviceTensorError("input_ids: %s is on a device treemask has no beam step for (CPU and CUDA only)"
                                 % _buffers.describe(input_ids))
-    if not isinstance(num_beams, int) or isinstance(num_beams, bool) or num_beams < 1:
-        raise InvalidArgumentError("num_beams must be an int >= 1, got %r" % (num_beams,))
+    num_beams = _buffers.positive_int(num_beams, "num_beams")
     n_requests, prompt_length = input_ids.shape
     B = num_beams
     R = B if num_return_sequences is None else num_return_sequences
@@ -515,8 +514,7 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
         raise InvalidArgumentError("num_return_sequences %r: want 1 .. num_beams (%d)" % (R, B))
     if max_new_tokens is None:
         max_new_tokens = trie.stats().max_depth + 1
-    if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-        raise InvalidArgumentError("max_new_tokens must be an int >= 1, got %r" % (max_new_tokens,))
+    max_new_tokens = _buffers.positive_int(max_new_tokens, "max_new_tokens")
     if pad_token_id is None:
         config = getattr(model, "generation_config", None)
         pad_token_id = getattr(config, "pad_token_id", None)

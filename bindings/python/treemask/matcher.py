@@ -116,6 +116,8 @@ class _MatcherMethods:
         if remaining_tokens is None:
             opts = ffi.NULL
         else:
+            # Checked here, not left to the library: to it -1 means "the
+            # matcher's own budget", which this argument spells None.
             if remaining_tokens < 0:
                 raise InvalidArgumentError("remaining_tokens %d must be >= 0" % remaining_tokens)
             budget = ffi.new("treemask_budget_fill_options *")  # experimental extension

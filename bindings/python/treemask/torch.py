@@ -198,7 +198,8 @@ class DeviceTrie:
         if status:
             raise_status(status)
 
-    def advance_states(self, states: torch.Tensor, tokens: torch.Tensor, *, failure_policy: Union[str, int] = "reject",
+    def advance_states(self, states: torch.Tensor, tokens: torch.Tensor, *,
+                       failure_policy: Union[str, int] = LIBRARY_DEFAULT,
                        accepted: Optional[torch.Tensor] = None) -> None:
         """The advance alone (:meth:`Trie.advance_states` on the device):
         ``states`` advance by ``tokens`` in place; nothing is filled."""
@@ -214,7 +215,7 @@ class DeviceTrie:
 
     def follow_rows(self, tokens: torch.Tensor, states: torch.Tensor, keys: torch.Tensor, *,
                     prev: Optional[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = None,
-                    failure_policy: Union[str, int] = "reject") -> None:
+                    failure_policy: Union[str, int] = LIBRARY_DEFAULT) -> None:
         """The state of every row of ``tokens`` (an int64 tensor ``(rows,
         n)`` whose rows may be strided, e.g. ``input_ids[:, prompt:]``),
         written to ``states`` (int32 / uint32, one per row) with a hash of

@@ -570,6 +570,35 @@ def test_processor_device_path_equals_the_host_path():
             assert torch.equal(a[torch.isfinite(a)], b[torch.isfinite(b)]), (pad, step)
 
 
+def test_staged_path_without_the_cuda_kernel_equals_the_device_path():
+    """TrieLogitsProcessor where this libtreemask has no usable CUDA: the
+    host walk's rows staged to the scores' device (pinned copy, event) and
+    masked by the torch unpacking (treemask._device_mask, the helper the
+    vLLM processor uses too), against the device path, step by step."""
+    from treemask import _device_mask
+    from treemask.hf import TrieLogitsProcessor
+
+    rng = random.Random(24)
+    vocab = 151936
+    trie, _paths = _random_trie(rng, vocab)
+    on_device = _device_path(TrieLogitsProcessor(trie, pad_token_id=7))
+    staged = TrieLogitsProcessor(trie, pad_token_id=7)
+    staged._device_path = lambda scores: False
+    staged._staged = lambda scores: True  # CPU scores too, in the host mode
+    seed = rng.randrange(1 << 30)
+    want = _simulated_rows(on_device, random.Random(seed), trie, 16, 8, [3, 4], vocab)
+    kernel = _device_mask.cuda_available
+    _device_mask.cuda_available = lambda: False  # asked when the masker is made
+    try:
+        got = _simulated_rows(staged, random.Random(seed), trie, 16, 8, [3, 4], vocab)
+    finally:
+        _device_mask.cuda_available = kernel
+    assert staged._masker is not None and not staged._masker._kernel
+    for step, (a, b) in enumerate(zip(got, want)):
+        assert torch.equal(torch.isfinite(a), torch.isfinite(b)), step
+        assert torch.equal(a[torch.isfinite(a)], b[torch.isfinite(b)]), step
+
+
 class _SyncChecked:
     """Calls a processor with torch.cuda's sync debug mode on "error": a
     host synchronisation inside the call raises."""

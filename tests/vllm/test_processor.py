@@ -29,7 +29,8 @@ import torch
 
 import treemask
 from treemask import vllm as tv
-from treemask.vllm import frontend, masker, processor
+from treemask._device_mask import DeviceMasker
+from treemask.vllm import frontend, processor
 from treemask.vllm.keys import ChoiceSource
 from treemask.vllm.trie_registry import _compile_choices
 from treemask.vllm.settings import Settings
@@ -405,7 +406,7 @@ def test_device_masker_host_parts(tries):
     """The pinned staging and the torch fallback apply (what runs on a
     CUDA device without treemask's kernel), on the CPU; and the processor
     driven through its device path (a non-CPU device is all it checks)."""
-    dm = masker.DeviceMasker(4, (V + 31) // 32, torch.device("cpu"), False)
+    dm = DeviceMasker(4, (V + 31) // 32, torch.device("cpu"), False)
     dm.wait_host()
     a = dm.host
     trie = treemask.Trie.load(tries["a"])
@@ -419,7 +420,7 @@ def test_device_masker_host_parts(tries):
     # the whole processor through the device path, with "meta"-free CPU
     # tensors standing in for the device ones
     proc = make_processor()
-    proc._masker = masker.DeviceMasker(SLOTS, (V + 31) // 32, torch.device("cpu"), False)
+    proc._masker = DeviceMasker(SLOTS, (V + 31) // 32, torch.device("cpu"), False)
     proc._host = proc._masker.host
     proc.batch.bind_bitmask(proc._host)
     out = []

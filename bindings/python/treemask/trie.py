@@ -78,9 +78,11 @@ def _rtp_options(*, start_token_id: Optional[int] = None, end_token_id: Optional
 
 def _options(vocab_size: int, stop_tokens: np.ndarray, dense_row_cache_bytes: Optional[int]):
     """A filled treemask_trie_options; stop_tokens must stay alive while it is used."""
+    # The library checks that vocab_size is positive; only what its int32
+    # cannot hold stops here.
     if not isinstance(vocab_size, (int, np.integer)) or isinstance(vocab_size, bool):
         raise InvalidArgumentError("vocab_size must be an int, got %r" % (vocab_size,))
-    if not 0 < vocab_size <= _buffers.INT32_MAX:
+    if not _buffers.INT32_MIN <= vocab_size <= _buffers.INT32_MAX:
         raise InvalidArgumentError("vocab_size %d: want 1 .. 2^31 - 1" % vocab_size)
     opts = ffi.new("treemask_trie_options *")
     lib.treemask_trie_options_init(opts)

@@ -19,6 +19,7 @@ except ImportError as _e:  # pragma: no cover - vLLM is what this module is for
     raise ImportError("treemask.vllm needs vLLM (V1 engine, tested with 0.32.0) and torch: %s" % _e) from _e
 
 from .. import _buffers
+from .._device_mask import DeviceMasker
 from ..batch import BatchMatcher
 from ..bitmask import apply_token_bitmask_inplace
 from ..errors import Error
@@ -27,7 +28,6 @@ from ..matcher import Matcher
 from ..trie import Trie
 from . import beam, frontend
 from .keys import RequestError, RequestSpec, has_treemask_keys, parse_extra_args
-from .masker import DeviceMasker
 from .model import ModelInfo, frontend_model
 from .trie_registry import TrieRegistry
 

@@ -88,6 +88,8 @@ class PrefixedStrings {
     return s_.bytes[s_.offsets[sorted_.order[i]] + (pos - prefix_.size())];
   }
   size_t prefix_size() const { return prefix_.size(); }
+  // The index in the caller's list of sorted string i.
+  uint32_t original(size_t i) const { return sorted_.order[i]; }
 
  private:
   const StringList &s_;
@@ -114,7 +116,7 @@ struct Run {
 // closed runs (close(run): their nodes' children are final), then a child
 // gained (attach(parent, index of the child among the parent's, child)),
 // then the new nodes (created(string, run)) or the end of a string that
-// created none (ended_at(node)).
+// created none (ended_at(string, node)).
 template <class Close, class Attach, class Created, class EndedAt>
 void walk_runs(const PrefixedStrings &s, const std::vector<uint32_t> &start, Close &&close,
                Attach &&attach, Created &&created, EndedAt &&ended_at) {
@@ -133,7 +135,7 @@ void walk_runs(const PrefixedStrings &s, const std::vector<uint32_t> &start, Clo
       top.last_children = 1;
     }
     if (len == l) {
-      ended_at(top.node_at(l));
+      ended_at(k, top.node_at(l));
       continue;
     }
     attach(top.node_at(l), top.last_children++, start[k]);
@@ -158,7 +160,10 @@ void set_range(std::vector<uint64_t> &bits, uint64_t first, uint64_t last) {
   }
 }
 
-Result<std::unique_ptr<ByteTrieStorage>> build_storage(const PrefixedStrings &s) {
+// ends (when given) receives the node each string ends at, by its index in
+// the caller's list.
+Result<std::unique_ptr<ByteTrieStorage>> build_storage(const PrefixedStrings &s,
+                                                       std::vector<uint32_t> *ends) {
   // Node ids: string k's new nodes start at start[k].
   std::vector<uint32_t> start(s.size());
   uint64_t n_nodes = 1;
@@ -198,8 +203,12 @@ Result<std::unique_ptr<ByteTrieStorage>> build_storage(const PrefixedStrings &s)
       [&](size_t k, const Run &r) {
         for (uint64_t d = r.d0; d <= r.d1; ++d) st->labels[r.node_at(d)] = s.byte(k, d - 1);
         set(st->terminal_bits, r.node_at(r.d1));
+        if (ends) (*ends)[s.original(k)] = r.node_at(r.d1);
       },
-      [&](uint32_t node) { set(st->terminal_bits, node); });
+      [&](size_t k, uint32_t node) {
+        set(st->terminal_bits, node);
+        if (ends) (*ends)[s.original(k)] = node;
+      });
 
   uint32_t rank = 0;
   for (uint64_t w = 0; w < words; ++w) {
@@ -233,7 +242,7 @@ Result<std::unique_ptr<ByteTrieStorage>> build_storage(const PrefixedStrings &s)
         st->child_bytes[first + index] = st->labels[child];
         st->child_ids[first + index] = child;
       },
-      [](size_t, const Run &) {}, [](uint32_t) {});
+      [](size_t, const Run &) {}, [](size_t, uint32_t) {});
   return st;
 }
 
@@ -290,7 +299,9 @@ Status validate_byte_trie_arrays(const ByteTrieArrays &a) {
     for (uint32_t c = first; c < end; ++c) {
       const uint32_t id = a.child_ids[c];
       const bool ok = id > n && id < a.n_nodes && a.labels[id] == a.child_bytes[c] &&
-                      (c == first ? id == n + 1 : a.child_bytes[c] > a.child_bytes[c - 1]);
+                      (c == first ? id == n + 1
+                                  : a.child_bytes[c] > a.child_bytes[c - 1] &&
+                                        id > a.child_ids[c - 1]);
       if (!ok) {
         return error(Code::kCorruptFile, "byte trie: branch node ", n, ", child ", c - first,
                      " (byte ", int{a.child_bytes[c]}, ", node ", id, ") is out of order or range");
@@ -300,23 +311,33 @@ Status validate_byte_trie_arrays(const ByteTrieArrays &a) {
   return Status::Ok();
 }
 
+Result<BuiltByteTrie> build_byte_trie(const StringList &strings, std::string_view prefix) {
+  TM_TRY(check_strings(strings, prefix.size()));
+  const size_t n = strings.offsets.size() - 1;
+  BuiltByteTrie out;
+  out.ends.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    out.max_depth = std::max<uint64_t>(out.max_depth,
+                                       prefix.size() + strings.offsets[i + 1] - strings.offsets[i]);
+  }
+  {
+    const PrefixedStrings s(strings, prefix,
+                            sort_strings(strings.bytes.data(), strings.offsets.data(), n));
+    TM_ASSIGN_OR_RETURN(out.storage, build_storage(s, &out.ends));
+  }
+  const Status valid = validate_byte_trie_arrays(out.storage->view());
+  if (!valid.ok()) return error(Code::kInternal, "string trie builder: ", valid.message());
+  return out;
+}
+
 Result<Ref<StringTrie>> build_string_trie(Ref<Vocab> vocab, const StringTrieOptions &opts,
                                           const StringList &strings) {
   if (!vocab) return error(Code::kInvalidArgument, "a string set needs a vocabulary");
   std::vector<int32_t> stops = opts.stop_tokens;
   TM_TRY(normalize_stop_tokens(vocab->vocab_size(), stops));
-  TM_TRY(check_strings(strings, opts.prefix.size()));
-  const size_t n = strings.offsets.size() - 1;
-  std::unique_ptr<ByteTrieStorage> storage;
-  {
-    const PrefixedStrings s(strings, opts.prefix,
-                            sort_strings(strings.bytes.data(), strings.offsets.data(), n));
-    TM_ASSIGN_OR_RETURN(storage, build_storage(s));
-  }
-  const Status valid = validate_byte_trie_arrays(storage->view());
-  if (!valid.ok()) return error(Code::kInternal, "string trie builder: ", valid.message());
+  TM_ASSIGN_OR_RETURN(BuiltByteTrie built, build_byte_trie(strings, opts.prefix));
   return Ref<StringTrie>::adopt(
-      new StringTrie(std::move(vocab), std::move(storage), std::move(stops), opts));
+      new StringTrie(std::move(vocab), std::move(built.storage), std::move(stops), opts));
 }
 
 uint32_t StringTrie::child(uint32_t node, uint8_t byte) const {
@@ -364,6 +385,21 @@ TokenStep StringTrie::step_token(uint32_t node, int32_t token,
   const uint32_t next = walk(node, vocab_->token_bytes(token));
   return next == kNoNode ? TokenStep{TokenStep::kRejected, kNoNode}
                          : TokenStep{TokenStep::kAdvanced, next};
+}
+
+std::string StringTrie::path_bytes(uint32_t node) const {
+  // Depth-first ids: the child on the way to node is the last one whose id
+  // is at most node's.
+  std::string out;
+  for (uint32_t at = 0; at != node;) {
+    const uint32_t n = child_count(at);
+    if (n == 0 || node >= a_.n_nodes) break;
+    uint32_t i = 0;
+    while (i + 1 < n && child_id(at, i + 1) <= node) ++i;
+    at = child_id(at, i);
+    out.push_back(static_cast<char>(a_.labels[at]));
+  }
+  return out;
 }
 
 size_t StringTrie::forced_bytes(uint32_t node, uint8_t *out, size_t cap) const {

@@ -8,6 +8,7 @@
 #endif
 
 #include "core/cpu.h"
+#include "strings/string_set.h"
 #include "trie/trie.h"
 
 namespace treemask {
@@ -49,6 +50,9 @@ class StopSet {
 };
 
 Status corrupt(auto &&...parts) { return error(Code::kCorruptFile, "trie arrays: ", parts...); }
+
+Status validate_terminals(const TrieArrays &a);
+Status validate_string_set(const TrieArrays &a, bool check_vocab);
 
 // The structural checks of nodes and edges, as two passes that only decide
 // "all hold" (validate_trie_arrays then locates the first failure with the
@@ -447,11 +451,33 @@ bool trie_structure_holds(const TrieArrays &a, bool vector, uint32_t *max_fanout
 Status check_counts(const TrieCounts &c) {
   const uint64_t n = c.n_nodes;
   if (n == 0 || n > kMaxNodes) return corrupt("node count ", n, " is outside [1, ", kMaxNodes, "]");
-  if (c.n_explicit == 0 || c.n_explicit > n || c.n_heads > c.n_explicit) {
-    return corrupt("inconsistent counts: ", c.n_explicit, " CSR nodes and ", c.n_heads,
-                   " tails for ", n, " nodes");
-  }
   if (c.vocab_size <= 0) return corrupt("vocab_size ", c.vocab_size, " <= 0");
+  if (c.is_string_set()) {
+    // No token-path arrays; the byte trie's tables and the vocabulary
+    // within what their types index.
+    if (c.n_explicit != 0 || c.n_heads != 0 || c.tail_range != 0 || c.tail_base != 0) {
+      return corrupt("a string-set trie has token-path counts (", c.n_explicit, " CSR nodes, ",
+                     c.n_heads, " tails)");
+    }
+    if (c.n_branches > n || c.n_branch_children > 0xFFFFFFFFull) {
+      return corrupt("inconsistent counts: ", c.n_branches, " branching nodes with ",
+                     c.n_branch_children, " children, for ", n, " nodes");
+    }
+    if (c.n_vocab_tokens > static_cast<uint32_t>(c.vocab_size) ||
+        c.n_vocab_bytes > 0xFFFFFFFFull) {
+      return corrupt("the vocabulary has ", c.n_vocab_tokens, " tokens of ", c.n_vocab_bytes,
+                     " bytes for vocab_size ", c.vocab_size);
+    }
+  } else {
+    if (c.n_branches != 0 || c.n_branch_children != 0 || c.n_vocab_bytes != 0) {
+      return corrupt("a token-path trie has string-set counts (", c.n_branches,
+                     " branching nodes, ", c.n_vocab_bytes, " vocabulary bytes)");
+    }
+    if (c.n_explicit == 0 || c.n_explicit > n || c.n_heads > c.n_explicit) {
+      return corrupt("inconsistent counts: ", c.n_explicit, " CSR nodes and ", c.n_heads,
+                     " tails for ", n, " nodes");
+    }
+  }
   if (c.n_terminals > n || c.n_multi > c.n_terminals || c.n_multi_labels > 0xFFFFFFFFull) {
     return corrupt("inconsistent counts: ", c.n_terminals, " terminals, ", c.n_multi,
                    " multi-label terminals, ", c.n_multi_labels, " labels, for ", n, " nodes");
@@ -478,7 +504,7 @@ Status check_counts(const TrieCounts &c) {
   return Status::Ok();
 }
 
-Status validate_trie_arrays(const TrieArrays &a) {
+Status validate_trie_arrays(const TrieArrays &a, bool check_vocab) {
   TM_TRY(check_counts(a));
   Status missing;
   for_each_array(a, [&](const ArrayInfo &info, const auto *p) {
@@ -496,6 +522,10 @@ Status validate_trie_arrays(const TrieArrays &a) {
       return corrupt("stop token ", s, " (", i, ") is out of range [0, vocab_size=", a.vocab_size,
                      ") or out of order");
     }
+  }
+  if (a.is_string_set()) {
+    TM_TRY(validate_string_set(a, check_vocab));
+    return validate_terminals(a);
   }
   const StopSet stops({a.stop_tokens, a.n_stop_tokens});
 
@@ -547,6 +577,12 @@ Status validate_trie_arrays(const TrieArrays &a) {
     }
   }
 
+  return validate_terminals(a);
+}
+
+namespace {
+
+Status validate_terminals(const TrieArrays &a) {
   // Terminal bits and their rank directory.
   {
     uint64_t set = 0;
@@ -584,5 +620,90 @@ Status validate_trie_arrays(const TrieArrays &a) {
   }
   return Status::Ok();
 }
+
+// The depth-first nesting of a byte trie (validate_byte_trie_arrays checks
+// each node's own fields): visiting the nodes in id order with the path of
+// their ancestors, each node's parent (the deepest ancestor whose subtree
+// holds it) names it as a child, a subtree ending at the next child of its
+// parent (or with its parent's). Then max_depth is the longest path and
+// max_fanout the most children, both exact. O(nodes x log fanout) time,
+// O(depth) memory.
+Status validate_byte_nesting(const TrieArrays &a, const ByteTrieArrays &b) {
+  struct Open {
+    uint64_t node, end;
+  };
+  std::vector<Open> path{{0, b.n_nodes}};
+  uint64_t depth = 0;
+  uint32_t fanout = 0;
+  auto bit = [](const uint64_t *bits, uint64_t n) { return (bits[n >> 6] >> (n & 63)) & 1; };
+  auto branch_span = [&](uint64_t node, uint32_t &first, uint32_t &end) {
+    const uint64_t below = b.branch_bits[node >> 6] & ((uint64_t{1} << (node & 63)) - 1);
+    const uint64_t k = b.branch_rank[node >> 6] + static_cast<uint64_t>(std::popcount(below));
+    first = b.branch_first[k];
+    end = b.branch_first[k + 1];
+  };
+  for (uint64_t n = 0; n < b.n_nodes; ++n) {
+    if (bit(b.unary_bits, n)) fanout = std::max(fanout, 1u);
+    if (bit(b.branch_bits, n)) {
+      uint32_t first = 0, end = 0;
+      branch_span(n, first, end);
+      fanout = std::max(fanout, end - first);
+    }
+    if (n == 0) continue;
+    while (path.back().end <= n) path.pop_back();  // the root's end is n_nodes
+    const Open parent = path.back();
+    uint64_t end = parent.end;
+    if (bit(b.unary_bits, parent.node)) {
+      if (n != parent.node + 1) {
+        return corrupt("byte trie node ", n, " lies in the subtree of node ", parent.node,
+                       ", whose one child is ", parent.node + 1);
+      }
+    } else if (bit(b.branch_bits, parent.node)) {
+      uint32_t first = 0, last = 0;
+      branch_span(parent.node, first, last);
+      const uint32_t *it = std::lower_bound(b.child_ids + first, b.child_ids + last,
+                                            static_cast<uint32_t>(n));
+      if (it == b.child_ids + last || *it != n) {
+        return corrupt("byte trie node ", n, " lies in the subtree of node ", parent.node,
+                       " but is not one of its children");
+      }
+      if (it + 1 != b.child_ids + last) end = it[1];
+    } else {
+      return corrupt("byte trie node ", n, " lies in the subtree of the leaf ", parent.node);
+    }
+    // A node with children holds them: its first child is n + 1, its last
+    // (a branch's) below the end of its subtree.
+    uint64_t last_child = bit(b.unary_bits, n) ? n + 1 : 0;
+    if (bit(b.branch_bits, n)) {
+      uint32_t first = 0, last = 0;
+      branch_span(n, first, last);
+      last_child = b.child_ids[last - 1];
+    }
+    if (last_child != 0 && last_child >= end) {
+      return corrupt("byte trie node ", n, " has the child ", last_child,
+                     " outside its subtree [", n, ", ", end, ")");
+    }
+    path.push_back({n, end});
+    depth = std::max<uint64_t>(depth, path.size() - 1);
+  }
+  if (depth != a.max_depth) {
+    return corrupt("max_depth is ", a.max_depth, " but the strings are up to ", depth,
+                   " bytes long");
+  }
+  if (fanout != a.max_fanout) {
+    return corrupt("max_fanout is ", a.max_fanout, " but the nodes have up to ", fanout);
+  }
+  return Status::Ok();
+}
+
+Status validate_string_set(const TrieArrays &a, bool check_vocab) {
+  const ByteTrieArrays b = byte_trie_view(a);
+  TM_TRY(validate_byte_trie_arrays(b));
+  TM_TRY(validate_byte_nesting(a, b));
+  if (check_vocab) TM_TRY(check_saved_vocab(saved_vocab(a)));
+  return Status::Ok();
+}
+
+}  // namespace
 
 }  // namespace treemask

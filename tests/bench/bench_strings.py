@@ -24,7 +24,7 @@ QWEN_EOS = 151645
 
 def write_dump(path: pathlib.Path, tokenizer, width: int) -> None:
     """The token bytes of ``tokenizer`` (logits width ``width``) in the
-    format bench_strings.cc and strings_replay.cc read."""
+    format bench_strings.cc reads."""
     from treemask._vocab_bytes import vocab_bytes
 
     v = vocab_bytes(tokenizer, width)

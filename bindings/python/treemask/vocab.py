@@ -68,7 +68,8 @@ class Vocab:
                 tokens.
 
         Raises InvalidArgumentError (naming the token or the width),
-        UnsupportedError for a tokenizer of another kind.
+        UnsupportedError for a decoder whose tokens have no fixed bytes
+        (WordPiece), TypeError for an object of none of the kinds above.
         """
         v = vocab_bytes(tokenizer, vocab_size)
         return cls._from_vocab_bytes(v)

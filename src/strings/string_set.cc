@@ -33,7 +33,17 @@ void place_labels(VectorTrieStorage &st, const std::vector<uint32_t> &ends, uint
           static_cast<uint32_t>(i);
     }
   }
-  std::vector<int64_t> first_labels(n_terminals);
+  // Labels that all fit in [0, 2^32) (string indices always do) take 4
+  // bytes, as a token-path trie's; they are written there directly.
+  const bool narrow =
+      !label_ids || std::all_of(label_ids, label_ids + n, [](int64_t l) {
+        return l >= 0 && l <= int64_t{0xFFFFFFFF};
+      });
+  if (narrow) {
+    st.first_labels32.resize(n_terminals);
+  } else {
+    st.first_labels.resize(n_terminals);
+  }
   std::vector<int64_t> labels;
   st.multi_offsets.assign(1, 0);
   for (uint64_t r = 0; r < n_terminals; ++r) {
@@ -43,19 +53,16 @@ void place_labels(VectorTrieStorage &st, const std::vector<uint32_t> &ends, uint
     }
     std::sort(labels.begin(), labels.end());
     labels.erase(std::unique(labels.begin(), labels.end()), labels.end());
-    first_labels[r] = labels.front();
+    if (narrow) {
+      st.first_labels32[r] = static_cast<uint32_t>(labels.front());
+    } else {
+      st.first_labels[r] = labels.front();
+    }
     if (labels.size() > 1) {
       st.multi_ranks.push_back(static_cast<uint32_t>(r));
       st.multi_labels.insert(st.multi_labels.end(), labels.begin(), labels.end());
       st.multi_offsets.push_back(static_cast<uint32_t>(st.multi_labels.size()));
     }
-  }
-  // Labels that all fit in [0, 2^32) take 4 bytes (as a token-path trie's).
-  if (std::all_of(first_labels.begin(), first_labels.end(),
-                  [](int64_t l) { return l >= 0 && l <= int64_t{0xFFFFFFFF}; })) {
-    st.first_labels32.assign(first_labels.begin(), first_labels.end());
-  } else {
-    st.first_labels = std::move(first_labels);
   }
 }
 

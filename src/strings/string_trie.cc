@@ -278,33 +278,46 @@ Status validate_byte_trie_arrays(const ByteTrieArrays &a) {
   if (a.branch_first[0] != 0 || a.branch_first[a.n_branches] != a.n_branch_children) {
     return error(Code::kCorruptFile, "byte trie: branch offsets do not span the child table");
   }
+  // The bits a word at a time (the tail past the last node is zero, checked
+  // above): unary and branch exclusive, every leaf (neither) terminal.
+  for (uint64_t w = 0; w < words; ++w) {
+    const uint64_t valid = w + 1 < words || tail == 0 ? ~uint64_t{0} : (uint64_t{1} << tail) - 1;
+    const uint64_t both = a.unary_bits[w] & a.branch_bits[w];
+    const uint64_t bad_leaf = valid & ~(a.unary_bits[w] | a.branch_bits[w] | a.terminal_bits[w]);
+    if (both) {
+      return error(Code::kCorruptFile, "byte trie: node ", w * 64 + std::countr_zero(both),
+                   " is unary and a branch");
+    }
+    if (bad_leaf) {
+      return error(Code::kCorruptFile, "byte trie: leaf ", w * 64 + std::countr_zero(bad_leaf),
+                   " is not terminal");
+    }
+  }
+  if (test(a.unary_bits, a.n_nodes - 1)) {
+    return error(Code::kCorruptFile, "byte trie: unary node ", a.n_nodes - 1,
+                 " has no next node");
+  }
+  // The branch table, branch by branch (k-th set branch bit).
   uint64_t k = 0;
-  for (uint64_t n = 0; n < a.n_nodes; ++n) {
-    const bool unary = test(a.unary_bits, n), branch = test(a.branch_bits, n);
-    if (unary && branch)
-      return error(Code::kCorruptFile, "byte trie: node ", n, " is unary and a branch");
-    if (!unary && !branch && !test(a.terminal_bits, n)) {
-      return error(Code::kCorruptFile, "byte trie: leaf ", n, " is not terminal");
-    }
-    if (unary && n + 1 >= a.n_nodes) {
-      return error(Code::kCorruptFile, "byte trie: unary node ", n, " has no next node");
-    }
-    if (!branch) continue;
-    const uint32_t first = a.branch_first[k], end = a.branch_first[k + 1];
-    ++k;
-    if (end < first || end - first < 2) {
-      return error(Code::kCorruptFile, "byte trie: branch node ", n, " has children [", first, ", ",
-                   end, ")");
-    }
-    for (uint32_t c = first; c < end; ++c) {
-      const uint32_t id = a.child_ids[c];
-      const bool ok = id > n && id < a.n_nodes && a.labels[id] == a.child_bytes[c] &&
-                      (c == first ? id == n + 1
-                                  : a.child_bytes[c] > a.child_bytes[c - 1] &&
-                                        id > a.child_ids[c - 1]);
-      if (!ok) {
-        return error(Code::kCorruptFile, "byte trie: branch node ", n, ", child ", c - first,
-                     " (byte ", int{a.child_bytes[c]}, ", node ", id, ") is out of order or range");
+  for (uint64_t w = 0; w < words; ++w) {
+    for (uint64_t bits = a.branch_bits[w]; bits != 0; bits &= bits - 1, ++k) {
+      const uint64_t n = w * 64 + static_cast<uint64_t>(std::countr_zero(bits));
+      const uint32_t first = a.branch_first[k], end = a.branch_first[k + 1];
+      if (end < first || end - first < 2) {
+        return error(Code::kCorruptFile, "byte trie: branch node ", n, " has children [", first,
+                     ", ", end, ")");
+      }
+      for (uint32_t c = first; c < end; ++c) {
+        const uint32_t id = a.child_ids[c];
+        const bool ok = id > n && id < a.n_nodes && a.labels[id] == a.child_bytes[c] &&
+                        (c == first ? id == n + 1
+                                    : a.child_bytes[c] > a.child_bytes[c - 1] &&
+                                          id > a.child_ids[c - 1]);
+        if (!ok) {
+          return error(Code::kCorruptFile, "byte trie: branch node ", n, ", child ", c - first,
+                       " (byte ", int{a.child_bytes[c]}, ", node ", id,
+                       ") is out of order or range");
+        }
       }
     }
   }
@@ -325,8 +338,6 @@ Result<BuiltByteTrie> build_byte_trie(const StringList &strings, std::string_vie
                             sort_strings(strings.bytes.data(), strings.offsets.data(), n));
     TM_ASSIGN_OR_RETURN(out.storage, build_storage(s, &out.ends));
   }
-  const Status valid = validate_byte_trie_arrays(out.storage->view());
-  if (!valid.ok()) return error(Code::kInternal, "string trie builder: ", valid.message());
   return out;
 }
 
@@ -336,6 +347,8 @@ Result<Ref<StringTrie>> build_string_trie(Ref<Vocab> vocab, const StringTrieOpti
   std::vector<int32_t> stops = opts.stop_tokens;
   TM_TRY(normalize_stop_tokens(vocab->vocab_size(), stops));
   TM_ASSIGN_OR_RETURN(BuiltByteTrie built, build_byte_trie(strings, opts.prefix));
+  const Status valid = validate_byte_trie_arrays(built.storage->view());
+  if (!valid.ok()) return error(Code::kInternal, "string trie builder: ", valid.message());
   return Ref<StringTrie>::adopt(
       new StringTrie(std::move(vocab), std::move(built.storage), std::move(stops), opts));
 }

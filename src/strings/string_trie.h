@@ -212,10 +212,11 @@ class StringTrie final : public RefCounted {
   uint64_t cache_min_visits_;
 };
 
-// The byte trie of prefix + each string, without a vocabulary: the arrays,
-// the node each string ends at (by its index in the list) and the longest
-// string with the prefix, in bytes. Errors: those of build_string_trie
-// below about the strings.
+// The byte trie of prefix + each string, without a vocabulary: the arrays
+// (not yet validated: the caller validates what it makes of them), the node
+// each string ends at (by its index in the list) and the longest string
+// with the prefix, in bytes. Errors: those of build_string_trie below about
+// the strings.
 struct BuiltByteTrie {
   std::unique_ptr<ByteTrieStorage> storage;
   std::vector<uint32_t> ends;

@@ -622,72 +622,65 @@ Status validate_terminals(const TrieArrays &a) {
 }
 
 // The depth-first nesting of a byte trie (validate_byte_trie_arrays checks
-// each node's own fields): visiting the nodes in id order with the path of
-// their ancestors, each node's parent (the deepest ancestor whose subtree
-// holds it) names it as a child, a subtree ending at the next child of its
-// parent (or with its parent's). Then max_depth is the longest path and
-// max_fanout the most children, both exact. O(nodes x log fanout) time,
-// O(depth) memory.
+// each node's own fields): the ids must be the preorder of the trie its
+// child tables describe. Node n follows n - 1: as its one child (n - 1
+// unary), as its first child (n - 1 a branch, whose first child
+// validate_byte_trie_arrays checked is n), or, after a leaf, as the next
+// child of the deepest branch that still has children to visit; at the end
+// no branch has any left. A stack holds the branches with children left
+// (not every node of a chain), so the pass is O(nodes) with O(depth)
+// memory. Then max_depth is the longest path and max_fanout the most
+// children, both exact.
 Status validate_byte_nesting(const TrieArrays &a, const ByteTrieArrays &b) {
-  struct Open {
-    uint64_t node, end;
+  struct Branch {
+    uint32_t node;
+    uint32_t next, last;  // children [next, last) of the table are still to come
+    uint64_t depth;
   };
-  std::vector<Open> path{{0, b.n_nodes}};
-  uint64_t depth = 0;
-  uint32_t fanout = 0;
   auto bit = [](const uint64_t *bits, uint64_t n) { return (bits[n >> 6] >> (n & 63)) & 1; };
-  auto branch_span = [&](uint64_t node, uint32_t &first, uint32_t &end) {
-    const uint64_t below = b.branch_bits[node >> 6] & ((uint64_t{1} << (node & 63)) - 1);
-    const uint64_t k = b.branch_rank[node >> 6] + static_cast<uint64_t>(std::popcount(below));
-    first = b.branch_first[k];
-    end = b.branch_first[k + 1];
-  };
-  for (uint64_t n = 0; n < b.n_nodes; ++n) {
-    if (bit(b.unary_bits, n)) fanout = std::max(fanout, 1u);
-    if (bit(b.branch_bits, n)) {
-      uint32_t first = 0, end = 0;
-      branch_span(n, first, end);
-      fanout = std::max(fanout, end - first);
-    }
-    if (n == 0) continue;
-    while (path.back().end <= n) path.pop_back();  // the root's end is n_nodes
-    const Open parent = path.back();
-    uint64_t end = parent.end;
-    if (bit(b.unary_bits, parent.node)) {
-      if (n != parent.node + 1) {
-        return corrupt("byte trie node ", n, " lies in the subtree of node ", parent.node,
-                       ", whose one child is ", parent.node + 1);
-      }
-    } else if (bit(b.branch_bits, parent.node)) {
-      uint32_t first = 0, last = 0;
-      branch_span(parent.node, first, last);
-      const uint32_t *it = std::lower_bound(b.child_ids + first, b.child_ids + last,
-                                            static_cast<uint32_t>(n));
-      if (it == b.child_ids + last || *it != n) {
-        return corrupt("byte trie node ", n, " lies in the subtree of node ", parent.node,
-                       " but is not one of its children");
-      }
-      if (it + 1 != b.child_ids + last) end = it[1];
+  std::vector<Branch> open;
+  uint64_t depth = 0, max_depth = 0, k = 0;  // k: branch nodes seen, the next one's rank
+  for (uint64_t n = 1; n < b.n_nodes; ++n) {
+    const uint64_t prev = n - 1;
+    if (bit(b.unary_bits, prev)) {
+      ++depth;
+    } else if (bit(b.branch_bits, prev)) {
+      open.push_back({static_cast<uint32_t>(prev), b.branch_first[k] + 1, b.branch_first[k + 1],
+                      depth});
+      ++k;
+      ++depth;
     } else {
-      return corrupt("byte trie node ", n, " lies in the subtree of the leaf ", parent.node);
+      if (open.empty()) {
+        return corrupt("byte trie node ", n, " follows the leaf ", prev,
+                       " but no branch has a child left");
+      }
+      Branch &top = open.back();
+      if (b.child_ids[top.next] != n) {
+        return corrupt("byte trie node ", n, " follows the leaf ", prev, "; the next child of ",
+                       top.node, " is ", b.child_ids[top.next]);
+      }
+      depth = top.depth + 1;
+      if (++top.next == top.last) open.pop_back();
     }
-    // A node with children holds them: its first child is n + 1, its last
-    // (a branch's) below the end of its subtree.
-    uint64_t last_child = bit(b.unary_bits, n) ? n + 1 : 0;
-    if (bit(b.branch_bits, n)) {
-      uint32_t first = 0, last = 0;
-      branch_span(n, first, last);
-      last_child = b.child_ids[last - 1];
-    }
-    if (last_child != 0 && last_child >= end) {
-      return corrupt("byte trie node ", n, " has the child ", last_child,
-                     " outside its subtree [", n, ", ", end, ")");
-    }
-    path.push_back({n, end});
-    depth = std::max<uint64_t>(depth, path.size() - 1);
+    // A branch's children are all visited before its last one's subtree
+    // ends: drop branches whose children are all placed.
+    max_depth = std::max(max_depth, depth);
   }
-  if (depth != a.max_depth) {
-    return corrupt("max_depth is ", a.max_depth, " but the strings are up to ", depth,
+  if (!open.empty()) {
+    return corrupt("byte trie: the child ", b.child_ids[open.back().next], " of node ",
+                   open.back().node, " is never reached in depth-first order");
+  }
+  uint32_t fanout = 0;
+  for (uint64_t i = 0; i < b.n_branches; ++i) {
+    fanout = std::max(fanout, b.branch_first[i + 1] - b.branch_first[i]);
+  }
+  if (fanout == 0) {
+    for (uint64_t w = 0; w < b.words(); ++w) {
+      if (b.unary_bits[w]) fanout = 1;
+    }
+  }
+  if (max_depth != a.max_depth) {
+    return corrupt("max_depth is ", a.max_depth, " but the strings are up to ", max_depth,
                    " bytes long");
   }
   if (fanout != a.max_fanout) {

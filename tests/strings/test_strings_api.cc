@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <initializer_list>
 #include <limits>
 #include <map>
 #include <random>
@@ -659,11 +660,24 @@ class StringFile : public Fixture {
     }
   }
 
+  struct Change {
+    treemask::FileSection section;
+    uint64_t at;
+    const void *value;
+    size_t n;
+  };
+
   // The file with `value` written at byte `at` of a section, checksums fixed.
   treemask_status load_changed(treemask::FileSection s, uint64_t at, const void *value,
                                size_t n, uint32_t flags = 0) {
+    return load_changes({{s, at, value, n}}, flags);
+  }
+
+  treemask_status load_changes(std::initializer_list<Change> changes, uint32_t flags = 0) {
     std::vector<unsigned char> b = bytes;
-    std::memcpy(b.data() + h.section(s).offset + at, value, n);
+    for (const Change &c : changes) {
+      std::memcpy(b.data() + h.section(c.section).offset + c.at, c.value, c.n);
+    }
     treemask::FileHeader hh;
     std::memcpy(&hh, b.data(), sizeof(hh));
     hh.payload_checksum = treemask::xxh64(b.data() + sizeof(hh), b.size() - sizeof(hh));
@@ -709,6 +723,19 @@ TEST_F(StringFile, RoundTripsWithItsVocabulary) {
   TrieHandle pl;
   ASSERT_EQ(treemask_trie_load_with_vocab(pfile.c_str(), 0, vocab.p, &pl.p), TREEMASK_OK);
   EXPECT_FALSE(treemask_trie_is_string_set(pl.p));
+}
+
+// Arrays every node of which is well-formed on its own, but whose ids are
+// not the preorder of the trie: the root's second child made node 5 (the
+// "t" of "negative", relabelled "p"), so "positive" (nodes 9..16) hangs
+// nowhere. Only the nesting check sees it.
+TEST_F(StringFile, ANodeOutOfDepthFirstOrderIsRefused) {
+  using S = treemask::FileSection;
+  const uint32_t five = 5;
+  const uint8_t p = 'p';
+  EXPECT_EQ(load_changes({{S::child_ids, 4, &five, 4}, {S::byte_labels, 5, &p, 1}}),
+            TREEMASK_ERR_CORRUPT_FILE);
+  EXPECT_NE(last_error().find("the next child of 0 is 5"), std::string::npos) << last_error();
 }
 
 TEST_F(StringFile, CorruptionsOfItsSectionsAreRefused) {

@@ -341,27 +341,16 @@ class Trie:
         strings = list(strings)
         if not strings:
             raise InvalidArgumentError("no strings: a trie needs at least one string")
-        encoded: List[bytes] = []
-        for i, item in enumerate(strings):
-            if isinstance(item, str):
-                try:
-                    encoded.append(item.encode("utf-8"))
-                except UnicodeEncodeError as e:
-                    raise InvalidArgumentError("strings[%d] is not encodable as UTF-8: %s" % (i, e)) from None
-            elif isinstance(item, (bytes, bytearray)):
-                encoded.append(bytes(item))
-            else:
-                raise InvalidArgumentError("strings[%d] is %s, not a str or bytes" % (i, type(item).__name__))
+        data, lengths = _utf8_concat(strings)
         if isinstance(prefix, str):
             prefix_bytes = prefix.encode("utf-8")
         elif isinstance(prefix, (bytes, bytearray)):
             prefix_bytes = bytes(prefix)
         else:
             raise InvalidArgumentError("prefix is %s, not a str or bytes" % type(prefix).__name__)
-        offsets = np.zeros(len(encoded) + 1, dtype=np.uintp)
-        np.cumsum(np.fromiter(map(len, encoded), dtype=np.uintp, count=len(encoded)), out=offsets[1:])
-        data = b"".join(encoded)
-        del encoded
+        offsets = np.zeros(len(strings) + 1, dtype=np.uintp)
+        np.cumsum(lengths, out=offsets[1:])
+        del lengths
         stops = _stop_token_list(stop_tokens)
         opts = _options(vocab.vocab_size, stops, dense_row_cache_bytes)
         opts.no_labels = 1 if no_labels else 0
@@ -382,7 +371,8 @@ class Trie:
             raise_status(status)
         names = None
         if labels is None and not no_labels:
-            names = [s if isinstance(s, str) else s.decode("utf-8", "replace") for s in strings]
+            names = strings if all(isinstance(s, str) for s in strings) else \
+                [s if isinstance(s, str) else s.decode("utf-8", "replace") for s in strings]
         return cls._adopt(out, names)
 
     @classmethod
@@ -646,6 +636,34 @@ class Trie:
         return "<treemask.Trie%s vocab_size=%d nodes=%d terminals=%d max_depth=%d%s>" % (
             " string set" if self.is_string_set else "", self.vocab_size, s.n_nodes, s.n_terminals, s.max_depth,
             " labels=%d" % len(self._labels) if self._labels is not None else "")
+
+
+def _utf8_concat(strings: List[Any]) -> Tuple[bytes, np.ndarray]:
+    """The strings' UTF-8 bytes in one buffer and each one's length, without a
+    bytes object per string where they are all str (a million short strings
+    would take ~40 MB of object headers)."""
+    for i, item in enumerate(strings):
+        if not isinstance(item, (str, bytes, bytearray)):
+            raise InvalidArgumentError("strings[%d] is %s, not a str or bytes" % (i, type(item).__name__))
+    try:
+        if all(isinstance(item, str) for item in strings):
+            data = "".join(strings).encode("utf-8")
+            lengths = np.fromiter((len(item) if item.isascii() else len(item.encode("utf-8")) for item in strings),
+                                  dtype=np.uintp, count=len(strings))
+            return data, lengths
+        encoded = [item.encode("utf-8") if isinstance(item, str) else bytes(item) for item in strings]
+    except UnicodeEncodeError:
+        bad = next(i for i, item in enumerate(strings) if isinstance(item, str) and not _encodable(item))
+        raise InvalidArgumentError("strings[%d] is not valid Unicode text (a lone surrogate)" % bad) from None
+    return b"".join(encoded), np.fromiter(map(len, encoded), dtype=np.uintp, count=len(encoded))
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
 
 
 def _state_array(states: Any, writable: bool) -> np.ndarray:

@@ -540,11 +540,11 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
     if n_slots == 0:
         return BeamSearchOutput(input_ids.new_zeros((0, prompt_length)),
                                 torch.zeros(0, dtype=torch.float32, device=input_ids.device))
-    _check_beam_memory(model, trie, n_requests, B, max_new_tokens, input_ids.device)
     if input_ids.device.type == "cuda" and trie.is_string_set:
         raise UnsupportedError("beam_search: a string-set trie (Trie.from_strings) has no device beam step: its"
                                " candidates come from a walk of the vocabulary on the host; run the search on"
                                " CPU tensors, or build the trie with Trie.from_labels")
+    _check_beam_memory(model, trie, n_requests, B, max_new_tokens, input_ids.device)
     if input_ids.device.type == "cuda":
         return _beam_search_device(model, input_ids, trie, B, R, max_new_tokens, attention_mask, pad_token_id)
     beam = Beam(B, n_threads=n_threads)

@@ -389,3 +389,25 @@ def test_compile_strings_refuses_bad_input(tmp_path):
     p = compile_strings(strings, "--tokenizer", tok, "--vocab-size", 12, "--stop-tokens", "x", "-o", tmp_path / "o")
     assert p.returncode == 2 and "comma-separated integers" in p.stderr
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.skipif(not (SHARED_DATA / "tokenizers" / "qwen2.5-instruct").is_dir(),
+                    reason="../shared/data/tokenizers is absent (a clone without ../shared)")
+def test_readme_strings_example_runs(tmp_path, monkeypatch):
+    """The first Python block of the README's "Strings: any tokenization or
+    canonical" section, with the Qwen2.5 tokenizer from ../shared (no
+    download) and the .tmtrie written to a temporary directory."""
+    pytest.importorskip("transformers")
+    from conftest import SOURCE_ROOT
+
+    readme = (SOURCE_ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Strings: any tokenization or canonical\n", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    local = str(SHARED_DATA / "tokenizers" / "qwen2.5-instruct")
+    assert '"Qwen/Qwen2.5-0.5B-Instruct"' in code
+    code = code.replace('"Qwen/Qwen2.5-0.5B-Instruct"', repr(local))
+    monkeypatch.chdir(tmp_path)
+    namespace = {}
+    exec(compile(code, "README.md (strings example)", "exec"), namespace)
+    assert namespace["trie"].label(namespace["m"].label_ids()[0]) == "positive"
+    assert treemask.Trie.load(tmp_path / "sentiment.tmtrie").is_string_set

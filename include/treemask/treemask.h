@@ -1439,12 +1439,9 @@ typedef struct treemask_vocab treemask_vocab;
  * 65535 bytes; the bytes total under 4 GiB. Cost: O(bytes log) (the token
  * trie: ~0.1 s and 2.7 MB for a 150k vocabulary). Errors name the token.
  * Thread-safe. */
-TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_vocab_create(const uint8_t *bytes,
-                                                                      const uint64_t *offsets,
-                                                                      size_t n_tokens,
-                                                                      const uint8_t *flags,
-                                                                      int32_t vocab_size,
-                                                                      treemask_vocab **out);
+TREEMASK_NODISCARD TREEMASK_API treemask_status
+treemask_vocab_create(const uint8_t *bytes, const uint64_t *offsets, size_t n_tokens,
+                      const uint8_t *flags, int32_t vocab_size, treemask_vocab **out);
 
 /* Adds a reference and returns vocab (NULL gives NULL). Thread-safe. */
 TREEMASK_API treemask_vocab *treemask_vocab_retain(treemask_vocab *vocab);
@@ -1498,10 +1495,10 @@ TREEMASK_API void treemask_strings_options_init(treemask_strings_options *sopts)
  * Errors: NULL vocab, offsets or out; bad offsets (named); a vocab_size
  * that differs from the vocabulary's; bad stop tokens; label_ids with
  * no_labels. Thread-safe. */
-TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_trie_from_strings(
-    const treemask_trie_options *opts, const treemask_vocab *vocab, const char *bytes,
-    const size_t *offsets, size_t n_strings, const treemask_strings_options *sopts,
-    treemask_trie **out);
+TREEMASK_NODISCARD TREEMASK_API treemask_status
+treemask_trie_from_strings(const treemask_trie_options *opts, const treemask_vocab *vocab,
+                           const char *bytes, const size_t *offsets, size_t n_strings,
+                           const treemask_strings_options *sopts, treemask_trie **out);
 
 /* Whether trie is a string-set trie; false for NULL. */
 TREEMASK_API bool treemask_trie_is_string_set(const treemask_trie *trie);

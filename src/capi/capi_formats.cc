@@ -240,8 +240,9 @@ treemask_status treemask_trie_load_with_vocab(const char *path, uint32_t flags,
     TM_REQUIRE_ARG(path);
     TM_REQUIRE_ARG(out);
     auto *v = const_cast<treemask::Vocab *>(reinterpret_cast<const treemask::Vocab *>(vocab));
-    return publish(treemask::load_trie(path, flags, size_t{64} << 20, Ref<treemask::Vocab>::share(v)),
-                   out, path, Diagnostics());
+    return publish(
+        treemask::load_trie(path, flags, size_t{64} << 20, Ref<treemask::Vocab>::share(v)), out,
+        path, Diagnostics());
   });
 }
 

@@ -141,9 +141,8 @@ treemask_status treemask_trie_from_strings(const treemask_trie_options *opts,
     list.bytes = {reinterpret_cast<const uint8_t *>(bytes), n_bytes};
     list.offsets = {offs, n_strings + 1};
     auto *v = const_cast<Vocab *>(to_vocab(vocab));
-    TM_ASSIGN_OR_RETURN(Ref<Trie> trie,
-                        treemask::build_trie_from_strings(so, Ref<Vocab>::share(v), list,
-                                                          s.label_ids));
+    TM_ASSIGN_OR_RETURN(Ref<Trie> trie, treemask::build_trie_from_strings(so, Ref<Vocab>::share(v),
+                                                                          list, s.label_ids));
     treemask::capi::log_trie_event(
         "built", treemask::cat("string-set trie from ", n_strings, " strings"), *trie);
     *out = to_handle(trie.leak());

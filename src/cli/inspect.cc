@@ -79,9 +79,10 @@ int inspect_string_set(const Loaded &loaded, const Args &args, const Trie &trie)
               a.has_labels() ? "" : " (a trie without labels)");
   std::printf("  depth         max %u bytes\n", a.max_depth);
   std::printf("  fanout        max %u\n", a.max_fanout);
-  std::printf("  memory        %s bytes = %.2f bytes/node (byte trie and labels; the vocabulary "
-              "is shared)\n",
-              with_commas(a.bytes()).c_str(), double(a.bytes()) / double(a.n_nodes));
+  std::printf(
+      "  memory        %s bytes = %.2f bytes/node (byte trie and labels; the vocabulary "
+      "is shared)\n",
+      with_commas(a.bytes()).c_str(), double(a.bytes()) / double(a.n_nodes));
   std::printf("  root          %s tokens allowed\n",
               with_commas(s.list_allowed(0, s.stop_tokens(), nullptr, 0)).c_str());
   print_metadata(trie);

@@ -149,10 +149,9 @@ Status resolve_think(const Trie &trie, const ModeOptions &o, std::span<const int
 // are defined over token paths (separators and end sequences as children,
 // per-node ends and distances in tokens), and a string set allows any
 // tokenization of its strings.
-Result<std::shared_ptr<const ModeConfig>> string_set_modes(const Trie &trie,
-                                                           const ModeOptions &o) {
+Result<std::shared_ptr<const ModeConfig>> string_set_modes(const Trie &trie, const ModeOptions &o) {
   const char *mode = !o.label_separator.empty() || o.max_labels != 0 ? "multi-label mode"
-                     : o.leaves_only                                   ? "leaves_only"
+                     : o.leaves_only                                 ? "leaves_only"
                      : !o.think_end_tokens.empty() || o.think_begin_token != -1 ||
                              o.start_in_thinking || o.max_thinking_tokens != -1 ||
                              o.think_force_end_after_prefix

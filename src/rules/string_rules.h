@@ -23,7 +23,9 @@ struct StringRules {
   std::span<const int32_t> stops;  // ascending
 
   bool is_node(uint32_t s) const { return s < t->n_nodes(); }
-  bool is_stop(int32_t token) const { return std::binary_search(stops.begin(), stops.end(), token); }
+  bool is_stop(int32_t token) const {
+    return std::binary_search(stops.begin(), stops.end(), token);
+  }
   // A node, kStateTerminated (a stop token at a string end) or kStateFailed.
   uint32_t step_node(uint32_t node, int32_t token) const {
     const TokenStep r = t->step_token(node, token, stops);

@@ -35,10 +35,9 @@ void place_labels(VectorTrieStorage &st, const std::vector<uint32_t> &ends, uint
   }
   // Labels that all fit in [0, 2^32) (string indices always do) take 4
   // bytes, as a token-path trie's; they are written there directly.
-  const bool narrow =
-      !label_ids || std::all_of(label_ids, label_ids + n, [](int64_t l) {
-        return l >= 0 && l <= int64_t{0xFFFFFFFF};
-      });
+  const bool narrow = !label_ids || std::all_of(label_ids, label_ids + n, [](int64_t l) {
+    return l >= 0 && l <= int64_t{0xFFFFFFFF};
+  });
   if (narrow) {
     st.first_labels32.resize(n_terminals);
   } else {
@@ -179,8 +178,8 @@ Result<Ref<Trie>> build_trie_from_strings(const StringSetOptions &opts, Ref<Voca
   }
   built.ends = {};
   if (st->multi_labels.size() > 0xFFFFFFFFull) {
-    return error(Code::kOutOfRange, "too many labels on repeated strings: ",
-                 st->multi_labels.size());
+    return error(Code::kOutOfRange,
+                 "too many labels on repeated strings: ", st->multi_labels.size());
   }
   st->stop_tokens = to.stop_tokens;
 
@@ -214,9 +213,9 @@ Result<Ref<Trie>> make_validated_trie(std::unique_ptr<TrieStorage> storage, cons
   if (a.is_string_set()) {
     const uint64_t wanted = *a.vocab_fingerprint;
     if (vocab && vocab->fingerprint() != wanted) {
-      return error(Code::kInvalidArgument, "the trie was built for the vocabulary with fingerprint ",
-                   Hex{wanted}, "; the vocabulary given has fingerprint ",
-                   Hex{vocab->fingerprint()});
+      return error(Code::kInvalidArgument,
+                   "the trie was built for the vocabulary with fingerprint ", Hex{wanted},
+                   "; the vocabulary given has fingerprint ", Hex{vocab->fingerprint()});
     }
     if (!vocab) {
       TM_ASSIGN_OR_RETURN(vocab, vocab_from_saved(saved_vocab(a)));

@@ -294,8 +294,7 @@ Status validate_byte_trie_arrays(const ByteTrieArrays &a) {
     }
   }
   if (test(a.unary_bits, a.n_nodes - 1)) {
-    return error(Code::kCorruptFile, "byte trie: unary node ", a.n_nodes - 1,
-                 " has no next node");
+    return error(Code::kCorruptFile, "byte trie: unary node ", a.n_nodes - 1, " has no next node");
   }
   // The branch table, branch by branch (k-th set branch bit).
   uint64_t k = 0;
@@ -309,10 +308,10 @@ Status validate_byte_trie_arrays(const ByteTrieArrays &a) {
       }
       for (uint32_t c = first; c < end; ++c) {
         const uint32_t id = a.child_ids[c];
-        const bool ok = id > n && id < a.n_nodes && a.labels[id] == a.child_bytes[c] &&
-                        (c == first ? id == n + 1
-                                    : a.child_bytes[c] > a.child_bytes[c - 1] &&
-                                          id > a.child_ids[c - 1]);
+        const bool ok =
+            id > n && id < a.n_nodes && a.labels[id] == a.child_bytes[c] &&
+            (c == first ? id == n + 1
+                        : a.child_bytes[c] > a.child_bytes[c - 1] && id > a.child_ids[c - 1]);
         if (!ok) {
           return error(Code::kCorruptFile, "byte trie: branch node ", n, ", child ", c - first,
                        " (byte ", int{a.child_bytes[c]}, ", node ", id,

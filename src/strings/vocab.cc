@@ -123,8 +123,8 @@ Status Vocab::finish() {
 }
 
 Status check_saved_vocab(const SavedVocab &s) {
-  TM_TRY(check_arrays(Code::kCorruptFile, "vocabulary: ", s.n_bytes, s.offsets, s.n_tokens,
-                      s.flags, s.vocab_size));
+  TM_TRY(check_arrays(Code::kCorruptFile, "vocabulary: ", s.n_bytes, s.offsets, s.n_tokens, s.flags,
+                      s.vocab_size));
   const uint64_t actual = fingerprint_of(s.vocab_size, s.bytes, s.offsets, s.flags, s.n_tokens);
   if (actual != s.fingerprint) {
     return error(Code::kCorruptFile, "vocabulary: its fingerprint is ", Hex{s.fingerprint},

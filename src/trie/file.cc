@@ -382,8 +382,8 @@ Result<Ref<Trie>> load_trie(const std::string &path, uint32_t flags, size_t dens
   std::vector<TrieAnnotations::Entry> entries;
   entries.reserve(img.metadata.size());
   for (const auto &[k, v] : img.metadata) entries.push_back({k, v});
-  auto made = make_validated_trie(std::move(storage), img.arrays, dense_row_cache_bytes,
-                                  std::move(vocab));
+  auto made =
+      make_validated_trie(std::move(storage), img.arrays, dense_row_cache_bytes, std::move(vocab));
   if (!made.ok()) {
     return Status(made.status().code(), cat("\"", path, "\": ", made.status().message()));
   }

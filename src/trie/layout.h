@@ -21,23 +21,23 @@
 // The counts of a trie: X(type, name). A .tmtrie header stores each one as a
 // 64-bit value in this order (signed values sign-extended); the loader checks
 // that every value fits its type before anything else reads it.
-#define TREEMASK_TRIE_COUNTS(X) \
-  X(uint64_t, n_nodes)          \
-  X(uint64_t, n_explicit)       \
-  X(uint64_t, n_heads)          \
-  X(uint64_t, n_terminals)      \
-  X(uint64_t, n_multi)          \
-  X(uint64_t, n_multi_labels)   \
-  X(uint32_t, n_stop_tokens)    \
-  X(int32_t, vocab_size)        \
-  X(int32_t, tail_base)         \
-  X(uint32_t, tail_range)       \
-  X(uint32_t, label_bytes)      \
-  X(uint32_t, max_depth)        \
-  X(uint32_t, max_fanout)       \
-  X(uint64_t, n_branches)       \
+#define TREEMASK_TRIE_COUNTS(X)  \
+  X(uint64_t, n_nodes)           \
+  X(uint64_t, n_explicit)        \
+  X(uint64_t, n_heads)           \
+  X(uint64_t, n_terminals)       \
+  X(uint64_t, n_multi)           \
+  X(uint64_t, n_multi_labels)    \
+  X(uint32_t, n_stop_tokens)     \
+  X(int32_t, vocab_size)         \
+  X(int32_t, tail_base)          \
+  X(uint32_t, tail_range)        \
+  X(uint32_t, label_bytes)       \
+  X(uint32_t, max_depth)         \
+  X(uint32_t, max_fanout)        \
+  X(uint64_t, n_branches)        \
   X(uint64_t, n_branch_children) \
-  X(uint32_t, n_vocab_tokens)   \
+  X(uint32_t, n_vocab_tokens)    \
   X(uint64_t, n_vocab_bytes)
 
 // The arrays: X(name, element type, element count over the counts `c`,
@@ -63,33 +63,33 @@
 // 256-byte aligned on a device), which covers every element type: append new
 // arrays, never reorder (the order is the file format). Element alignment is
 // the type's own.
-#define TREEMASK_TRIE_ARRAYS(X)                                              \
-  X(node_offsets, uint32_t, c.n_plain_offsets(), kPlain)                     \
-  X(edge_tokens, int32_t, c.n_csr_edges(), kPlain)                           \
-  X(terminal_bits, uint64_t, c.terminal_words(), kPlain)                     \
-  X(terminal_rank, uint32_t, c.terminal_words(), kHost)                      \
-  X(first_labels, int64_t, c.label_bytes == 8 ? c.n_terminals : 0, kHost)    \
-  X(first_labels32, uint32_t, c.label_bytes == 4 ? c.n_terminals : 0, kHost) \
-  X(multi_ranks, uint32_t, c.n_multi, kHost)                                 \
-  X(multi_offsets, uint32_t, c.n_multi + 1, kHost)                           \
-  X(multi_labels, int64_t, c.n_multi_labels, kHost)                          \
-  X(stop_tokens, int32_t, c.n_stop_tokens, kPlain)                           \
-  X(head_bits, uint64_t, c.head_words(), kPlain)                             \
-  X(head_rank, uint32_t, c.head_words(), kPlain)                             \
-  X(tail_lengths, uint8_t, c.n_heads, kPlain)                                \
-  X(tail_samples, uint32_t, c.n_tail_samples(), kPlain)                      \
-  X(tail_tokens, uint16_t, c.n_tail_nodes(), kPlain)                         \
-  X(tail_values, int32_t, c.n_heads ? c.tail_range : 0, kDerived)          \
-  X(byte_labels, uint8_t, c.n_byte_nodes(), kHost)                           \
-  X(unary_bits, uint64_t, c.byte_words(), kHost)                             \
-  X(branch_bits, uint64_t, c.byte_words(), kHost)                            \
-  X(branch_rank, uint32_t, c.byte_words(), kHost)                            \
-  X(branch_first, uint32_t, c.is_string_set() ? c.n_branches + 1 : 0, kHost) \
-  X(child_bytes, uint8_t, c.n_branch_children, kHost)                        \
-  X(child_ids, uint32_t, c.n_branch_children, kHost)                         \
-  X(vocab_fingerprint, uint64_t, c.is_string_set() ? 1 : 0, kVocab)          \
+#define TREEMASK_TRIE_ARRAYS(X)                                                    \
+  X(node_offsets, uint32_t, c.n_plain_offsets(), kPlain)                           \
+  X(edge_tokens, int32_t, c.n_csr_edges(), kPlain)                                 \
+  X(terminal_bits, uint64_t, c.terminal_words(), kPlain)                           \
+  X(terminal_rank, uint32_t, c.terminal_words(), kHost)                            \
+  X(first_labels, int64_t, c.label_bytes == 8 ? c.n_terminals : 0, kHost)          \
+  X(first_labels32, uint32_t, c.label_bytes == 4 ? c.n_terminals : 0, kHost)       \
+  X(multi_ranks, uint32_t, c.n_multi, kHost)                                       \
+  X(multi_offsets, uint32_t, c.n_multi + 1, kHost)                                 \
+  X(multi_labels, int64_t, c.n_multi_labels, kHost)                                \
+  X(stop_tokens, int32_t, c.n_stop_tokens, kPlain)                                 \
+  X(head_bits, uint64_t, c.head_words(), kPlain)                                   \
+  X(head_rank, uint32_t, c.head_words(), kPlain)                                   \
+  X(tail_lengths, uint8_t, c.n_heads, kPlain)                                      \
+  X(tail_samples, uint32_t, c.n_tail_samples(), kPlain)                            \
+  X(tail_tokens, uint16_t, c.n_tail_nodes(), kPlain)                               \
+  X(tail_values, int32_t, c.n_heads ? c.tail_range : 0, kDerived)                  \
+  X(byte_labels, uint8_t, c.n_byte_nodes(), kHost)                                 \
+  X(unary_bits, uint64_t, c.byte_words(), kHost)                                   \
+  X(branch_bits, uint64_t, c.byte_words(), kHost)                                  \
+  X(branch_rank, uint32_t, c.byte_words(), kHost)                                  \
+  X(branch_first, uint32_t, c.is_string_set() ? c.n_branches + 1 : 0, kHost)       \
+  X(child_bytes, uint8_t, c.n_branch_children, kHost)                              \
+  X(child_ids, uint32_t, c.n_branch_children, kHost)                               \
+  X(vocab_fingerprint, uint64_t, c.is_string_set() ? 1 : 0, kVocab)                \
   X(vocab_offsets, uint32_t, c.is_string_set() ? c.n_vocab_tokens + 1 : 0, kVocab) \
-  X(vocab_flags, uint8_t, c.n_vocab_tokens, kVocab)                          \
+  X(vocab_flags, uint8_t, c.n_vocab_tokens, kVocab)                                \
   X(vocab_bytes, uint8_t, c.n_vocab_bytes, kVocab)
 
 namespace treemask {

@@ -463,8 +463,7 @@ Status check_counts(const TrieCounts &c) {
       return corrupt("inconsistent counts: ", c.n_branches, " branching nodes with ",
                      c.n_branch_children, " children, for ", n, " nodes");
     }
-    if (c.n_vocab_tokens > static_cast<uint32_t>(c.vocab_size) ||
-        c.n_vocab_bytes > 0xFFFFFFFFull) {
+    if (c.n_vocab_tokens > static_cast<uint32_t>(c.vocab_size) || c.n_vocab_bytes > 0xFFFFFFFFull) {
       return corrupt("the vocabulary has ", c.n_vocab_tokens, " tokens of ", c.n_vocab_bytes,
                      " bytes for vocab_size ", c.vocab_size);
     }
@@ -645,8 +644,8 @@ Status validate_byte_nesting(const TrieArrays &a, const ByteTrieArrays &b) {
     if (bit(b.unary_bits, prev)) {
       ++depth;
     } else if (bit(b.branch_bits, prev)) {
-      open.push_back({static_cast<uint32_t>(prev), b.branch_first[k] + 1, b.branch_first[k + 1],
-                      depth});
+      open.push_back(
+          {static_cast<uint32_t>(prev), b.branch_first[k] + 1, b.branch_first[k + 1], depth});
       ++k;
       ++depth;
     } else {

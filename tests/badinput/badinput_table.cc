@@ -212,9 +212,8 @@ void make_files() {
   write_bytes("empty.tmtrie", "");
   write_bytes("dict.json", R"({"start_token_id": 225, "end_token_id": 2, "prefix_dict": {}})");
   mkdir("directory.tmtrie", 0755);
-  TM_MUST(with_string_set(0, [](treemask_trie *st) {
-    return treemask_trie_save(st, "strings.tmtrie", nullptr);
-  }));
+  TM_MUST(with_string_set(
+      0, [](treemask_trie *st) { return treemask_trie_save(st, "strings.tmtrie", nullptr); }));
 }
 
 std::vector<Case> cases() {
@@ -422,8 +421,8 @@ std::vector<Case> cases() {
                                      10, &v);
       });
   add("strings: `vocab_size` 12 over a vocabulary of 10", "treemask_trie_from_strings",
-      TREEMASK_ERR_INVALID_ARGUMENT, [] { return with_string_set(12, [](treemask_trie *) {
-        return TREEMASK_OK; }); });
+      TREEMASK_ERR_INVALID_ARGUMENT,
+      [] { return with_string_set(12, [](treemask_trie *) { return TREEMASK_OK; }); });
   add("strings: think mode on a string set", "treemask_matcher_create", TREEMASK_ERR_UNSUPPORTED,
       [] {
         return with_string_set(0, [](treemask_trie *t) {

@@ -287,9 +287,10 @@ void bench_build(const char *name, const Strings &s, const std::string &prefix) 
   std::printf("  trie arrays       %8.2f MB = %.2fx the strings' bytes, %.2f bytes/node\n",
               1e-6 * static_cast<double>(trie_bytes), static_cast<double>(trie_bytes) / bytes,
               static_cast<double>(trie_bytes) / static_cast<double>(nodes));
-  std::printf("  as a Trie         %8.1f ms best, %8.1f ms median of 3, peak heap %.2fx the bytes"
-              " (labels by string, validation)\n",
-              trie_times[0], trie_times[1], static_cast<double>(trie_peak) / bytes);
+  std::printf(
+      "  as a Trie         %8.1f ms best, %8.1f ms median of 3, peak heap %.2fx the bytes"
+      " (labels by string, validation)\n",
+      trie_times[0], trie_times[1], static_cast<double>(trie_peak) / bytes);
   std::printf("  of which sorting  %8.1f ms (radix sort + lcp)\n", radix_ms);
   std::printf("  baseline          %8.1f ms std::sort of string_views   (%.1fx the build)\n",
               std_sort_ms, std_sort_ms / times[0]);

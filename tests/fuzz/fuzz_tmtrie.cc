@@ -186,7 +186,8 @@ void exercise_image(const unsigned char *image, size_t size, uint32_t flags) {
   const TrieArrays &a = parsed.value().arrays;
   FUZZ_CHECK(sound(a));  // the loader's validation is at least as strict
   // As a load makes it (a string set gets its vocabulary and walk).
-  auto made = treemask::make_validated_trie(std::make_unique<BorrowedStorage>(), a, size_t{1} << 20);
+  auto made =
+      treemask::make_validated_trie(std::make_unique<BorrowedStorage>(), a, size_t{1} << 20);
   FUZZ_CHECK(made.ok());
   treemask::Ref<treemask::Trie> trie = made.take_value();
   fuzz::ExerciseLimits limits;

@@ -636,8 +636,10 @@ static int generate_strings(struct llama_context *ctx, const struct llama_vocab 
     CHECK(label >= 0);
     if (find_path(ls, out, n) != label) ++other_spellings;
   }
-  printf("[treemask string set, dist]: %d generations, every one a label; %d not in the canonical"
-         " tokenization\n", n_runs, other_spellings);
+  printf(
+      "[treemask string set, dist]: %d generations, every one a label; %d not in the canonical"
+      " tokenization\n",
+      n_runs, other_spellings);
   return other_spellings;
 }
 

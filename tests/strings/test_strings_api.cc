@@ -99,8 +99,9 @@ SetModel model(const VocabModel &v, const StringsSpec &s) {
 std::vector<int32_t> matcher_row(treemask_matcher *m, int32_t vocab, bool *need_apply) {
   const size_t words = treemask_bitmask_words(vocab);
   std::vector<int32_t> row(words + 1, -1);
-  EXPECT_EQ(treemask_matcher_fill_next_token_bitmask(m, row.data(), row.size(), nullptr, need_apply),
-            TREEMASK_OK)
+  EXPECT_EQ(
+      treemask_matcher_fill_next_token_bitmask(m, row.data(), row.size(), nullptr, need_apply),
+      TREEMASK_OK)
       << last_error();
   EXPECT_EQ(row[words], 0);
   return testutil::decode_row(row.data(), words);
@@ -174,9 +175,8 @@ struct Views {
     std::vector<int32_t> top(k);
     std::vector<float> scores(k);
     size_t count = 0;
-    ASSERT_EQ(
-        treemask_trie_topk_states(trie, &s, 1, &lg, k, top.data(), scores.data(), &count),
-        TREEMASK_OK)
+    ASSERT_EQ(treemask_trie_topk_states(trie, &s, 1, &lg, k, top.data(), scores.data(), &count),
+              TREEMASK_OK)
         << last_error();
     std::vector<int32_t> got(top.begin(), top.begin() + static_cast<ptrdiff_t>(count));
     std::sort(got.begin(), got.end());
@@ -198,9 +198,9 @@ struct Views {
       EXPECT_FALSE(accepted) << "token " << t;
       uint32_t st = s;
       bool state_accepted = true;
-      ASSERT_EQ(treemask_trie_advance_states(trie, &st, &t, 1, TREEMASK_FAILURE_REJECT,
-                                             &state_accepted),
-                TREEMASK_OK);
+      ASSERT_EQ(
+          treemask_trie_advance_states(trie, &st, &t, 1, TREEMASK_FAILURE_REJECT, &state_accepted),
+          TREEMASK_OK);
       EXPECT_FALSE(state_accepted);
       EXPECT_EQ(st, s);
       break;  // one outsider per state
@@ -253,9 +253,9 @@ TEST(StringSetApi, RandomSetsAgainstTheModel) {
     if (round % 2) {
       const std::string file = testing::TempDir() + "strings_api.tmtrie";
       ASSERT_EQ(treemask_trie_save(built.p, file.c_str(), nullptr), TREEMASK_OK) << last_error();
-      const treemask_status s = round % 4 == 1
-                                    ? treemask_trie_load(file.c_str(), 0, &loaded.p)
-                                    : treemask_trie_load_with_vocab(file.c_str(), 0, vh.p, &loaded.p);
+      const treemask_status s =
+          round % 4 == 1 ? treemask_trie_load(file.c_str(), 0, &loaded.p)
+                         : treemask_trie_load_with_vocab(file.c_str(), 0, vh.p, &loaded.p);
       ASSERT_EQ(s, TREEMASK_OK) << last_error();
       ASSERT_TRUE(treemask_trie_is_string_set(loaded.p));
       EXPECT_EQ(treemask_vocab_fingerprint(treemask_trie_vocab(loaded.p)),
@@ -302,8 +302,9 @@ TEST(StringSetApi, RandomSetsAgainstTheModel) {
           }
           std::vector<int32_t> out(chain.size());
           size_t n_accepted = 0;
-          ASSERT_EQ(treemask_matcher_accept_forced_tokens(mt.p, out.data(), out.size(), &n_accepted),
-                    TREEMASK_OK)
+          ASSERT_EQ(
+              treemask_matcher_accept_forced_tokens(mt.p, out.data(), out.size(), &n_accepted),
+              TREEMASK_OK)
               << last_error();
           EXPECT_EQ(out, chain);
           EXPECT_EQ(state_of(mt.p), s);
@@ -369,9 +370,9 @@ TEST(StringSetApi, RandomSetsAgainstTheModel) {
           const auto p = static_cast<size_t>(parents[i]);
           uint32_t s = before[p];
           bool ok = false;
-          ASSERT_EQ(treemask_trie_advance_states(trie, &s, &tokens[i], 1, TREEMASK_FAILURE_REJECT,
-                                                 &ok),
-                    TREEMASK_OK);
+          ASSERT_EQ(
+              treemask_trie_advance_states(trie, &s, &tokens[i], 1, TREEMASK_FAILURE_REJECT, &ok),
+              TREEMASK_OK);
           EXPECT_TRUE(ok);
           EXPECT_EQ(states[i], s);
           if (before[p] != TREEMASK_STATE_TERMINATED) {
@@ -386,11 +387,10 @@ TEST(StringSetApi, RandomSetsAgainstTheModel) {
       }
     }
   }
-  std::printf("%llu states, %llu forced chains accepted, %llu reloaded tries, %llu beam steps\n",
-              static_cast<unsigned long long>(states),
-              static_cast<unsigned long long>(forced_accepts),
-              static_cast<unsigned long long>(reloaded),
-              static_cast<unsigned long long>(beam_steps));
+  std::printf(
+      "%llu states, %llu forced chains accepted, %llu reloaded tries, %llu beam steps\n",
+      static_cast<unsigned long long>(states), static_cast<unsigned long long>(forced_accepts),
+      static_cast<unsigned long long>(reloaded), static_cast<unsigned long long>(beam_steps));
   EXPECT_GT(states, static_cast<uint64_t>(rounds) * 3);
   EXPECT_GT(forced_accepts, 0u);
 }
@@ -404,8 +404,8 @@ struct Fixture : testing::Test {
 
   void SetUp() override {
     // 0 </s> (special, the stop), 1..: pieces.
-    v.tokens = {"</s>", "p", "pos", "itive", "positive", "neg", "ative", "negative", "o", "s",
-                "i", "t", "v", "e", "n", "g", "a"};
+    v.tokens = {"</s>", "p", "pos", "itive", "positive", "neg", "ative", "negative", "o",
+                "s",    "i", "t",   "v",     "e",        "n",   "g",     "a"};
     v.flags.assign(v.tokens.size(), 0);
     v.flags[0] = treemask::kTokenSpecial;
     v.vocab_size = 40;
@@ -511,12 +511,14 @@ TEST_F(Fixture, ModesDefinedInTokensAreRefused) {
   };
   static const int32_t sep[] = {12};
   const Case cases[] = {
-      {"multi-label", [](treemask_mode_options &o) {
+      {"multi-label",
+       [](treemask_mode_options &o) {
          o.label_separator = sep;
          o.n_label_separator = 1;
        }},
       {"leaves_only", [](treemask_mode_options &o) { o.leaves_only = true; }},
-      {"think", [](treemask_mode_options &o) {
+      {"think",
+       [](treemask_mode_options &o) {
          o.think_end_tokens = sep;
          o.n_think_end_tokens = 1;
          o.start_in_thinking = true;
@@ -541,8 +543,9 @@ TEST_F(Fixture, ModesDefinedInTokensAreRefused) {
   treemask_budget_fill_options_init(&fo);
   fo.remaining_tokens = 3;
   std::vector<int32_t> row(treemask_bitmask_words(v.vocab_size));
-  EXPECT_EQ(treemask_matcher_fill_next_token_bitmask(m.p, row.data(), row.size(), &fo.fill, nullptr),
-            TREEMASK_ERR_UNSUPPORTED);
+  EXPECT_EQ(
+      treemask_matcher_fill_next_token_bitmask(m.p, row.data(), row.size(), &fo.fill, nullptr),
+      TREEMASK_ERR_UNSUPPORTED);
   const int64_t banned[] = {0};
   EXPECT_EQ(treemask_matcher_set_label_filter(m.p, nullptr, banned, 1, nullptr, 0),
             TREEMASK_ERR_UNSUPPORTED);
@@ -588,14 +591,17 @@ TEST_F(Fixture, BadArgumentsNameTheProblem) {
   const uint8_t flags[] = {0, 4};
   const uint64_t voffs[] = {0, 1, 2};
   treemask_vocab *bad = nullptr;
-  EXPECT_EQ(treemask_vocab_create(reinterpret_cast<const uint8_t *>("ab"), voffs, 2, flags, 2, &bad),
-            TREEMASK_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      treemask_vocab_create(reinterpret_cast<const uint8_t *>("ab"), voffs, 2, flags, 2, &bad),
+      TREEMASK_ERR_INVALID_ARGUMENT);
   EXPECT_NE(last_error().find("token 1"), std::string::npos) << last_error();
   const uint64_t down[] = {0, 2, 1};
-  EXPECT_EQ(treemask_vocab_create(reinterpret_cast<const uint8_t *>("ab"), down, 2, nullptr, 2, &bad),
-            TREEMASK_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(treemask_vocab_create(reinterpret_cast<const uint8_t *>("ab"), voffs, 2, nullptr, 1, &bad),
-            TREEMASK_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      treemask_vocab_create(reinterpret_cast<const uint8_t *>("ab"), down, 2, nullptr, 2, &bad),
+      TREEMASK_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      treemask_vocab_create(reinterpret_cast<const uint8_t *>("ab"), voffs, 2, nullptr, 1, &bad),
+      TREEMASK_ERR_INVALID_ARGUMENT);
   EXPECT_NE(last_error().find("vocab_size 1"), std::string::npos) << last_error();
   EXPECT_EQ(bad, nullptr);
 }
@@ -668,8 +674,8 @@ class StringFile : public Fixture {
   };
 
   // The file with `value` written at byte `at` of a section, checksums fixed.
-  treemask_status load_changed(treemask::FileSection s, uint64_t at, const void *value,
-                               size_t n, uint32_t flags = 0) {
+  treemask_status load_changed(treemask::FileSection s, uint64_t at, const void *value, size_t n,
+                               uint32_t flags = 0) {
     return load_changes({{s, at, value, n}}, flags);
   }
 

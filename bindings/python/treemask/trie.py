@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any, Callable, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
 
@@ -371,9 +371,9 @@ class Trie:
                                                 _buffers.host_buffer(offsets, "size_t[]"), len(strings), sopts, out)
         if status:
             raise_status(status)
-        names = None
+        names: Optional[Sequence[str]] = None
         if labels is None and not no_labels:
-            names = strings if all(isinstance(s, str) for s in strings) else \
+            names = cast(Sequence[str], strings) if all(isinstance(s, str) for s in strings) else \
                 [s if isinstance(s, str) else s.decode("utf-8", "replace") for s in strings]
         return cls._adopt(out, names)
 

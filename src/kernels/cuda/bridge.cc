@@ -27,7 +27,9 @@ namespace {
 
 // The arrays the plain rule reads (trie/layout.h: kPlain and kDerived); a
 // device never reads the host-only ones or a vocabulary.
-bool on_device_kind(ArrayKind kind) { return kind == ArrayKind::kPlain || kind == ArrayKind::kDerived; }
+bool on_device_kind(ArrayKind kind) {
+  return kind == ArrayKind::kPlain || kind == ArrayKind::kDerived;
+}
 
 Code code_for(cudaError_t e) {
   switch (e) {

@@ -22,11 +22,12 @@
 // a step captured in a CUDA graph and replayed, and argument errors.
 // Exits 77 without a usable GPU.
 //
-// The step has two kernels (beam_step.cu): rows of at most 4,096 columns
-// with beam_width <= 128 run one warp per slot, all others one block per
-// slot. Searches and shapes run through both: padding a row's columns past
-// 4,096 (n_columns may exceed the vocabulary) sends the same search to the
-// block kernel.
+// The step has two kernels (beam_step.cu): a step with more slots than 4
+// per multiprocessor, rows of at most 4,096 columns and beam_width <= 128
+// runs one warp per slot, any other one block per slot. Searches and shapes
+// run through both: more requests send a search to the warp kernel, and
+// padding its rows past 4,096 columns (n_columns may exceed the
+// vocabulary) to the block kernel.
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include <algorithm>
@@ -51,6 +52,17 @@ constexpr size_t kWarpMaxBeam = 128;
 
 // n_columns that send a step to the block kernel.
 size_t block_kernel_columns(size_t n_columns) { return std::max(n_columns, kWarpMaxColumns + 1); }
+
+// Requests of B slots that send a step (of narrow rows, B <= 128) to the
+// warp kernel: more slots than 4 per multiprocessor.
+size_t warp_kernel_requests(size_t n_requests, size_t B) {
+  static const size_t slots = [] {
+    int sms = 0;
+    CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    return size_t{4} * static_cast<size_t>(std::max(1, sms));
+  }();
+  return std::max(n_requests, slots / B + 1);
+}
 
 using Path = std::vector<int32_t>;
 
@@ -202,6 +214,7 @@ void run_search(uint64_t seed) {
   spec.log_probs = rng() % 2 == 0;
   spec.n_columns = static_cast<size_t>(vocab) + rng() % 5;
   if (seed % 4 == 1) spec.n_columns = block_kernel_columns(spec.n_columns) + rng() % 3;
+  if (seed % 4 == 2) spec.n_requests = warp_kernel_requests(spec.n_requests, spec.B);
   spec.stride = spec.n_columns + rng() % 3;
   spec.failed_start = rng() % 6 == 0;
   compare_search(trie.p, spec, rng, "seed " + std::to_string(seed));
@@ -400,6 +413,52 @@ void run_topk(uint64_t seed) {
   }
 }
 
+// Top-k over a root with more candidates than a block selects from shared
+// memory (3,000: the subset's floor, then the kept keys), bit for bit with
+// log_probs, against treemask_trie_topk_states.
+void wide_topk() {
+  const int32_t fanout = 3000, vocab = fanout + 1;
+  std::vector<Path> paths;
+  for (int32_t t = 0; t < fanout; ++t) paths.push_back({t});
+  TrieHandle trie;
+  CHECK_TM(testutil::make_trie(paths, vocab, {fanout}, trie));
+  DevTrie dev(trie.p);
+  std::mt19937_64 rng(77);
+  const size_t n_rows = 3;
+  const std::vector<uint32_t> states(n_rows, TREEMASK_STATE_ROOT);
+  for (const size_t k : {size_t{1}, size_t{40}, size_t{700}}) {
+    Rows rows(cudatest::kF32, n_rows, static_cast<size_t>(vocab));
+    for (size_t i = 0; i < n_rows; ++i) {
+      for (size_t c = 0; c < static_cast<size_t>(vocab); ++c)
+        rows.set(i, c, random_value(rng, true));
+    }
+    treemask_logits lg;
+    treemask_logits_init(&lg);
+    lg.log_probs = true;
+    lg.data = rows.bytes.data();
+    std::vector<int32_t> want_tokens(n_rows * k);
+    std::vector<float> want_scores(n_rows * k);
+    std::vector<size_t> want_counts(n_rows);
+    CHECK_TM(treemask_trie_topk_states(trie.p, states.data(), n_rows, &lg, k, want_tokens.data(),
+                                       want_scores.data(), want_counts.data()));
+    DeviceArray<uint8_t> dev_rows(rows.bytes);
+    DeviceArray<uint32_t> dev_states(states);
+    DeviceArray<int32_t> tokens(n_rows * k);
+    DeviceArray<float> scores(n_rows * k);
+    DeviceArray<size_t> counts(n_rows);
+    lg.data = dev_rows.get();
+    CHECK_TM(treemask_cuda_trie_topk_states(dev.p, dev_states.get(), n_rows, &lg, k, tokens.get(),
+                                            scores.get(), counts.get(), nullptr, nullptr));
+    const std::string where = "wide top-k k " + std::to_string(k);
+    CHECK_MSG(counts.download() == want_counts, where + " counts");
+    CHECK_MSG(tokens.download() == want_tokens, where + " tokens");
+    const auto got_scores = scores.download();
+    for (size_t j = 0; j < got_scores.size(); ++j) {
+      CHECK_MSG(same_score(got_scores[j], want_scores[j]), where + " score");
+    }
+  }
+}
+
 // The top-k contract's edges on both twins: k = 0 with no output or logits
 // arrays (counts zeroed), rows with fewer allowed tokens than k, reserved
 // states, and an invalid state (the host refuses it, the device treats it as
@@ -576,9 +635,13 @@ struct Shape {
   size_t B, n_requests;
 };
 
+enum class Kernel { kAsGiven, kWarp, kBlock };
+
 // A trie whose root has root_fanout children, each with second_fanout
-// children that end there; one search of 4 steps, bit for bit.
-void awkward_shape(const Shape &sh, bool block_kernel, std::mt19937_64 &rng) {
+// children that end there; one search of 4 steps, bit for bit, with the
+// shape's requests (kAsGiven), enough for the warp kernel (when the shape
+// allows it) or rows padded for the block kernel.
+void awkward_shape(const Shape &sh, Kernel kernel, std::mt19937_64 &rng) {
   const int32_t vocab = sh.root_fanout + sh.second_fanout + 1;
   const int32_t stop = vocab - 1;
   std::vector<Path> paths;
@@ -594,18 +657,25 @@ void awkward_shape(const Shape &sh, bool block_kernel, std::mt19937_64 &rng) {
   spec.dtype = static_cast<int32_t>(rng() % 3);
   spec.log_probs = true;
   spec.n_columns = static_cast<size_t>(vocab);
-  if (block_kernel) spec.n_columns = block_kernel_columns(spec.n_columns);
+  const bool narrow = spec.n_columns <= kWarpMaxColumns && sh.B <= kWarpMaxBeam;
+  if (kernel == Kernel::kWarp) {
+    if (!narrow) return;
+    spec.n_requests = warp_kernel_requests(sh.n_requests, sh.B);
+  }
+  if (kernel == Kernel::kBlock) spec.n_columns = block_kernel_columns(spec.n_columns);
   spec.stride = spec.n_columns + 1;
   spec.steps = 4;
-  const bool warp = spec.n_columns <= kWarpMaxColumns && sh.B <= kWarpMaxBeam;
+  const char *what = kernel == Kernel::kWarp    ? " (warp kernel)"
+                     : kernel == Kernel::kBlock ? " (block kernel)"
+                                                : "";
   compare_search(trie.p, spec, rng,
                  "shape " + std::to_string(sh.root_fanout) + "x" +
-                     std::to_string(sh.second_fanout) +
-                     (warp ? " (warp kernel)" : " (block kernel)"));
+                     std::to_string(sh.second_fanout) + " requests " +
+                     std::to_string(spec.n_requests) + what);
 }
 
 // Shapes at the edges of the step's paths, compared bit for bit (log_probs),
-// each through both kernels: slots with 1, B - 1, B, B + 1, 31 / 32 / 33,
+// each as given and through each kernel: slots with 1, B - 1, B, B + 1, 31 / 32 / 33,
 // 511 / 512 / 513 (past what a warp selects from its shared memory) and
 // 2,047 / 2,048 / 2,049 candidates (past what a block does), requests of
 // B x B = 2,025 and 2,116 keys (a merge in shared memory and past it),
@@ -621,8 +691,8 @@ void awkward_shapes() {
       {2049, 2049, 2, 2}, {300, 70, 70, 2}, {40, 33, 32, 3},  {33, 31, 33, 2},   {200, 5, 129, 1},
   };
   std::mt19937_64 rng(123);
-  for (const bool block_kernel : {false, true}) {
-    for (const Shape &sh : shapes) awkward_shape(sh, block_kernel, rng);
+  for (const Kernel kernel : {Kernel::kAsGiven, Kernel::kWarp, Kernel::kBlock}) {
+    for (const Shape &sh : shapes) awkward_shape(sh, kernel, rng);
   }
 }
 
@@ -633,8 +703,8 @@ void awkward_shapes() {
 // a request's best lists after its first ones (64 x 64 keys); one step each,
 // bit for bit against the CPU, through both kernels.
 void overflow_path(const treemask_trie *trie, const treemask_cuda_trie *dev, size_t columns,
-                   size_t B) {
-  const size_t n_requests = 2, n_slots = n_requests * B;
+                   size_t B, size_t n_requests) {
+  const size_t n_slots = n_requests * B;
   Rows rows(cudatest::kF32, n_slots, columns);
   for (size_t i = 0; i < n_slots; ++i) {
     for (size_t c = 0; c < columns; ++c) {
@@ -661,8 +731,8 @@ void overflow_path(const treemask_trie *trie, const treemask_cuda_trie *dev, siz
   CHECK_TM(treemask_cuda_beam_step(dev, n_requests, B, &lg, d.states.get(), d.scores.get(),
                                    d.parents.get(), d.tokens.get(), d.workspace.get(),
                                    d.workspace_bytes, nullptr, nullptr));
-  const std::string where =
-      "overflow B " + std::to_string(B) + " columns " + std::to_string(columns);
+  const std::string where = "overflow B " + std::to_string(B) + " columns " +
+                            std::to_string(columns) + " requests " + std::to_string(n_requests);
   CHECK_MSG(d.parents.download() == parents, where + " parents");
   CHECK_MSG(d.tokens.download() == tokens, where + " tokens");
   CHECK_MSG(d.states.download() == states, where + " states");
@@ -676,8 +746,10 @@ void overflow_paths() {
   CHECK_TM(testutil::make_trie(paths, vocab, {fanout}, trie));
   DevTrie dev(trie.p);
   const size_t natural = static_cast<size_t>(vocab);
-  for (const size_t columns : {natural, block_kernel_columns(natural)}) {
-    for (const size_t B : {size_t{8}, size_t{64}}) overflow_path(trie.p, dev.p, columns, B);
+  for (const size_t B : {size_t{8}, size_t{64}}) {
+    overflow_path(trie.p, dev.p, natural, B, 2);
+    overflow_path(trie.p, dev.p, natural, B, warp_kernel_requests(2, B));
+    overflow_path(trie.p, dev.p, block_kernel_columns(natural), B, 2);
   }
 }
 
@@ -797,6 +869,7 @@ int main() {
   for (int i = 0; i < topks && cudatest::g_failures == 0; ++i)
     run_topk(9000 + static_cast<uint64_t>(i));
   topk_contract();
+  wide_topk();
   awkward_shapes();
   workspace_reuse();
   overflow_paths();

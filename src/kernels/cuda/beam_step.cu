@@ -91,8 +91,7 @@ constexpr int kKeyBatch = 4;
 // merge uses the block's shared memory once its warps are done.
 constexpr uint32_t kWarpKeys = 512;
 constexpr uint32_t kWarpMaxK = launch::kWarpMaxBeamWidth;
-static_assert(kWarpMaxK <= kRankSortMax && kWarpMaxK <= kWarpKeys, "the warp kernel's limits");
-static_assert(uint64_t{kWarpMaxK} * kWarpMaxK <= 65536, "a merge's list positions fit 16 bits");
+static_assert(kWarpMaxK <= kWarpKeys, "a warp's winners fit");
 
 __device__ __forceinline__ float float_from_bits(uint32_t bits) {
   float f;
@@ -219,7 +218,7 @@ struct SelectSpace {
   uint32_t capacity;
   uint32_t *hist;
   SelectState *st;
-  uint16_t *idx;
+  uint32_t *idx;
 };
 
 // ---- the normalizer -----------------------------------------------------------
@@ -324,10 +323,10 @@ __device__ __forceinline__ void unpack(const uint4 &q, float *x) {
 }
 
 // This thread's share of a row of n elements, the group striding over it:
-// 16-byte loads over the aligned part, kLseBatch elements' loads issued
-// together (with one load in flight per thread, a block's reads of a long
-// bf16 row reached only ~70% of the memory bandwidth on an H200), single
-// elements before and after it.
+// 16-byte loads over the aligned part, the loads of kLseBatch elements
+// issued together (with one load in flight per thread, a block's reads of
+// a long bf16 row reached only ~70% of the memory bandwidth on an H200),
+// single elements before and after it.
 template <int kDtype, class G>
 __device__ void accumulate_row(const void *row, size_t n, OnlineLse &acc) {
   constexpr size_t eb = kDtype == launch::kF32 ? 4 : 2;
@@ -344,19 +343,19 @@ __device__ void accumulate_row(const void *row, size_t n, OnlineLse &acc) {
     acc.add(x);
   }
   const auto *vec = reinterpret_cast<const uint4 *>(static_cast<const char *>(row) + head * eb);
-  size_t v = r;
-  for (; v + (kVecs - 1) * S < n_vec; v += kVecs * S) {
-    uint4 q[kVecs];
-    TREEMASK_UNROLL
-    for (int u = 0; u < kVecs; ++u) q[u] = vec[v + u * S];
+  // A batch past the end of the row reads -inf there, which changes
+  // nothing, so that a short row's loads are issued together too.
+  for (size_t v = r; v < n_vec; v += kVecs * S) {
     float x[kLseBatch];
     TREEMASK_UNROLL
-    for (int u = 0; u < kVecs; ++u) unpack<kDtype>(q[u], x + u * per_vec);
-    acc.add(x);
-  }
-  for (; v < n_vec; v += S) {
-    float x[per_vec];
-    unpack<kDtype>(vec[v], x);
+    for (int u = 0; u < kVecs; ++u) {
+      if (v + u * S < n_vec) {
+        unpack<kDtype>(vec[v + u * S], x + u * per_vec);
+      } else {
+        TREEMASK_UNROLL
+        for (int e = 0; e < per_vec; ++e) x[u * per_vec + e] = -INFINITY;
+      }
+    }
     acc.add(x);
   }
   for (size_t c = head + n_vec * per_vec + r; c < n; c += S) {
@@ -661,12 +660,12 @@ __device__ uint32_t group_select(const Gen &gen, uint32_t n, uint32_t k, const O
   };
   auto keep = [&](uint32_t pos, uint64_t key, uint32_t i) {
     sp.keys[pos] = key;
-    if (sp.idx) sp.idx[pos] = static_cast<uint16_t>(i);
+    if (sp.idx) sp.idx[pos] = i;
   };
   st = compact<G>(kept, n, floor, keep, sp.capacity, sp);
   if (st.count <= sp.capacity) {
     auto from_kept = [&](uint32_t pos, uint64_t key, uint32_t j) {
-      out(pos, key, sp.idx ? uint32_t{sp.idx[j]} : j);
+      out(pos, key, sp.idx ? sp.idx[j] : j);
     };
     return select_known<G>(SharedKeys{sp.keys}, st.count, k, st, from_kept, sp);
   }
@@ -674,19 +673,19 @@ __device__ uint32_t group_select(const Gen &gen, uint32_t n, uint32_t k, const O
   return select_known<G>(kept, n, k, st, out, sp);
 }
 
-// Sorts keys[0 .. count) descending into sorted[0 .. count) (distinct
-// arrays in shared memory, count <= kMaxK) with the whole block; with idx,
-// sorted_idx[r] = idx[i] follows each key (count <= kRankSortMax). Keys are
-// unique.
-__device__ void block_sort_desc(const uint64_t *keys, uint32_t count, uint64_t *sorted,
-                                const uint16_t *idx = nullptr, uint16_t *sorted_idx = nullptr) {
+// Sorts keys[0 .. count) descending into sorted[0 .. count) and carries
+// idx along into sorted_idx (four distinct arrays in shared memory, count <=
+// kMaxK; sorted and sorted_idx hold the next power of two) with the whole
+// block. Keys are unique.
+__device__ void block_sort_desc(const uint64_t *keys, const uint32_t *idx, uint32_t count,
+                                uint64_t *sorted, uint32_t *sorted_idx) {
   if (count <= kRankSortMax) {
     for (uint32_t i = threadIdx.x; i < count; i += kBlock) {
       const uint64_t key = keys[i];
       uint32_t rank = 0;
       for (uint32_t j = 0; j < count; ++j) rank += keys[j] > key ? 1u : 0u;
       sorted[rank] = key;
-      if (idx) sorted_idx[rank] = idx[i];
+      sorted_idx[rank] = idx[i];
     }
     __syncthreads();
     return;
@@ -694,7 +693,10 @@ __device__ void block_sort_desc(const uint64_t *keys, uint32_t count, uint64_t *
   // Bitonic over the next power of two, padded with zeros (sorted last).
   uint32_t p = 1;
   while (p < count) p <<= 1;
-  for (uint32_t i = threadIdx.x; i < p; i += kBlock) sorted[i] = i < count ? keys[i] : 0;
+  for (uint32_t i = threadIdx.x; i < p; i += kBlock) {
+    sorted[i] = i < count ? keys[i] : 0;
+    sorted_idx[i] = i < count ? idx[i] : 0;
+  }
   __syncthreads();
   for (uint32_t size = 2; size <= p; size <<= 1) {
     for (uint32_t stride = size >> 1; stride > 0; stride >>= 1) {
@@ -706,6 +708,9 @@ __device__ void block_sort_desc(const uint64_t *keys, uint32_t count, uint64_t *
           if (desc ? a < b : a > b) {
             sorted[i] = b;
             sorted[j] = a;
+            const uint32_t t = sorted_idx[i];
+            sorted_idx[i] = sorted_idx[j];
+            sorted_idx[j] = t;
           }
         }
       }
@@ -841,30 +846,74 @@ __device__ void write_outputs(const BeamStep &p, int64_t base, const uint64_t *s
   }
 }
 
-// The block kernel's shared memory: one selection's keys, its winners and
-// histogram, and the slots of the block-wide reductions.
-struct BlockShared {
-  uint64_t keys[kSharedKeys];  // candidates computed once; then the sorted winners
-  uint64_t best[kMaxK];        // the request's winners (unsorted)
-  uint32_t hist[kBins];        // digit histogram; then the winners' new states
+// A block's selection memory: the keys it selects from and where each came
+// from, its winners (at most kBest) and theirs, the histogram, the scalars.
+// A merge then sorts its winners into keys / idx and gathers their next
+// states into hist.
+template <uint32_t kBest>
+struct SelectShared {
+  uint64_t keys[kSharedKeys];
+  uint32_t idx[kSharedKeys];
+  uint64_t best[kBest];
+  uint32_t best_idx[kBest];
+  uint32_t hist[kBins];
   SelectState st;
+
+  // track: keep where each key above a subset's floor came from.
+  __device__ SelectSpace space(bool track) {
+    return SelectSpace{keys, kSharedKeys, hist, &st, track ? idx : nullptr};
+  }
+};
+static_assert(kMaxK <= kBins, "a request's next states fit the histogram");
+
+// The request's B x B keys: its slots' lists, one contiguous array written by
+// other blocks (read past the incoherent L1).
+struct RequestKeys {
+  const uint64_t *lists;
+  __device__ uint64_t operator()(uint32_t i) const { return __ldcg(lists + i); }
+};
+
+// A request's merge, by the block that completed its last slot (B <=
+// kBest): the exact top-B over its slots' lists, sorted, then the outputs
+// and the states, each winner's from its list entry (requests touch
+// disjoint slots).
+template <uint32_t kBest>
+__device__ void finish_request(const BeamStep &p, int64_t r, SelectShared<kBest> &sh) {
+  const uint32_t B = p.beam_width;
+  const int64_t base = r * B;
+  auto keep = [&](uint32_t pos, uint64_t key, uint32_t i) {
+    sh.best[pos] = key;
+    sh.best_idx[pos] = i;
+  };
+  const uint32_t kept =
+      group_select<BlockGroup>(RequestKeys{p.ws_keys + base * B}, B * B, B, keep, sh.space(true));
+  block_sort_desc(sh.best, sh.best_idx, kept, sh.keys, sh.idx);
+  for (uint32_t i = threadIdx.x; i < kept; i += kBlock) {
+    sh.hist[i] = __ldcg(p.ws_next + base * B + sh.idx[i]);
+  }
+  __syncthreads();
+  write_outputs(p, base, sh.keys, kept, sh.hist);
+  if (threadIdx.x == 0) p.ws_arrived[r] = 0;  // ready for the next step
+  __syncthreads();
+}
+
+// ---- the block kernel: one block per slot ------------------------------------------
+
+struct BlockShared : SelectShared<kMaxK> {
   LseSlots lse;
   int last;
 };
 
-__device__ SelectSpace block_space(BlockShared &sh) {
-  return SelectSpace{sh.keys, kSharedKeys, sh.hist, &sh.st, nullptr};
-}
-
 // Phase 1 of the block kernel: the best min(B, candidates) keys of one
-// slot, its list in the workspace (the merge finds next states itself).
+// slot and their next states, its list in the workspace.
 __device__ void block_select_slot(const BeamStep &p, int64_t slot, BlockShared &sh) {
   const uint32_t B = p.beam_width;
   uint64_t *list = p.ws_keys + slot * B;
+  uint32_t *next = p.ws_next + slot * B;
   const float s = p.scores[slot];
   const uint32_t state = p.states[slot];
   if (!(s > -INFINITY) || state == kStateTerminated) {
-    fixed_list<BlockGroup>(p, slot, list, p.ws_next + slot * B);
+    fixed_list<BlockGroup>(p, slot, list, next);
     return;
   }
   const float z = slot_normalizer<BlockGroup>(p, slot, &sh.lse);
@@ -881,42 +930,13 @@ __device__ void block_select_slot(const BeamStep &p, int64_t slot, BlockShared &
       const float score = s + (load_logit(row, l.dtype, static_cast<size_t>(token)) - z);
       return make_key(score, beam, token, layout);
     };
-    auto write = [&](uint32_t pos, uint64_t key, uint32_t) { list[pos] = key; };
-    count = group_select<BlockGroup>(gen, allowed.n_total, B, write, block_space(sh));
+    auto write = [&](uint32_t pos, uint64_t key, uint32_t i) {
+      list[pos] = key;
+      next[pos] = allowed.next_state(i);
+    };
+    count = group_select<BlockGroup>(gen, allowed.n_total, B, write, sh.space(true));
   }
   pad_list<BlockGroup>(list, count, B);
-}
-
-// The request's B x B keys: its slots' lists, one contiguous array written by
-// other blocks (read past the incoherent L1).
-struct RequestKeys {
-  const uint64_t *lists;
-  __device__ uint64_t operator()(uint32_t i) const { return __ldcg(lists + i); }
-};
-
-// The block kernel's merge, by the block that completed the request's last
-// slot: the exact top-B over its slots' lists, sorted, then the outputs and
-// the advanced states (every old state the block needs is read before any
-// is written; requests touch disjoint slots).
-__device__ void block_finish_request(const BeamStep &p, int64_t r, BlockShared &sh) {
-  const uint32_t B = p.beam_width;
-  const int64_t base = r * B;
-  auto keep = [&](uint32_t pos, uint64_t key, uint32_t) { sh.best[pos] = key; };
-  const uint32_t kept =
-      group_select<BlockGroup>(RequestKeys{p.ws_keys + base * B}, B * B, B, keep, block_space(sh));
-  block_sort_desc(sh.best, kept, sh.keys);
-  const uint64_t *sorted = sh.keys;
-  uint32_t *next = sh.hist;
-  for (uint32_t i = threadIdx.x; i < kept; i += kBlock) {
-    const uint32_t parent = p.states[base + key_beam(sorted[i], p.layout)];
-    // A selected token is allowed: a child, or a stop token (TERMINATED).
-    next[i] = parent < p.t.n_nodes ? rules_of(p.t).step_node(parent, key_token(sorted[i], p.layout))
-                                   : kStateTerminated;
-  }
-  __syncthreads();
-  write_outputs(p, base, sorted, kept, next);
-  if (threadIdx.x == 0) p.ws_arrived[r] = 0;  // ready for the next step
-  __syncthreads();
 }
 
 __global__ void __launch_bounds__(kBlock) beam_step_kernel(BeamStep p) {
@@ -933,54 +953,21 @@ __global__ void __launch_bounds__(kBlock) beam_step_kernel(BeamStep p) {
     __syncthreads();
     if (sh.last) {
       __threadfence();
-      block_finish_request(p, r, sh);
+      finish_request(p, r, sh);
     }
   }
 }
 
 // ---- the warp kernel: one warp per slot, eight slots per block -------------------
 
-// A merge of the warp kernel: its selection keeps where each key came from
-// (its position in the request's lists), which gives the winner's next
-// state from the list without a trie search.
-struct MergeSpace {
-  uint64_t keys[kSharedKeys];
-  uint16_t idx[kSharedKeys];
-  uint32_t hist[kBins];
-  uint64_t best[kWarpMaxK], sorted[kWarpMaxK];
-  uint16_t best_idx[kWarpMaxK], sorted_idx[kWarpMaxK];
-  uint32_t next[kWarpMaxK];
-  SelectState st;
-};
-
 struct WarpKernelShared {
   union {
-    WarpSpace warps[kWarps];  // phase 1
-    MergeSpace merge;         // phase 2, once every warp of the block is done
+    WarpSpace warps[kWarps];        // phase 1
+    SelectShared<kWarpMaxK> merge;  // phase 2, once every warp of the block is done
   } u;
   int n_merges;
   int64_t merges[kWarps];  // the requests this block completed
 };
-
-__device__ void warp_finish_request(const BeamStep &p, int64_t r, MergeSpace &sh) {
-  const uint32_t B = p.beam_width;
-  const int64_t base = r * B;
-  auto keep = [&](uint32_t pos, uint64_t key, uint32_t i) {
-    sh.best[pos] = key;
-    sh.best_idx[pos] = static_cast<uint16_t>(i);
-  };
-  const SelectSpace sp{sh.keys, kSharedKeys, sh.hist, &sh.st, sh.idx};
-  const uint32_t kept =
-      group_select<BlockGroup>(RequestKeys{p.ws_keys + base * B}, B * B, B, keep, sp);
-  block_sort_desc(sh.best, kept, sh.sorted, sh.best_idx, sh.sorted_idx);
-  for (uint32_t i = threadIdx.x; i < kept; i += kBlock) {
-    sh.next[i] = __ldcg(p.ws_next + base * B + sh.sorted_idx[i]);
-  }
-  __syncthreads();
-  write_outputs(p, base, sh.sorted, kept, sh.next);
-  if (threadIdx.x == 0) p.ws_arrived[r] = 0;  // ready for the next step
-  __syncthreads();
-}
 
 // Counts the block's slots [first, first + 8) in with their requests (one
 // atomic per request, by thread 0) and notes the requests it completed.
@@ -1013,7 +1000,7 @@ __global__ void __launch_bounds__(kBlock, 4) warp_beam_step_kernel(BeamStep p) {
     __syncthreads();
     for (int m = 0; m < sh.n_merges; ++m) {
       __threadfence();
-      warp_finish_request(p, sh.merges[m], sh.u.merge);
+      finish_request(p, sh.merges[m], sh.u.merge);
     }
   }
 }
@@ -1041,9 +1028,12 @@ __global__ void __launch_bounds__(kBlock)
           return make_key(load_logit(data, l.dtype, static_cast<size_t>(token)) - z, 0, token,
                           layout);
         };
-        auto keep = [&](uint32_t pos, uint64_t key, uint32_t) { sh.best[pos] = key; };
-        kept = group_select<BlockGroup>(gen, allowed.n_total, k, keep, block_space(sh));
-        block_sort_desc(sh.best, kept, sh.keys);
+        auto keep = [&](uint32_t pos, uint64_t key, uint32_t i) {
+          sh.best[pos] = key;
+          sh.best_idx[pos] = i;
+        };
+        kept = group_select<BlockGroup>(gen, allowed.n_total, k, keep, sh.space(false));
+        block_sort_desc(sh.best, sh.best_idx, kept, sh.keys, sh.idx);
       }
     }
     // Entries past the count read token -1, score -inf (treemask.h).
@@ -1074,7 +1064,8 @@ namespace launch {
 
 int beam_step(const TrieView &trie, const BeamLogits &logits, const KeyLayout &layout,
               size_t n_requests, uint32_t beam_width, const BeamState &state,
-              const BeamWorkspace &ws, uint32_t *n_bad_rows, void *stream) {
+              const BeamWorkspace &ws, uint32_t *n_bad_rows, const DeviceShape &shape,
+              void *stream) {
   if (n_requests == 0) return 0;
   const int64_t slots = static_cast<int64_t>(n_requests) * beam_width;
   device::BeamStep p{trie,         logits,       layout,        slots,        beam_width,
@@ -1083,8 +1074,12 @@ int beam_step(const TrieView &trie, const BeamLogits &logits, const KeyLayout &l
   // A candidate's index: below vocab_size + n_stop_tokens.
   const uint32_t idx_bits = device::bits_for(static_cast<uint64_t>(trie.vocab_size) +
                                              static_cast<uint64_t>(trie.n_stop_tokens) - 1);
-  if (logits.n_columns <= kWarpMaxColumns && beam_width <= kWarpMaxBeamWidth &&
-      layout.token_bits + idx_bits <= 32) {
+  // The block kernel gives a slot eight warps (its candidates' loads and
+  // selection spread eight ways); the warp kernel keeps eight times as many
+  // slots in flight. One warp per slot once the slots outnumber the blocks
+  // that fill the device.
+  if (slots > shape.target_blocks && logits.n_columns <= kWarpMaxColumns &&
+      beam_width <= kWarpMaxBeamWidth && layout.token_bits + idx_bits <= 32) {
     p.layout.idx_bits = idx_bits;
     const int64_t groups = (slots + device::kWarps - 1) / device::kWarps;
     return device::launch_kernel(device::warp_beam_step_kernel,

@@ -174,11 +174,20 @@ launch::Logits logits_view(const LogitsArg &a) {
   return l;
 }
 
+// Each device's multiprocessor count, asked once (0 = not asked yet).
+std::atomic<int> g_device_sms[kMaxProbedDevices];
+
 launch::DeviceShape device_shape(int device) {
-  int sms = 0;
-  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
-    cudaGetLastError();
-    sms = 0;
+  int sms = device >= 0 && device < kMaxProbedDevices
+                ? g_device_sms[device].load(std::memory_order_relaxed)
+                : 0;
+  if (sms == 0) {
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+      cudaGetLastError();
+      sms = 0;
+    } else if (device >= 0 && device < kMaxProbedDevices) {
+      g_device_sms[device].store(sms, std::memory_order_relaxed);
+    }
   }
   // Several resident blocks per SM hide the latency of the first loads.
   return launch::DeviceShape{std::max(1, sms) * 4};
@@ -452,10 +461,10 @@ Status beam_step(const BeamArg &step, void *stream) {
                                          align_up(step.n_requests * 4, 8));
   ws.next = reinterpret_cast<uint32_t *>(ws.keys + n_slots * step.beam_width);
   const launch::BeamState state{step.states, step.scores, step.parents, step.tokens};
-  return launched(
-      launch::beam_step(step.trie->view, beam_logits(step.logits), layout, step.n_requests,
-                        static_cast<uint32_t>(step.beam_width), state, ws, step.n_bad_rows, stream),
-      "launching the beam step kernel");
+  return launched(launch::beam_step(step.trie->view, beam_logits(step.logits), layout,
+                                    step.n_requests, static_cast<uint32_t>(step.beam_width), state,
+                                    ws, step.n_bad_rows, device_shape(device), stream),
+                  "launching the beam step kernel");
 }
 
 Status trie_topk(const TopkArg &topk, void *stream) {

@@ -94,10 +94,11 @@ int mask_logits_from_states(const TrieView &trie, const uint32_t *states, size_t
 // winners are sorted in shared memory.
 constexpr uint32_t kMaxBeamWidth = 1024;
 
-// Steps whose rows have at most kWarpMaxColumns columns and whose beam
-// width is at most kWarpMaxBeamWidth run one warp per slot (eight slots per
-// block: the normalizer and the slot's selection with warp-level
-// synchronisation only); the others one block per slot.
+// Steps with more slots than DeviceShape::target_blocks whose rows have at
+// most kWarpMaxColumns columns and whose beam width is at most
+// kWarpMaxBeamWidth run one warp per slot (eight slots per block: the
+// normalizer and the slot's selection with warp-level synchronisation
+// only); the others one block per slot.
 constexpr size_t kWarpMaxColumns = 4096;
 constexpr uint32_t kWarpMaxBeamWidth = 128;
 
@@ -145,7 +146,8 @@ struct BeamWorkspace {
 // one kernel launch.
 int beam_step(const TrieView &trie, const BeamLogits &logits, const KeyLayout &layout,
               size_t n_requests, uint32_t beam_width, const BeamState &state,
-              const BeamWorkspace &ws, uint32_t *n_bad_rows, void *stream);
+              const BeamWorkspace &ws, uint32_t *n_bad_rows, const DeviceShape &shape,
+              void *stream);
 
 // Per row: the k best allowed tokens (treemask_cuda_trie_topk_states).
 int trie_topk(const TrieView &trie, const BeamLogits &logits, const KeyLayout &layout,

@@ -87,7 +87,7 @@ def test_batch_errors():
     batch = treemask.BatchMatcher([treemask.Matcher(trie), None])
     with pytest.raises(treemask.InvalidArgumentError, match="2 slots"):
         batch.fill_next_token_bitmask(treemask.allocate_token_bitmask(3, 40))
-    with pytest.raises(treemask.InvalidArgumentError, match="tokens has 1 entries"):
+    with pytest.raises(treemask.InvalidArgumentError, match="n_tokens is 1; pass one token per slot"):
         batch.accept_tokens([1])
     with pytest.raises(treemask.OutOfRangeError):
         batch[5]
@@ -97,5 +97,17 @@ def test_batch_errors():
         batch.reorder([0, 7])
     with pytest.raises(treemask.InvalidArgumentError):
         treemask.BatchMatcher(0)
+    # Ranges are the library's to check (one message each, naming the
+    # argument); a value no size_t holds is named here.
+    with pytest.raises(treemask.InvalidArgumentError, match="n_slots must be in"):
+        treemask.BatchMatcher([])
+    with pytest.raises(treemask.InvalidArgumentError, match="n_threads must be at most 256"):
+        treemask.BatchMatcher(1, n_threads=257)
+    with pytest.raises(treemask.OutOfRangeError, match="n_slots -1 is negative"):
+        treemask.BatchMatcher(-1)
+    with pytest.raises(treemask.OutOfRangeError, match="n_threads -1 is negative"):
+        treemask.BatchMatcher(1, n_threads=-1)
+    with pytest.raises(treemask.InvalidArgumentError, match="n is 1; src needs one entry per slot"):
+        batch.reorder([0])
     with pytest.raises(treemask.InvalidArgumentError):
         batch.set_matcher(0, "matcher")

@@ -19,15 +19,23 @@ from treemask.hf import TrieLogitsProcessor  # noqa: E402
 VOCAB, EOS, PAD = 300, 299, 298
 
 
-@pytest.fixture(params=["host", "device"])
+@pytest.fixture(params=["host", "staged", "device"])
 def path(request, monkeypatch):
-    """Which path masks the scores: the host walk, or the device path
-    (treemask.torch's wrappers and follow_rows) over the host twins on CPU
-    tensors (host_cuda.py; the kernels themselves run in tests/cuda and
-    tests/python/test_cuda.py). Returns a function that routes a processor,
-    and the HostCudaLib (None for the host path)."""
+    """Which path masks the scores: the host walk; the host walk with its
+    rows staged to the scores' device and masked there (a libtreemask
+    without usable CUDA: here the stage is the CPU, so the torch fallback
+    masks); or the device path (treemask.torch's wrappers and follow_rows)
+    over the host twins on CPU tensors (host_cuda.py; the kernels
+    themselves run in tests/cuda and tests/python/test_cuda.py). Returns a
+    function that routes a processor, and the HostCudaLib (None but for the
+    device path)."""
     if request.param == "host":
         return lambda processor: processor, None
+    if request.param == "staged":
+        def stage(processor):
+            processor._staged = lambda scores: True
+            return processor
+        return stage, None
     import host_cuda
 
     host = host_cuda.install(monkeypatch)

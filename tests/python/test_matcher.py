@@ -35,6 +35,9 @@ def test_random_walks_agree_across_channels(policy):
         bitmask = treemask.allocate_token_bitmask(3, vocab)
         for _step in range(40):
             allowed = m.next_tokens()
+            out = np.full(rng.randrange(len(allowed) + 2), -1, dtype=np.int32)
+            assert m.next_tokens_into(out) == len(allowed)
+            assert out.tolist() == (allowed + [-1])[:out.size]  # the first that fit, nothing written past them
             if failed:  # sticky error: no candidates, and a fill is an error
                 assert allowed == []
                 with pytest.raises(treemask.InvalidStateError):
@@ -182,6 +185,11 @@ def test_override_stop_tokens_and_bad_options():
     assert m.stop_tokens() == [7, 8]
     m.accept_token(1)
     assert m.next_tokens() == [7, 8]
+    out = np.zeros(1, dtype=np.int32)
+    assert m.next_tokens_into(out) == 2 and out.tolist() == [7]
+    for bad in ([0, 0], np.zeros(2, dtype=np.int64), np.zeros((2, 2), dtype=np.int32), np.zeros(4, np.int32)[::2]):
+        with pytest.raises(treemask.InvalidArgumentError, match="out: want"):
+            m.next_tokens_into(bad)
     with pytest.raises(treemask.InvalidArgumentError, match="failure_policy"):
         treemask.Matcher(trie, failure_policy="explode")
     with pytest.raises(treemask.OutOfRangeError, match="pad_token"):

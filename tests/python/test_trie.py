@@ -119,6 +119,10 @@ def test_library_errors_carry_the_c_message():
     assert "stop token" in str(e.value)
     with pytest.raises(treemask.Error, match="vocab_size"):
         treemask.Trie.from_paths([[1]], 0, [0])
+    with pytest.raises(treemask.InvalidArgumentError, match="vocab_size must be positive, got -5"):
+        treemask.Trie.from_paths([[1]], -5, [0])
+    with pytest.raises(treemask.InvalidArgumentError, match="vocab_size 2147483648: want 1"):
+        treemask.Trie.from_paths([[1]], 2**31, [0])
     with pytest.raises(treemask.Error, match="empty"):
         treemask.Trie.from_paths([], 10, [0])
     with pytest.raises(treemask.InvalidArgumentError, match="labels has 1 entries for 2 paths"):

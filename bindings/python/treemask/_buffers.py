@@ -58,11 +58,18 @@ def sized_result(ctype: str, query, result_type):
     return result_type(*(int(getattr(out, f)) for f in result_type._fields))
 
 
-def thread_count(value: Any, what: str = "n_threads") -> int:
-    """A thread count: an int >= 1."""
+def positive_int(value: Any, what: str) -> int:
+    """``value`` as an int >= 1 (a count of threads, beams, requests or
+    tokens), or InvalidArgumentError naming it: the one place this rule and
+    its message are written."""
     if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
         raise InvalidArgumentError("%s must be an int >= 1, got %r" % (what, value))
     return int(value)
+
+
+def thread_count(value: Any, what: str = "n_threads") -> int:
+    """A thread count: an int >= 1."""
+    return positive_int(value, what)
 
 
 def int_array(values: Any, dtype: type, what: str, lo: int, hi: int) -> np.ndarray:

@@ -83,17 +83,15 @@ class BatchMatcher:
         else:
             initial = list(matchers)
             n_slots = len(initial)
-        if n_slots < 1:
-            raise InvalidArgumentError("a batch needs at least one slot, got %d" % n_slots)
-        if n_threads < 0:
-            raise InvalidArgumentError("n_threads %d must be >= 0" % n_threads)
+        # The library checks both ranges and names them; only a value no
+        # size_t holds (a negative one) stops here.
         opts = ffi.new("treemask_batch_options *")
         lib.treemask_batch_options_init(opts)
-        try:
-            opts.n_slots = n_slots
-            opts.n_threads = n_threads
-        except OverflowError:
-            raise OutOfRangeError("n_slots %d / n_threads %d: out of range" % (n_slots, n_threads)) from None
+        for name, value in (("n_slots", n_slots), ("n_threads", n_threads)):
+            try:
+                setattr(opts, name, value)
+            except OverflowError:
+                raise OutOfRangeError("%s %d is negative or too large" % (name, value)) from None
         out = ffi.new("treemask_batch **")
         status = lib.treemask_batch_create(opts, out)
         if status:
@@ -206,9 +204,7 @@ class BatchMatcher:
         token this step; required for empty slots). ``tokens`` is a
         sequence, numpy array or CPU tensor of ``n_slots`` integers. Returns
         the accepted flags (False only where a token was rejected)."""
-        tok = _buffers.int32_array(tokens, "tokens")
-        if tok.size != self._n:
-            raise InvalidArgumentError("tokens has %d entries for %d slots" % (tok.size, self._n))
+        tok = _buffers.int32_array(tokens, "tokens")  # the library checks there is one per slot
         accepted = np.ones(self._n, dtype=np.bool_)
         status = lib.treemask_batch_accept_tokens(self._ptr, _buffers.host_buffer(tok, "int32_t[]"), tok.size,
                                                   _buffers.host_buffer(accepted, "bool[]"))
@@ -220,9 +216,7 @@ class BatchMatcher:
         """Beam reordering: slot i takes the state of slot ``src[i]`` (-1
         empties it), all at once. Sources taken several times are cloned
         cheaply."""
-        arr = _buffers.int32_array(src, "src")
-        if arr.size != self._n:
-            raise InvalidArgumentError("src has %d entries for %d slots" % (arr.size, self._n))
+        arr = _buffers.int32_array(src, "src")  # the library checks its length and entries
         status = lib.treemask_batch_reorder(self._ptr, _buffers.host_buffer(arr, "int32_t[]"), arr.size)
         if status:
             raise_status(status)
@@ -277,14 +271,12 @@ class BatchMatcher:
         lg.log_probs = bool(log_probs)
         if n_rows > self._n:
             raise InvalidArgumentError("logits have %d rows, the batch %d slots" % (n_rows, self._n))
-        if not isinstance(beam_width, (int, np.integer)) or isinstance(beam_width, bool) or beam_width < 1:
-            raise InvalidArgumentError("beam_width must be an int >= 1, got %r" % (beam_width,))
-        beam_width = int(beam_width)
+        beam_width = _buffers.positive_int(beam_width, "beam_width")
         scores = _float32_scores(beam_scores, n_rows)
         beam = self._beams.get(beam_width)
         if beam is None:
             beam = self._beams[beam_width] = Beam(beam_width, n_threads=self._n_threads + 1)
-        parents, tokens = beam.step_batch(self._ptr, n_rows, lg, scores)
+        parents, tokens = beam._step_batch(self, n_rows, lg, scores)
         tries = self._tries
         moved = [tries[r - r % beam_width + p] if p >= 0 else tries[r] for r, p in enumerate(parents.tolist())]
         tries[:n_rows] = moved

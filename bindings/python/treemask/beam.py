@@ -130,9 +130,7 @@ def _float32_scores(scores: Any, n: int) -> np.ndarray:
 
 
 def _rows_per_request(n_rows: int, beam_width: Any) -> Tuple[int, int]:
-    if not isinstance(beam_width, (int, np.integer)) or isinstance(beam_width, bool) or beam_width < 1:
-        raise InvalidArgumentError("beam_width must be an int >= 1, got %r" % (beam_width,))
-    beam_width = int(beam_width)
+    beam_width = _buffers.positive_int(beam_width, "beam_width")
     if n_rows % beam_width:
         raise InvalidArgumentError("logits have %d rows, not a multiple of beam_width %d (want n_requests *"
                                    " beam_width rows, request-major)" % (n_rows, beam_width))
@@ -158,8 +156,7 @@ class Beam:
 
     def __init__(self, beam_width: int, *, n_threads: int = 1) -> None:
         self._busy = threading.RLock()  # concurrent use raises (_buffers.exclusive)
-        if not isinstance(beam_width, (int, np.integer)) or isinstance(beam_width, bool) or beam_width < 1:
-            raise InvalidArgumentError("beam_width must be an int >= 1, got %r" % (beam_width,))
+        beam_width = _buffers.positive_int(beam_width, "beam_width")
         n_threads = _buffers.thread_count(n_threads)
         opts = ffi.new("treemask_beam_options *")
         lib.treemask_beam_options_init(opts)
@@ -207,15 +204,17 @@ class Beam:
             raise_status(status, "beam step")
         return parents, tokens
 
-    def step_batch(self, batch_ptr, n_rows: int, lg, scores: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
-        """The batch form (used by BatchMatcher.beam_step)."""
+    def _step_batch(self, batch: Any, n_rows: int, lg, scores: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """The batch form: the step over a BatchMatcher's first n_rows slots
+        (BatchMatcher.beam_step is its public face, and calls it with the
+        logits struct it has made)."""
         n_requests, _ = _rows_per_request(n_rows, self.beam_width)
         parents = np.empty(n_rows, dtype=np.int32)
         tokens = np.empty(n_rows, dtype=np.int32)
         if n_rows == 0:
             return parents, tokens
         status = lib.treemask_beam_step_batch(
-            self._ptr, batch_ptr, n_requests, lg, ffi.from_buffer("float[]", scores),
+            self._ptr, batch._ptr, n_requests, lg, ffi.from_buffer("float[]", scores),
             ffi.from_buffer("int32_t[]", parents), ffi.from_buffer("int32_t[]", tokens))
         if status:
             raise_status(status, "beam step")
@@ -248,9 +247,7 @@ def beam_step_states(trie: Trie, states: np.ndarray, logits: Any, scores: np.nda
     """:meth:`Beam.step_states` with a per-thread cached :class:`Beam` for
     (beam_width, n_threads): ``states`` and ``scores`` are updated in
     place; returns (parents, tokens)."""
-    if not isinstance(beam_width, (int, np.integer)) or isinstance(beam_width, bool) or beam_width < 1:
-        raise InvalidArgumentError("beam_width must be an int >= 1, got %r" % (beam_width,))
-    beam = _cached_beam(int(beam_width), _buffers.thread_count(n_threads))
+    beam = _cached_beam(_buffers.positive_int(beam_width, "beam_width"), _buffers.thread_count(n_threads))
     return beam.step_states(trie, states, logits, scores, log_probs=log_probs)
 
 

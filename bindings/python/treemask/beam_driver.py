@@ -25,6 +25,7 @@ from typing import Dict, Iterable, List, Mapping, Sequence, Tuple
 
 import numpy as np
 
+from . import _buffers
 from .beam import Beam, initial_scores
 from .errors import InvalidArgumentError, InvalidStateError
 from .trie import STATE_ROOT, STATE_TERMINATED, Trie
@@ -62,8 +63,7 @@ class BeamSearchState:
     def __init__(self, trie: Trie, n_requests: int, beam_width: int) -> None:
         if not isinstance(trie, Trie):
             raise InvalidArgumentError("trie must be a treemask.Trie, got %s" % type(trie).__name__)
-        if not isinstance(beam_width, int) or isinstance(beam_width, bool) or beam_width < 1:
-            raise InvalidArgumentError("beam_width must be an int >= 1, got %r" % (beam_width,))
+        beam_width = _buffers.positive_int(beam_width, "beam_width")
         self.trie = trie
         self.n_requests = n_requests
         self.beam_width = B = beam_width

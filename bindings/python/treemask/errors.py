@@ -1,12 +1,19 @@
 """Exceptions: one class per ``TREEMASK_ERR_*`` status of the C library.
 
-Every error raised by this package is a :class:`Error`. Errors reported by the
-library carry its message (``treemask_last_error()``), which names the
-argument, key, token, path or byte offset at fault; errors found in Python
-before calling the library (a wrong dtype, a tensor on the wrong device) use
-the class of the status the library would have returned. Each class also
-derives from the closest built-in exception, so ``except ValueError`` keeps
-working.
+Every error raised by this package is a :class:`Error`, but for Python's
+own convention for an argument of the wrong kind where no treemask check
+applies: a tokenizer that is none (:meth:`treemask.Trie.from_labels`), a
+log callback that is not callable, a non-int ``rollback`` count, RTP token
+id or separator, calling ``Trie()`` itself, and what cffi or numpy refuse
+first raise :class:`TypeError`. Errors reported by the library carry its
+message (``treemask_last_error()``), which names the argument, key, token,
+path or byte offset at fault; errors found in Python before calling the
+library (a wrong dtype, a tensor on the wrong device) use the class of the
+status the library would have returned. Each class also derives from the
+closest built-in exception, so ``except ValueError`` keeps working (the
+vLLM plugin's :class:`treemask.vllm.RequestError`, an
+:class:`InvalidArgumentError`, is the ``ValueError`` vLLM answers with
+HTTP 400).
 
 Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """

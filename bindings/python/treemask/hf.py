@@ -21,9 +21,8 @@ from typing import Any, Dict, NamedTuple, Optional, Union
 import numpy as np
 
 from . import _buffers
-from ._ffi import ffi, lib
 from .bitmask import apply_token_bitmask, cuda_available
-from .errors import InvalidArgumentError, raise_status
+from .errors import InvalidArgumentError, UnsupportedError
 from .failure_policy import ADAPTER_DEFAULT, failure_policy_code
 from .trie import STATE_ROOT, STATE_TERMINATED, Trie
 
@@ -93,6 +92,11 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
     synchronisation, no trie walk on the host; the states are exactly the
     host path's. Where this libtreemask has no usable CUDA, the host path
     fills a pinned bitmask, copies it up and masks with torch.
+
+    A string-set trie (:meth:`Trie.from_strings`) always takes the host path:
+    its masks come from a walk of the vocabulary's token trie, which only the
+    host runs; the device applies them (a pinned bitmask copied up, then the
+    CUDA apply kernel).
     """
 
     def __init__(self, trie: Trie, prompt_length: Optional[int] = None, *, pad_token_id: Optional[int] = None,
@@ -109,9 +113,8 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
         self._fixed_prompt_length = prompt_length
         self._policy = failure_policy_code(failure_policy)
         self._words = trie.bitmask_words
-        self._host_mask: Any = None  # numpy view of the host bitmask
-        self._host_tensor: Any = None  # the same memory as a pinned torch tensor (CUDA scores)
-        self._device_mask: Any = None
+        self._host_mask: Any = None  # the host bitmask (CPU scores)
+        self._masker: Any = None  # the staging of host-walk rows to a device (_device_mask.DeviceMasker)
         self._out: Any = None  # the last returned scores, reused once nothing else holds them
         if pad_token_id is not None:
             self._pad_bit = np.array([1 << (pad_token_id & 31)], dtype=np.uint32).view(np.int32)[0]
@@ -136,11 +139,7 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
     # ---- states ----------------------------------------------------------
 
     def _advance(self, states: np.ndarray, tokens: np.ndarray) -> None:
-        status = lib.treemask_trie_advance_states(
-            self.trie._ptr, ffi.from_buffer("uint32_t[]", states), ffi.from_buffer("int32_t[]", tokens),
-            states.size, self._policy, ffi.NULL)
-        if status:
-            raise_status(status, "TrieLogitsProcessor")
+        self.trie.advance_states(states, tokens, self._policy)
 
     def _state_from_root(self, generated: np.ndarray) -> int:
         """The state after a whole prefix, when no cached parent exists (the
@@ -178,17 +177,25 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
 
     # ---- masks -----------------------------------------------------------
 
-    def _host_bitmask(self, n_rows: int, pinned: bool) -> np.ndarray:
-        if self._host_mask is None or self._host_mask.shape[0] != n_rows or (pinned and self._host_tensor is None):
-            if pinned:
-                import torch
+    def _staged(self, scores: Any) -> bool:
+        """Whether the host-filled rows are copied to the scores' device and
+        masked there (scores not on the CPU, and not on the device path)."""
+        return scores.device.type != "cpu"
 
-                self._host_tensor = torch.empty((n_rows, self._words), dtype=torch.int32, pin_memory=True)
-                self._host_mask = self._host_tensor.numpy()
-            else:
-                self._host_tensor = None
+    def _host_bitmask(self, n_rows: int, staged: bool, device: Any) -> np.ndarray:
+        """Where this call's rows are filled: a host array, or for staged
+        scores the host side of a DeviceMasker (pinned), once its last copy
+        to the device is done."""
+        if not staged:
+            if self._host_mask is None or self._host_mask.shape[0] != n_rows:
                 self._host_mask = np.empty((n_rows, self._words), dtype=np.int32)
-        return self._host_mask
+            return self._host_mask
+        if self._masker is None or self._masker.n_rows < n_rows or self._masker.device != device:
+            from ._device_mask import DeviceMasker
+
+            self._masker = DeviceMasker(n_rows, self._words, device, pin_memory=device.type != "cpu")
+        self._masker.wait_host()
+        return self._masker.host[:n_rows]
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
         n_rows, length = input_ids.shape
@@ -211,27 +218,27 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
         generated = np.ascontiguousarray(generated.numpy(), dtype=np.int64)
         states = self._row_states(generated)
 
-        on_device = scores.device.type != "cpu"
-        bitmask = self._host_bitmask(n_rows, pinned=on_device)
-        status = lib.treemask_trie_fill_states(self.trie._ptr, ffi.from_buffer("uint32_t[]", states), n_rows,
-                                               ffi.from_buffer("int32_t[]", bitmask), self._words)
-        if status:
-            raise_status(status, "TrieLogitsProcessor")
+        staged = self._staged(scores)
+        bitmask = self._host_bitmask(n_rows, staged, scores.device)
+        self.trie.fill_states(states, bitmask)
         if self.pad_token_id is not None:
             finished = states == STATE_TERMINATED
             if finished.any():
                 bitmask[finished, self.pad_token_id >> 5] |= self._pad_bit
 
-        if not on_device:
-            return apply_token_bitmask(scores, bitmask, out=self._output_buffer(scores), n_threads=self.n_threads)
-        return self._apply_on_device(scores, n_rows)
+        out = self._output_buffer(scores)
+        if not staged:
+            return apply_token_bitmask(scores, bitmask, out=out, n_threads=self.n_threads)
+        out.copy_(scores)
+        self._masker.apply(out, n_rows)
+        return out
 
     # ---- the device path ----------------------------------------------------
 
     def _device_path(self, scores: Any) -> bool:
         """Whether scores are masked by the device path: a CUDA tensor and a
         libtreemask with usable CUDA (asked once)."""
-        if scores.device.type != "cuda":
+        if scores.device.type != "cuda" or self.trie.is_string_set:
             return False
         if self._cuda_usable is None:
             self._cuda_usable = cuda_available()
@@ -272,35 +279,31 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
         import torch
 
         out, self._out = self._out, None
-        storage_use_count = getattr(torch._C, "_storage_Use_Count", None)
-        reusable = (out is not None and storage_use_count is not None and hasattr(out, "_use_count")
-                    and out.shape == scores.shape and out.dtype == scores.dtype and out.device == scores.device
+        reusable = (out is not None and out.shape == scores.shape and out.dtype == scores.dtype
+                    and out.device == scores.device
                     # 2: the local `out` and getrefcount's argument.
-                    and sys.getrefcount(out) == 2 and out._use_count() == 1
-                    # 2: out's own reference and the temporary storage object.
-                    and storage_use_count(out.untyped_storage()._cdata) == 2)
+                    and sys.getrefcount(out) == 2 and _sole_owner(torch, out))
         if not reusable:
             out = torch.empty_like(scores, memory_format=torch.contiguous_format)
         self._out = out
         return out
 
-    def _apply_on_device(self, scores: Any, n_rows: int) -> Any:
-        import torch
 
-        if self._device_mask is None or self._device_mask.shape[0] != n_rows \
-                or self._device_mask.device != scores.device:
-            self._device_mask = torch.empty((n_rows, self._words), dtype=torch.int32, device=scores.device)
-        # The next call's input_ids.cpu() waits for this copy on the same
-        # stream, so the pinned buffer is never overwritten while in flight.
-        self._device_mask.copy_(self._host_tensor, non_blocking=True)
-        if cuda_available():
-            return apply_token_bitmask(scores, self._device_mask, out=self._output_buffer(scores))
-        width = scores.shape[-1]
-        shifts = torch.arange(32, dtype=torch.int32, device=scores.device)
-        allowed = ((self._device_mask.unsqueeze(-1) >> shifts) & 1).view(n_rows, -1)
-        if allowed.shape[1] < width:
-            allowed = torch.nn.functional.pad(allowed, (0, width - allowed.shape[1]))
-        return scores.masked_fill(allowed[:, :width] == 0, float("-inf"))
+def _sole_owner(torch: Any, tensor: Any) -> bool:
+    """True iff nothing but the caller's Python reference holds ``tensor``
+    or its memory: no other C++ reference to the tensor (autograd), no view
+    or alias of its storage. torch has no public API for this: its own
+    ``swap_tensors`` and CUDA-graph trees ask the same private accessors
+    (``Tensor._use_count``, ``torch._C._storage_Use_Count``). A torch
+    without them gets False: the processor then allocates a fresh output
+    each step, which is always correct, only slower."""
+    storage_use_count = getattr(torch._C, "_storage_Use_Count", None)
+    use_count = getattr(tensor, "_use_count", None)
+    if storage_use_count is None or use_count is None:
+        return False
+    # 2 for the storage: the tensor's own reference and the temporary
+    # storage object untyped_storage() returns.
+    return use_count() == 1 and storage_use_count(tensor.untyped_storage()._cdata) == 2
 
 
 _buffers.exclusive(TrieLogitsProcessor, also=("__call__",))
@@ -490,8 +493,7 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
     if input_ids.device.type not in ("cpu", "cuda"):
         raise DeviceTensorError("input_ids: %s is on a device treemask has no beam step for (CPU and CUDA only)"
                                 % _buffers.describe(input_ids))
-    if not isinstance(num_beams, int) or isinstance(num_beams, bool) or num_beams < 1:
-        raise InvalidArgumentError("num_beams must be an int >= 1, got %r" % (num_beams,))
+    num_beams = _buffers.positive_int(num_beams, "num_beams")
     n_requests, prompt_length = input_ids.shape
     B = num_beams
     R = B if num_return_sequences is None else num_return_sequences
@@ -499,8 +501,7 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
         raise InvalidArgumentError("num_return_sequences %r: want 1 .. num_beams (%d)" % (R, B))
     if max_new_tokens is None:
         max_new_tokens = trie.stats().max_depth + 1
-    if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-        raise InvalidArgumentError("max_new_tokens must be an int >= 1, got %r" % (max_new_tokens,))
+    max_new_tokens = _buffers.positive_int(max_new_tokens, "max_new_tokens")
     if pad_token_id is None:
         config = getattr(model, "generation_config", None)
         pad_token_id = getattr(config, "pad_token_id", None)
@@ -517,6 +518,10 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
     if n_slots == 0:
         return BeamSearchOutput(input_ids.new_zeros((0, prompt_length)),
                                 torch.zeros(0, dtype=torch.float32, device=input_ids.device))
+    if input_ids.device.type == "cuda" and trie.is_string_set:
+        raise UnsupportedError("beam_search: a string-set trie (Trie.from_strings) has no device beam step: its"
+                               " candidates come from a walk of the vocabulary on the host; run the search on"
+                               " CPU tensors, or build the trie with Trie.from_labels")
     _check_beam_memory(model, trie, n_requests, B, max_new_tokens, input_ids.device)
     if input_ids.device.type == "cuda":
         return _beam_search_device(model, input_ids, trie, B, R, max_new_tokens, attention_mask, pad_token_id)

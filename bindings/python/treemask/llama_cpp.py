@@ -29,7 +29,6 @@ from typing import Any, Optional
 import numpy as np
 
 from . import _buffers
-from ._ffi import ffi, lib
 from .errors import InvalidArgumentError, InvalidStateError
 from .matcher import Matcher
 from .trie import Trie
@@ -85,7 +84,6 @@ class TrieLogitsProcessor:
         self._fixed_prompt_length = prompt_length
         self._bitmask = np.zeros(trie.bitmask_words, dtype=np.int32)
         self._next = np.zeros(_LIST_MAX, dtype=np.int32)
-        self._next_ptr = ffi.from_buffer("int32_t[]", self._next)
         self.error: Optional[str] = None
         # One generation at a time: a call while another thread is inside one
         # fails both closed (__call__); the other methods raise
@@ -189,7 +187,7 @@ class TrieLogitsProcessor:
         self._seen = ids.copy()
 
     def _mask(self, scores: Any) -> None:
-        n = lib.treemask_matcher_next_tokens(self._matcher._m, self._next_ptr, _LIST_MAX)
+        n = self._matcher.next_tokens_into(self._next)
         if n == 0:
             raise RuntimeError("the matcher allows no token")  # failed state: close
         if n <= _LIST_MAX:

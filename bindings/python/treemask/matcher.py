@@ -116,6 +116,8 @@ class _MatcherMethods:
         if remaining_tokens is None:
             opts = ffi.NULL
         else:
+            # Checked here, not left to the library: to it -1 means "the
+            # matcher's own budget", which this argument spells None.
             if remaining_tokens < 0:
                 raise InvalidArgumentError("remaining_tokens %d must be >= 0" % remaining_tokens)
             budget = ffi.new("treemask_budget_fill_options *")  # experimental extension
@@ -191,6 +193,18 @@ class _MatcherMethods:
     def next_tokens(self) -> List[int]:
         """The allowed next tokens, ascending (exactly the bits a fill sets)."""
         return self._list(lib.treemask_matcher_next_tokens)
+
+    def next_tokens_into(self, out: np.ndarray) -> int:
+        """:meth:`next_tokens` without allocating: writes the first
+        ``len(out)`` of them into ``out`` (a writable C-contiguous 1-D numpy
+        int32 array) and returns how many there are in all (more than
+        ``len(out)`` when they did not fit), for engines that mask a short
+        list themselves and a long one with a bitmask."""
+        if not isinstance(out, np.ndarray) or out.dtype != np.int32 or out.ndim != 1 \
+                or not out.flags.c_contiguous or not out.flags.writeable:
+            raise InvalidArgumentError("out: want a writable C-contiguous 1-D numpy int32 array, got %s"
+                                       % _buffers.describe(out))
+        return int(lib.treemask_matcher_next_tokens(self._m, _buffers.host_buffer(out, "int32_t[]"), out.size))
 
     def forced_tokens(self) -> List[int]:
         """Jump-forward: the chain of tokens that are the only choice from here

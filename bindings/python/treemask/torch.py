@@ -135,7 +135,8 @@ class DeviceTrie:
     stream (the device arrays are immutable; :meth:`beam_step` keeps one
     scratch buffer per stream).
 
-    Raises UnsupportedError when this libtreemask has no usable CUDA.
+    Raises UnsupportedError when this libtreemask has no usable CUDA, and for
+    a string-set trie (its masks come from a walk on the host).
     """
 
     __slots__ = ("_ptr", "device", "vocab_size", "bitmask_words", "_workspace", "__weakref__")
@@ -143,6 +144,10 @@ class DeviceTrie:
     def __init__(self, trie: Trie, device: Union[torch.device, str, int, None] = None) -> None:
         if not isinstance(trie, Trie):
             raise InvalidArgumentError("trie must be a treemask.Trie, got %s" % type(trie).__name__)
+        if trie.is_string_set:
+            raise UnsupportedError("DeviceTrie: a string-set trie (Trie.from_strings) cannot be uploaded: the device"
+                                   " steps walk token paths only; fill its rows on the host (Matcher,"
+                                   " Trie.fill_states) and apply them on the device (apply_token_bitmask_inplace)")
         if not cuda_available():
             raise UnsupportedError("DeviceTrie needs CUDA: this libtreemask was built without it or finds no"
                                    " usable device (treemask.cuda_available() is False)")
@@ -210,7 +215,8 @@ class DeviceTrie:
         if status:
             raise_status(status)
 
-    def advance_states(self, states: torch.Tensor, tokens: torch.Tensor, *, failure_policy: Union[str, int] = "reject",
+    def advance_states(self, states: torch.Tensor, tokens: torch.Tensor, *,
+                       failure_policy: Union[str, int] = LIBRARY_DEFAULT,
                        accepted: Optional[torch.Tensor] = None) -> None:
         """The advance alone (:meth:`Trie.advance_states` on the device):
         ``states`` advance by ``tokens`` in place; nothing is filled."""
@@ -226,7 +232,7 @@ class DeviceTrie:
 
     def follow_rows(self, tokens: torch.Tensor, states: torch.Tensor, keys: torch.Tensor, *,
                     prev: Optional[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = None,
-                    failure_policy: Union[str, int] = "reject") -> None:
+                    failure_policy: Union[str, int] = LIBRARY_DEFAULT) -> None:
         """The state of every row of ``tokens`` (an int64 tensor ``(rows,
         n)`` whose rows may be strided, e.g. ``input_ids[:, prompt:]``),
         written to ``states`` (int32 / uint32, one per row) with a hash of
@@ -319,8 +325,7 @@ class DeviceTrie:
         int32/uint32 tensor of one element, optional) is incremented;
         fp16/bf16 scores may differ from the CPU's in the last bits (see
         treemask_cuda.h)."""
-        if not isinstance(beam_width, int) or isinstance(beam_width, bool) or beam_width < 1:
-            raise InvalidArgumentError("beam_width must be an int >= 1, got %r" % (beam_width,))
+        beam_width = _buffers.positive_int(beam_width, "beam_width")
         n = states.numel() if isinstance(states, torch.Tensor) else -1
         if n < 0 or n % beam_width:
             raise InvalidArgumentError("states: want n_requests * beam_width (%d) entries, got %s"
@@ -543,9 +548,8 @@ class DeviceBeam:
 
     def __init__(self, trie: Union[Trie, DeviceTrie], n_requests: int, beam_width: int, *,
                  device: Union[torch.device, str, int, None] = None) -> None:
-        for name, value in (("n_requests", n_requests), ("beam_width", beam_width)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise InvalidArgumentError("%s must be an int >= 1, got %r" % (name, value))
+        n_requests = _buffers.positive_int(n_requests, "n_requests")
+        beam_width = _buffers.positive_int(beam_width, "beam_width")
         if isinstance(trie, DeviceTrie):
             if device is not None and _resolve_device(device) != trie.device:
                 raise InvalidArgumentError("device %s is not the DeviceTrie's device %s" % (device, trie.device))

@@ -74,12 +74,12 @@ The modules, one job each: :mod:`~treemask.vllm.keys` (request keys),
 :mod:`~treemask.vllm.choice_cache` (compiled choice lists on disk),
 :mod:`~treemask.vllm.model` (the model's vocab, EOS ids and tokenizer),
 :mod:`~treemask.vllm.frontend` (the API server's hooks),
-:mod:`~treemask.vllm.processor` (the logits processor),
-:mod:`~treemask.vllm.masker` (the device path),
+:mod:`~treemask.vllm.processor` (the logits processor; on a device it
+stages its bitmask rows with the helper it shares with treemask.hf),
 :mod:`~treemask.vllm.registered` (tries registered for a beam search),
 :mod:`~treemask.vllm.beam` (the beam rows and the offline beam search) and
 :mod:`~treemask.vllm.client` (the beam search over the OpenAI server). Only
-the processor, the frontend and the masker import vLLM and torch (and
+the processor and the frontend import vLLM and torch (and
 :func:`beam_search` when called); importing this package does not.
 
 Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0

@@ -56,6 +56,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .. import _buffers
 from ..beam_driver import BeamSearchState, Candidates
 from ..errors import InvalidArgumentError, InvalidStateError, UnsupportedError
 from ..matcher import Matcher
@@ -262,8 +263,7 @@ def beam_search(llm: Any, prompts: Sequence[Any], trie: Any, beam_width: int, *,
     Raises :class:`~treemask.beam_driver.EngineMismatchError` when the
     engine's answer is not a treemask beam row of this trie.
     """
-    if not isinstance(beam_width, int) or isinstance(beam_width, bool) or beam_width < 1:
-        raise InvalidArgumentError("beam_width must be an int >= 1, got %r" % (beam_width,))
+    beam_width = _buffers.positive_int(beam_width, "beam_width")
     B = beam_width
     R = B if n_return is None else n_return
     if not isinstance(R, int) or isinstance(R, bool) or not 1 <= R <= B:
@@ -276,8 +276,7 @@ def beam_search(llm: Any, prompts: Sequence[Any], trie: Any, beam_width: int, *,
     try:
         if max_tokens is None:
             max_tokens = local.stats().max_depth + 1
-        if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
-            raise InvalidArgumentError("max_tokens must be an int >= 1, got %r" % (max_tokens,))
+        max_tokens = _buffers.positive_int(max_tokens, "max_tokens")
         search = BeamSearchState(local, len(ids), B)
         while search.steps < max_tokens and not search.done():
             live = search.live_slots()

@@ -39,6 +39,7 @@ import urllib.error
 import urllib.request
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from .. import _buffers
 from ..beam_driver import BeamSearchState, Candidates
 from ..errors import InvalidArgumentError, InvalidStateError
 from ..trie import Trie
@@ -116,8 +117,7 @@ def beam_search(base_url: str, model: str, prompts: Sequence[Any], trie: Trie, b
     installed on the server, the server runs without ``--logprobs-mode
     processed_logits``, or ``keys`` name another trie).
     """
-    if not isinstance(beam_width, int) or isinstance(beam_width, bool) or beam_width < 1:
-        raise InvalidArgumentError("beam_width must be an int >= 1, got %r" % (beam_width,))
+    beam_width = _buffers.positive_int(beam_width, "beam_width")
     B = beam_width
     R = B if n_return is None else n_return
     if not isinstance(R, int) or isinstance(R, bool) or not 1 <= R <= B:
@@ -131,8 +131,7 @@ def beam_search(base_url: str, model: str, prompts: Sequence[Any], trie: Trie, b
         raise InvalidArgumentError("prompts: want a list of prompts (strings or token-id lists)")
     if max_tokens is None:
         max_tokens = trie.stats().max_depth + 1
-    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
-        raise InvalidArgumentError("max_tokens must be an int >= 1, got %r" % (max_tokens,))
+    max_tokens = _buffers.positive_int(max_tokens, "max_tokens")
     base = base_url.rstrip("/")
     extra_headers = dict(headers or {})
     search = BeamSearchState(trie, len(prompts), B)

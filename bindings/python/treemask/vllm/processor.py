@@ -19,6 +19,7 @@ except ImportError as _e:  # pragma: no cover - vLLM is what this module is for
     raise ImportError("treemask.vllm needs vLLM (V1 engine, tested with 0.32.0) and torch: %s" % _e) from _e
 
 from .. import _buffers
+from .._device_mask import DeviceMasker
 from ..batch import BatchMatcher
 from ..bitmask import apply_token_bitmask_inplace
 from ..errors import Error
@@ -27,7 +28,6 @@ from ..matcher import Matcher
 from ..trie import Trie
 from . import beam, frontend
 from .keys import RequestError, RequestSpec, has_treemask_keys, parse_extra_args
-from .masker import DeviceMasker
 from .model import ModelInfo, frontend_model
 from .trie_registry import TrieRegistry
 
@@ -153,8 +153,11 @@ class TrieLogitsProcessor(LogitsProcessor):
             assert spec is not None  # the row has treemask keys
             trie = registry.trie_for(spec, self.model)
             in_beam = spec.beam_tokens is not None
+            # A string set has no length budget (it is defined in tokens over
+            # token paths; any tokenization of a string may be longer).
+            budget = params.max_tokens is not None and not in_beam and not trie.is_string_set
             m = Matcher(trie, failure_policy=adapter_policy_code(spec.failure_policy),
-                        max_new_tokens=None if params.max_tokens is None or in_beam else max(params.max_tokens - 1, 0),
+                        max_new_tokens=max(params.max_tokens - 1, 0) if budget else None,
                         override_stop_tokens=spec.stop_tokens)
             if spec.beam_tokens is not None:
                 beam.walk_beam_tokens(m, spec.beam_tokens, prompt)

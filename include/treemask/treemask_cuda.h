@@ -320,7 +320,7 @@ TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_trie_follow_rows(
 #define TREEMASK_CUDA_MAX_BEAM_WIDTH 1024
 
 /* *out_bytes = the workspace of a step of n_requests x beam_width slots
- * (beam_width x 8 + 4 bytes per slot, 4 per request, 8-byte aligned).
+ * (beam_width x 12 bytes per slot, 4 per request, 8-byte aligned).
  * Errors: NULL out_bytes, beam_width outside [1,
  * TREEMASK_CUDA_MAX_BEAM_WIDTH], a size that overflows, a library built
  * without CUDA (TREEMASK_ERR_UNSUPPORTED). Needs no device. */

@@ -22,6 +22,13 @@
 // a step captured in a CUDA graph and replayed, and argument errors.
 // Exits 77 without a usable GPU.
 //
+// The step has two kernels (beam_step.cu): a step with more slots than 4
+// per multiprocessor, rows of at most 4,096 columns and beam_width <= 128
+// runs one warp per slot, any other one block per slot. Searches and shapes
+// run through both: more requests send a search to the warp kernel, and
+// padding its rows past 4,096 columns (n_columns may exceed the
+// vocabulary) to the block kernel.
+//
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include <algorithm>
 #include <cmath>
@@ -39,6 +46,23 @@ using testutil::TrieHandle;
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr uint32_t kTerminated = 0xFFFFFFFEu;
+// The warp kernel's limits (launch::kWarpMaxColumns, kWarpMaxBeamWidth).
+constexpr size_t kWarpMaxColumns = 4096;
+constexpr size_t kWarpMaxBeam = 128;
+
+// n_columns that send a step to the block kernel.
+size_t block_kernel_columns(size_t n_columns) { return std::max(n_columns, kWarpMaxColumns + 1); }
+
+// Requests of B slots that send a step (of narrow rows, B <= 128) to the
+// warp kernel: more slots than 4 per multiprocessor.
+size_t warp_kernel_requests(size_t n_requests, size_t B) {
+  static const size_t slots = [] {
+    int sms = 0;
+    CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    return size_t{4} * static_cast<size_t>(std::max(1, sms));
+  }();
+  return std::max(n_requests, slots / B + 1);
+}
 
 using Path = std::vector<int32_t>;
 
@@ -189,6 +213,8 @@ void run_search(uint64_t seed) {
   spec.dtype = static_cast<int32_t>(rng() % 3);
   spec.log_probs = rng() % 2 == 0;
   spec.n_columns = static_cast<size_t>(vocab) + rng() % 5;
+  if (seed % 4 == 1) spec.n_columns = block_kernel_columns(spec.n_columns) + rng() % 3;
+  if (seed % 4 == 2) spec.n_requests = warp_kernel_requests(spec.n_requests, spec.B);
   spec.stride = spec.n_columns + rng() % 3;
   spec.failed_start = rng() % 6 == 0;
   compare_search(trie.p, spec, rng, "seed " + std::to_string(seed));
@@ -387,6 +413,52 @@ void run_topk(uint64_t seed) {
   }
 }
 
+// Top-k over a root with more candidates than a block selects from shared
+// memory (3,000: the subset's floor, then the kept keys), bit for bit with
+// log_probs, against treemask_trie_topk_states.
+void wide_topk() {
+  const int32_t fanout = 3000, vocab = fanout + 1;
+  std::vector<Path> paths;
+  for (int32_t t = 0; t < fanout; ++t) paths.push_back({t});
+  TrieHandle trie;
+  CHECK_TM(testutil::make_trie(paths, vocab, {fanout}, trie));
+  DevTrie dev(trie.p);
+  std::mt19937_64 rng(77);
+  const size_t n_rows = 3;
+  const std::vector<uint32_t> states(n_rows, TREEMASK_STATE_ROOT);
+  for (const size_t k : {size_t{1}, size_t{40}, size_t{700}}) {
+    Rows rows(cudatest::kF32, n_rows, static_cast<size_t>(vocab));
+    for (size_t i = 0; i < n_rows; ++i) {
+      for (size_t c = 0; c < static_cast<size_t>(vocab); ++c)
+        rows.set(i, c, random_value(rng, true));
+    }
+    treemask_logits lg;
+    treemask_logits_init(&lg);
+    lg.log_probs = true;
+    lg.data = rows.bytes.data();
+    std::vector<int32_t> want_tokens(n_rows * k);
+    std::vector<float> want_scores(n_rows * k);
+    std::vector<size_t> want_counts(n_rows);
+    CHECK_TM(treemask_trie_topk_states(trie.p, states.data(), n_rows, &lg, k, want_tokens.data(),
+                                       want_scores.data(), want_counts.data()));
+    DeviceArray<uint8_t> dev_rows(rows.bytes);
+    DeviceArray<uint32_t> dev_states(states);
+    DeviceArray<int32_t> tokens(n_rows * k);
+    DeviceArray<float> scores(n_rows * k);
+    DeviceArray<size_t> counts(n_rows);
+    lg.data = dev_rows.get();
+    CHECK_TM(treemask_cuda_trie_topk_states(dev.p, dev_states.get(), n_rows, &lg, k, tokens.get(),
+                                            scores.get(), counts.get(), nullptr, nullptr));
+    const std::string where = "wide top-k k " + std::to_string(k);
+    CHECK_MSG(counts.download() == want_counts, where + " counts");
+    CHECK_MSG(tokens.download() == want_tokens, where + " tokens");
+    const auto got_scores = scores.download();
+    for (size_t j = 0; j < got_scores.size(); ++j) {
+      CHECK_MSG(same_score(got_scores[j], want_scores[j]), where + " score");
+    }
+  }
+}
+
 // The top-k contract's edges on both twins: k = 0 with no output or logits
 // arrays (counts zeroed), rows with fewer allowed tokens than k, reserved
 // states, and an invalid state (the host refuses it, the device treats it as
@@ -558,43 +630,69 @@ void graph_capture() {
   CHECK_CUDA(cudaStreamDestroy(stream));
 }
 
-// Shapes at the edges of the step's paths, compared bit for bit (log_probs):
-// slots with 1, B - 1, B, B + 1 and 2,047 / 2,048 / 2,049 candidates (the
-// last one past what a block selects from shared memory), requests of
-// B x B = 2,025 and 2,116 keys (the merge in shared memory and streamed),
-// B = 1, and many tied scores (the logits are multiples of 1/16).
+struct Shape {
+  int32_t root_fanout, second_fanout;
+  size_t B, n_requests;
+};
+
+enum class Kernel { kAsGiven, kWarp, kBlock };
+
+// A trie whose root has root_fanout children, each with second_fanout
+// children that end there; one search of 4 steps, bit for bit, with the
+// shape's requests (kAsGiven), enough for the warp kernel (when the shape
+// allows it) or rows padded for the block kernel.
+void awkward_shape(const Shape &sh, Kernel kernel, std::mt19937_64 &rng) {
+  const int32_t vocab = sh.root_fanout + sh.second_fanout + 1;
+  const int32_t stop = vocab - 1;
+  std::vector<Path> paths;
+  for (int32_t a = 0; a < sh.root_fanout; ++a) {
+    for (int32_t b = 0; b < sh.second_fanout; ++b) paths.push_back({a, sh.root_fanout + b});
+  }
+  TrieHandle trie;
+  CHECK_TM(testutil::make_trie(paths, vocab, {stop}, trie));
+  if (!trie.p) return;
+  SearchSpec spec;
+  spec.B = sh.B;
+  spec.n_requests = sh.n_requests;
+  spec.dtype = static_cast<int32_t>(rng() % 3);
+  spec.log_probs = true;
+  spec.n_columns = static_cast<size_t>(vocab);
+  const bool narrow = spec.n_columns <= kWarpMaxColumns && sh.B <= kWarpMaxBeam;
+  if (kernel == Kernel::kWarp) {
+    if (!narrow) return;
+    spec.n_requests = warp_kernel_requests(sh.n_requests, sh.B);
+  }
+  if (kernel == Kernel::kBlock) spec.n_columns = block_kernel_columns(spec.n_columns);
+  spec.stride = spec.n_columns + 1;
+  spec.steps = 4;
+  const char *what = kernel == Kernel::kWarp    ? " (warp kernel)"
+                     : kernel == Kernel::kBlock ? " (block kernel)"
+                                                : "";
+  compare_search(trie.p, spec, rng,
+                 "shape " + std::to_string(sh.root_fanout) + "x" +
+                     std::to_string(sh.second_fanout) + " requests " +
+                     std::to_string(spec.n_requests) + what);
+}
+
+// Shapes at the edges of the step's paths, compared bit for bit (log_probs),
+// each as given and through each kernel: slots with 1, B - 1, B, B + 1, 31 / 32 / 33,
+// 511 / 512 / 513 (past what a warp selects from its shared memory) and
+// 2,047 / 2,048 / 2,049 candidates (past what a block does), requests of
+// B x B = 2,025 and 2,116 keys (a merge in shared memory and past it),
+// blocks of eight slots that hold parts of two requests or all of several
+// (B = 1, 7), B = 31 / 32 / 33, the warp kernel's widest beam (128, whose
+// slots' floors leave more keys than a warp holds) and one past it, and
+// many tied scores (the logits are multiples of 1/16).
 void awkward_shapes() {
-  struct Shape {
-    int32_t root_fanout, second_fanout;
-    size_t B, n_requests;
-  };
   const Shape shapes[] = {
-      {1, 1, 1, 1},       {5, 3, 1, 4},     {7, 6, 7, 2},     {8, 8, 7, 3},
-      {9, 2, 8, 2},       {2047, 3, 45, 1}, {2048, 2, 46, 2}, {2049, 40, 45, 1},
-      {2049, 2049, 2, 2}, {300, 70, 70, 2}, {40, 33, 32, 3},  {33, 31, 33, 2},
+      {1, 1, 1, 1},       {5, 3, 1, 4},     {7, 6, 7, 2},     {8, 8, 7, 3},      {9, 2, 8, 2},
+      {31, 33, 32, 2},    {32, 31, 33, 2},  {33, 32, 31, 3},  {511, 3, 64, 1},   {512, 2, 64, 2},
+      {513, 5, 128, 1},   {2047, 3, 45, 1}, {2048, 2, 46, 2}, {2049, 40, 45, 1}, {2049, 3, 128, 1},
+      {2049, 2049, 2, 2}, {300, 70, 70, 2}, {40, 33, 32, 3},  {33, 31, 33, 2},   {200, 5, 129, 1},
   };
   std::mt19937_64 rng(123);
-  for (const Shape &sh : shapes) {
-    const int32_t vocab = sh.root_fanout + sh.second_fanout + 1;
-    const int32_t stop = vocab - 1;
-    std::vector<Path> paths;
-    for (int32_t a = 0; a < sh.root_fanout; ++a) {
-      for (int32_t b = 0; b < sh.second_fanout; ++b) paths.push_back({a, sh.root_fanout + b});
-    }
-    TrieHandle trie;
-    CHECK_TM(testutil::make_trie(paths, vocab, {stop}, trie));
-    if (!trie.p) continue;
-    SearchSpec spec;
-    spec.B = sh.B;
-    spec.n_requests = sh.n_requests;
-    spec.dtype = static_cast<int32_t>(rng() % 3);
-    spec.log_probs = true;
-    spec.n_columns = static_cast<size_t>(vocab);
-    spec.stride = spec.n_columns + 1;
-    spec.steps = 4;
-    compare_search(
-        trie.p, spec, rng,
-        "shape " + std::to_string(sh.root_fanout) + "x" + std::to_string(sh.second_fanout));
+  for (const Kernel kernel : {Kernel::kAsGiven, Kernel::kWarp, Kernel::kBlock}) {
+    for (const Shape &sh : shapes) awkward_shape(sh, kernel, rng);
   }
 }
 
@@ -603,7 +701,43 @@ void awkward_shapes() {
 // all of them. Rising logits put a slot's best candidates after its first
 // ones (3,000 candidates, all above the floor), and rising beam scores put
 // a request's best lists after its first ones (64 x 64 keys); one step each,
-// bit for bit against the CPU.
+// bit for bit against the CPU, through both kernels.
+void overflow_path(const treemask_trie *trie, const treemask_cuda_trie *dev, size_t columns,
+                   size_t B, size_t n_requests) {
+  const size_t n_slots = n_requests * B;
+  Rows rows(cudatest::kF32, n_slots, columns);
+  for (size_t i = 0; i < n_slots; ++i) {
+    for (size_t c = 0; c < columns; ++c) {
+      rows.set(i, c, -static_cast<float>(columns - c) / 1024.0f);
+    }
+  }
+  std::vector<float> scores(n_slots);
+  for (size_t i = 0; i < n_slots; ++i) scores[i] = static_cast<float>(i % B);  // rising
+  std::vector<uint32_t> states(n_slots, TREEMASK_STATE_ROOT);
+  DeviceStep d(n_requests, B);
+  d.states.upload(states);
+  d.scores.upload(scores);
+  DeviceArray<uint8_t> dev_rows(rows.bytes);
+  treemask_logits lg;
+  treemask_logits_init(&lg);
+  lg.log_probs = true;
+  lg.n_columns = columns;
+  lg.data = rows.bytes.data();
+  Cpu cpu(B);
+  std::vector<int32_t> parents(n_slots), tokens(n_slots);
+  CHECK_TM(treemask_beam_step_states(cpu.p, trie, n_requests, &lg, states.data(), scores.data(),
+                                     parents.data(), tokens.data()));
+  lg.data = dev_rows.get();
+  CHECK_TM(treemask_cuda_beam_step(dev, n_requests, B, &lg, d.states.get(), d.scores.get(),
+                                   d.parents.get(), d.tokens.get(), d.workspace.get(),
+                                   d.workspace_bytes, nullptr, nullptr));
+  const std::string where = "overflow B " + std::to_string(B) + " columns " +
+                            std::to_string(columns) + " requests " + std::to_string(n_requests);
+  CHECK_MSG(d.parents.download() == parents, where + " parents");
+  CHECK_MSG(d.tokens.download() == tokens, where + " tokens");
+  CHECK_MSG(d.states.download() == states, where + " states");
+}
+
 void overflow_paths() {
   const int32_t fanout = 3000, vocab = fanout + 1;
   std::vector<Path> paths;
@@ -611,36 +745,11 @@ void overflow_paths() {
   TrieHandle trie;
   CHECK_TM(testutil::make_trie(paths, vocab, {fanout}, trie));
   DevTrie dev(trie.p);
+  const size_t natural = static_cast<size_t>(vocab);
   for (const size_t B : {size_t{8}, size_t{64}}) {
-    const size_t n_requests = 2, n_slots = n_requests * B;
-    Rows rows(cudatest::kF32, n_slots, vocab);
-    for (size_t i = 0; i < n_slots; ++i) {
-      for (size_t c = 0; c < static_cast<size_t>(vocab); ++c) {
-        rows.set(i, c, -static_cast<float>(static_cast<size_t>(vocab) - c) / 1024.0f);
-      }
-    }
-    std::vector<float> scores(n_slots);
-    for (size_t i = 0; i < n_slots; ++i) scores[i] = static_cast<float>(i % B);  // rising
-    std::vector<uint32_t> states(n_slots, TREEMASK_STATE_ROOT);
-    DeviceStep d(n_requests, B);
-    d.states.upload(states);
-    d.scores.upload(scores);
-    DeviceArray<uint8_t> dev_rows(rows.bytes);
-    treemask_logits lg;
-    treemask_logits_init(&lg);
-    lg.log_probs = true;
-    lg.data = rows.bytes.data();
-    Cpu cpu(B);
-    std::vector<int32_t> parents(n_slots), tokens(n_slots);
-    CHECK_TM(treemask_beam_step_states(cpu.p, trie.p, n_requests, &lg, states.data(), scores.data(),
-                                       parents.data(), tokens.data()));
-    lg.data = dev_rows.get();
-    CHECK_TM(treemask_cuda_beam_step(dev.p, n_requests, B, &lg, d.states.get(), d.scores.get(),
-                                     d.parents.get(), d.tokens.get(), d.workspace.get(),
-                                     d.workspace_bytes, nullptr, nullptr));
-    CHECK_MSG(d.parents.download() == parents, "overflow B " + std::to_string(B) + " parents");
-    CHECK_MSG(d.tokens.download() == tokens, "overflow B " + std::to_string(B) + " tokens");
-    CHECK_MSG(d.states.download() == states, "overflow B " + std::to_string(B) + " states");
+    overflow_path(trie.p, dev.p, natural, B, 2);
+    overflow_path(trie.p, dev.p, natural, B, warp_kernel_requests(2, B));
+    overflow_path(trie.p, dev.p, block_kernel_columns(natural), B, 2);
   }
 }
 
@@ -760,6 +869,7 @@ int main() {
   for (int i = 0; i < topks && cudatest::g_failures == 0; ++i)
     run_topk(9000 + static_cast<uint64_t>(i));
   topk_contract();
+  wide_topk();
   awkward_shapes();
   workspace_reuse();
   overflow_paths();

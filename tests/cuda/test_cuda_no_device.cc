@@ -223,7 +223,7 @@ void run_everything() {
   // The device beam step and top-k: the workspace size needs no device.
   size_t ws_bytes = 0;
   const treemask_status ws = treemask_cuda_beam_workspace_size(2, 3, &ws_bytes);
-  EXPECT(TREEMASK_TEST_CUDA_BUILT ? ws == TREEMASK_OK && ws_bytes == 2 * 3 * (3 * 8 + 4) + 2 * 4
+  EXPECT(TREEMASK_TEST_CUDA_BUILT ? ws == TREEMASK_OK && ws_bytes == 2 * 3 * (3 * 12) + 2 * 4
                                   : ws == TREEMASK_ERR_UNSUPPORTED);
   EXPECT(argument_error(treemask_cuda_beam_workspace_size(2, 0, &ws_bytes),
                         TREEMASK_ERR_INVALID_ARGUMENT, "beam_width 0 is outside"));

@@ -70,10 +70,11 @@ class _Patch:
         setattr(target, name, value)
 
 
+_HOST = None  # the host twins' library (host mode), which counts what it does
 if HOST_MODE and SKIP_REASON is None:
     import host_cuda
 
-    host_cuda.install(_Patch())
+    _HOST = host_cuda.install(_Patch())
 
 
 def _side_stream():
@@ -301,6 +302,70 @@ def test_device_trie_argument_errors():
                                       torch.zeros(2, dtype=torch.int64, device=DEV)), "int64"),
         (lambda: dev_trie.advance_states(states, None), "tokens"),
     ]:
+        raised = False
+        try:
+            bad_call()
+        except treemask.InvalidArgumentError as e:
+            raised = message in str(e)
+        assert raised, message
+
+
+def test_device_row_states_follow_growing_rows():
+    """DeviceRowStates: every row's state equals the walk of its ids from the
+    root (Trie.advance_states, the same policy), step after step with the
+    rows reordered and duplicated between steps (as beam search does), off-
+    trie ids, through a growth of its buffers (past 16 ids, where the
+    previous rows must stay readable: no row walks from the root), a new
+    row count and a reset; and mask_logits leaves finite exactly each
+    state's allowed tokens."""
+    import treemask.torch as tt
+
+    rng = random.Random(8)
+    vocab = 40
+    paths = [[rng.randrange(1, vocab - 1) for _ in range(rng.randint(1, 40))] for _ in range(30)]
+    trie = treemask.Trie.from_paths(paths, vocab, [vocab - 1])
+    rows = tt.DeviceRowStates(tt.DeviceTrie(trie), failure_policy="fail_closed")
+
+    def walked(ids):
+        states = np.zeros(len(ids), dtype=np.uint32)
+        for r, row in enumerate(ids):
+            one = states[r:r + 1]
+            for token in row:
+                trie.advance_states(one, [token], failure_policy="fail_closed")
+        return states.view(np.int32)
+
+    for n_rows, steps in ((6, 30), (3, 5)):
+        rows.reset()
+        walks = _HOST.rows_walked if _HOST is not None else 0
+        prompt = [[5, 6]] * n_rows
+        ids = [[] for _ in range(n_rows)]
+        for _step in range(steps):
+            full = torch.tensor([p + g for p, g in zip(prompt, ids)], dtype=torch.int64, device=DEV)
+            states = rows.update(full[:, 2:])  # strided rows
+            assert states.cpu().numpy().tolist() == walked(ids).tolist()
+            logits = torch.zeros((n_rows, vocab + 3), device=DEV)
+            rows.mask_logits(logits)
+            mask = np.zeros((n_rows, trie.bitmask_words), dtype=np.int32)
+            trie.fill_states(states.cpu().numpy().view(np.uint32), mask)
+            allowed = np.unpackbits(mask.view(np.uint8), axis=1, bitorder="little")[:, :vocab].astype(bool)
+            assert (torch.isfinite(logits).cpu().numpy()[:, :vocab] == allowed).all()
+            assert not torch.isfinite(logits[:, vocab:]).any()
+            # Beam search: rows reordered and duplicated, then one id each
+            # (a path's next id mostly, sometimes any id).
+            order = [rng.randrange(n_rows) for _ in range(n_rows)]
+            ids = [list(ids[o]) for o in order]
+            for row in ids:
+                nexts = [p[len(row)] for p in paths if p[:len(row)] == row and len(p) > len(row)]
+                row.append(rng.choice(nexts) if nexts and rng.random() < 0.9 else rng.randrange(vocab))
+        # Every row extended a row of the step before: none walked from the
+        # root, across the growth of the buffers too (the host twin counts).
+        assert _HOST is None or _HOST.rows_walked == walks
+    for bad_call, message in [
+        (lambda: rows.update(torch.zeros((2, 3), dtype=torch.int32, device=DEV)), "int64"),
+        (lambda: rows.update(torch.zeros(3, dtype=torch.int64, device=DEV)), "2-D"),
+        (lambda: rows.mask_logits(torch.zeros((3, vocab), dtype=torch.float64, device=DEV)), "float32"),
+        (lambda: tt.DeviceRowStates(trie), "DeviceTrie"),
+    ] + ([] if HOST_MODE else [(lambda: rows.update(torch.zeros((2, 3), dtype=torch.int64)), "never copies")]):
         raised = False
         try:
             bad_call()

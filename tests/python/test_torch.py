@@ -191,8 +191,8 @@ def test_cuda_apply_fast_path_arguments(monkeypatch):
             return 0
 
     calls = bm._CudaCalls(torch)
-    calls.stream = lambda index: bm.ffi.NULL
-    calls.is_current = lambda index: True
+    calls.get_device = lambda: 0
+    calls.raw_stream = lambda index: 0
     monkeypatch.setattr(bm, "_cuda_calls", calls)
     monkeypatch.setattr(bm, "lib", RecordingLib())
 

@@ -169,6 +169,10 @@ def apply_token_bitmask_inplace(logits: Any, bitmask: Any, *, vocab_size: Option
     logits is an error, and so is a CUDA tensor when this libtreemask has no
     usable CUDA (:func:`cuda_available`).
     """
+    calls = _cuda_calls  # set by the first CUDA call
+    if calls is not None and indices is None and n_threads == 1 and isinstance(logits, calls.tensor) \
+            and logits.is_cuda and _apply_cuda_fast(calls.torch, logits, bitmask, vocab_size):
+        return
     if n_threads != 1:
         n_threads = _buffers.thread_count(n_threads)
     torch = _buffers.torch_tensor_module(logits)
@@ -188,28 +192,25 @@ def apply_token_bitmask_inplace(logits: Any, bitmask: Any, *, vocab_size: Option
 
 class _CudaCalls:
     """What the CUDA fast path looks up once per process: the dtype codes by
-    torch dtype object, and torch's own C accessors of the current stream
-    and device (a Stream object and a device guard cost microseconds)."""
+    torch dtype object, and torch's own C accessors of the current device and
+    of a device's current stream (a Stream object and a device guard cost
+    microseconds per call)."""
 
     def __init__(self, torch: Any) -> None:
+        self.torch = torch
+        self.tensor = torch.Tensor
         self.int32 = torch.int32
         self.dtypes = {torch.float32: lib.TREEMASK_F32, torch.float16: lib.TREEMASK_F16,
                        torch.bfloat16: lib.TREEMASK_BF16}
-        self.raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-        self.get_device = getattr(torch._C, "_cuda_getDevice", None)
-        self.torch = torch
-
-    def stream(self, index: int):
-        if self.raw_stream is not None:
-            return ffi.cast("void *", self.raw_stream(index))
-        return ffi.cast("void *", self.torch.cuda.current_stream(index).cuda_stream)
-
-    def is_current(self, index: int) -> bool:
-        current = self.get_device() if self.get_device is not None else self.torch.cuda.current_device()
-        return current == index
+        self.get_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
+        self.raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) \
+            or (lambda index: torch.cuda.current_stream(index).cuda_stream)
 
 
 _cuda_calls: Optional[_CudaCalls] = None
+# Resolved once: a cast by type object skips the parse of a type string.
+_VOID_P = ffi.typeof("void *")
+_CONST_INT32_P = ffi.typeof("const int32_t *")
 
 
 def _apply_cuda_fast(torch: Any, logits: Any, bitmask: Any, vocab_size: Optional[int]) -> bool:
@@ -219,24 +220,27 @@ def _apply_cuda_fast(torch: Any, logits: Any, bitmask: Any, vocab_size: Optional
     checks that decide the arguments; the library checks them again (it
     does anyway) and the CUDA state. Returns False, having done nothing,
     for anything else: the general path then runs and explains what is
-    wrong. About a third of the Python time of the general path (see
-    tests/bench/bench_cuda_python.py)."""
+    wrong. Every step counts here (one call per decode step; ~1.1 us of
+    Python against ~2.6 us for the first form of this path, on a 2-core
+    VM, tests/bench/bench_cuda_python.py --host-overhead): one strides
+    tuple, no argument tuple, casts by type object, torch's raw accessors
+    called directly."""
     global _cuda_calls
     calls = _cuda_calls
     if calls is None or calls.torch is not torch:
         calls = _cuda_calls = _CudaCalls(torch)
     dtype = calls.dtypes.get(logits.dtype)
-    if dtype is None or type(bitmask) is not type(logits) or bitmask.dtype is not calls.int32 \
+    if dtype is None or bitmask.__class__ is not logits.__class__ or bitmask.dtype is not calls.int32 \
             or not bitmask.is_contiguous():
         return False
-    shape = logits.shape
+    shape, strides = logits.shape, logits.stride()
     if len(shape) == 2:
         n_rows, width = shape
-        row_stride = logits.stride(0) if n_rows > 1 else width
-        column_stride = logits.stride(1)
+        row_stride = strides[0] if n_rows > 1 else width
+        column_stride = strides[1]
     elif len(shape) == 1:
         n_rows, width = 1, shape[0]
-        row_stride, column_stride = width, logits.stride(0)
+        row_stride, column_stride = width, strides[0]
     else:
         return False
     mask_shape = bitmask.shape
@@ -250,19 +254,24 @@ def _apply_cuda_fast(torch: Any, logits: Any, bitmask: Any, vocab_size: Optional
     if (width > 1 and column_stride != 1) or mask_rows != n_rows or bitmask.get_device() != index \
             or row_stride < width:
         return False
+    limit = 32 * words
     if vocab_size is None:
-        vocab_size = min(width, 32 * words)
-    elif not 0 < vocab_size <= min(width, 32 * words):
+        vocab_size = width if width < limit else limit
+    elif not 0 < vocab_size <= width or vocab_size > limit:
         return False
     if n_rows == 0 or width == 0:
         return True
-    args = (ffi.cast("void *", logits.data_ptr()), dtype, n_rows, row_stride, width,
-            ffi.cast("const int32_t *", bitmask.data_ptr()), words, mask_rows, vocab_size, ffi.NULL, 0)
-    if calls.is_current(index):
-        status = lib.treemask_cuda_apply_token_bitmask(*args, calls.stream(index))
+    if calls.get_device() == index:
+        status = lib.treemask_cuda_apply_token_bitmask(
+            ffi.cast(_VOID_P, logits.data_ptr()), dtype, n_rows, row_stride, width,
+            ffi.cast(_CONST_INT32_P, bitmask.data_ptr()), words, mask_rows, vocab_size, ffi.NULL, 0,
+            ffi.cast(_VOID_P, calls.raw_stream(index)))
     else:  # the library checks pointers against the current device
         with torch.cuda.device(index):
-            status = lib.treemask_cuda_apply_token_bitmask(*args, calls.stream(index))
+            status = lib.treemask_cuda_apply_token_bitmask(
+                ffi.cast(_VOID_P, logits.data_ptr()), dtype, n_rows, row_stride, width,
+                ffi.cast(_CONST_INT32_P, bitmask.data_ptr()), words, mask_rows, vocab_size, ffi.NULL, 0,
+                ffi.cast(_VOID_P, calls.raw_stream(index)))
     if status:
         _raise_cuda_status(status, logits.device)
     return True

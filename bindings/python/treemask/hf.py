@@ -121,8 +121,7 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
         self._one_state = np.zeros(1, dtype=np.uint32)
         self._one_token = np.zeros(1, dtype=np.int32)
         self._device_tries: Dict[Any, Any] = {}  # torch.device -> DeviceTrie
-        self._device_buffers: Any = None  # two (ids, states, keys) sets, alternating
-        self._device_flip = 0
+        self._device_rows: Any = None  # treemask.torch.DeviceRowStates on the scores' device
         self._cuda_usable: Optional[bool] = None
         # One generate() at a time: a second thread's call raises
         # InvalidStateError instead of mixing two generations' row states.
@@ -134,7 +133,8 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
         self.prompt_length = self._fixed_prompt_length
         self._last_length = -1
         self._previous: Dict[bytes, int] = {b"": STATE_ROOT}
-        self._device_prev: Any = None  # the last device call's (ids, states, keys)
+        if self._device_rows is not None:
+            self._device_rows.reset()
 
     # ---- states ----------------------------------------------------------
 
@@ -244,45 +244,27 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
             self._cuda_usable = cuda_available()
         return self._cuda_usable
 
-    def _row_buffers(self, n_rows: int, n_tokens: int, device: Any):
-        """This call's (ids, states, keys) on `device`: one of two sets that
-        alternate, so that the previous call's stay intact as prev. Grown
-        (doubling the id columns) when a generation outgrows them."""
-        import torch
-
-        sets = self._device_buffers
-        if sets is None or sets[0][0].shape[0] != n_rows or sets[0][0].shape[1] < n_tokens \
-                or sets[0][0].device != device:
-            columns = max(16, n_tokens, 2 * sets[0][0].shape[1] if sets is not None else 0)
-            sets = self._device_buffers = [
-                (torch.empty((n_rows, columns), dtype=torch.int64, device=device),
-                 torch.empty(n_rows, dtype=torch.int32, device=device),
-                 torch.empty(n_rows, dtype=torch.int64, device=device)) for _ in range(2)]
-        self._device_flip ^= 1
-        return sets[self._device_flip]
-
     def _call_on_device(self, generated: Any, scores: Any) -> Any:
-        import torch
-
-        from .torch import TERMINATED_INT32, DeviceTrie
-
         if generated.device != scores.device:
             raise InvalidArgumentError("input_ids are on %s but the scores on %s (treemask never copies between"
                                        " devices)" % (generated.device, scores.device))
-        device_trie = self._device_tries.get(scores.device)
-        if device_trie is None:
-            device_trie = self._device_tries[scores.device] = DeviceTrie(self.trie, scores.device)
-        n_rows, n_tokens = generated.shape
-        ids, states, keys = self._row_buffers(n_rows, n_tokens, scores.device)
-        ids = ids[:, :n_tokens]
-        # A copy the loop cannot overwrite: it is the next call's prev.
-        ids.copy_(generated)
-        device_trie.follow_rows(ids, states, keys, prev=self._device_prev, failure_policy=self._policy)
-        self._device_prev = (ids, states, keys)
+        rows = self._device_rows
+        if rows is None or rows.trie.device != scores.device:
+            from .torch import DeviceRowStates, DeviceTrie
+
+            device_trie = self._device_tries.get(scores.device)
+            if device_trie is None:
+                device_trie = self._device_tries[scores.device] = DeviceTrie(self.trie, scores.device)
+            rows = self._device_rows = DeviceRowStates(device_trie, failure_policy=self._policy)
+        states = rows.update(generated)
         out = self._output_buffer(scores)
         out.copy_(scores)
-        device_trie.advance_mask_logits(states, None, out)
+        rows.mask_logits(out)
         if self.pad_token_id is not None:
+            import torch
+
+            from .torch import TERMINATED_INT32
+
             pad = self.pad_token_id
             out[:, pad] = torch.where(states == TERMINATED_INT32, scores[:, pad], out[:, pad])
         return out

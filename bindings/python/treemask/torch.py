@@ -29,6 +29,7 @@ __all__ = [
     "reset_token_bitmask",
     "DeviceTrie",
     "DeviceBeam",
+    "DeviceRowStates",
     "STATE_ROOT",
     "STATE_TERMINATED",
     "STATE_FAILED",
@@ -57,18 +58,29 @@ _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 _get_device = getattr(torch._C, "_cuda_getDevice", None)
 
 
+_VOID_P = ffi.typeof("void *")  # a cast by type object skips parsing the type
+
+
 def _stream(device: torch.device):
     """The current stream of `device` as the C API's `void *`."""
     if _raw_stream is not None:
-        return ffi.cast("void *", _raw_stream(device.index))
-    return ffi.cast("void *", torch.cuda.current_stream(device).cuda_stream)
+        return ffi.cast(_VOID_P, _raw_stream(device.index))
+    return ffi.cast(_VOID_P, torch.cuda.current_stream(device).cuda_stream)
+
+
+_NO_GUARD = contextlib.nullcontext()  # reusable: it holds nothing
 
 
 def _on_device(device: torch.device):
     """A context that makes `device` current (the library checks pointers
     against the current device); nothing to do when it is already."""
     current = _get_device() if _get_device is not None else torch.cuda.current_device()
-    return contextlib.nullcontext() if current == device.index else torch.cuda.device(device)
+    return _NO_GUARD if current == device.index else torch.cuda.device(device)
+
+
+# The logits dtypes by torch dtype object (str(dtype) costs more than the rest
+# of a check).
+_LOGITS_DTYPES = {getattr(torch, name): code for name, code in _buffers.DTYPE_CODES.items()}
 
 
 # Top-k counts are size_t in the C API and int64 tensors here.
@@ -264,13 +276,14 @@ class DeviceTrie:
                                        % (n, _buffers.describe(logits)))
         if logits.device != self.device:
             raise InvalidArgumentError("logits: %s is not on %s" % (_buffers.describe(logits), self.device))
-        name = str(logits.dtype).replace("torch.", "")
-        if name not in _buffers.DTYPE_CODES:
+        code = _LOGITS_DTYPES.get(logits.dtype)
+        if code is None:
             raise InvalidArgumentError("logits: want float32, float16 or bfloat16, got %s"
                                        % _buffers.describe(logits))
-        if logits.shape[1] > 1 and logits.stride(1) != 1:
+        strides = logits.stride()
+        if logits.shape[1] > 1 and strides[1] != 1:
             raise InvalidArgumentError("logits: the vocab dimension must be contiguous")
-        return _buffers.DTYPE_CODES[name], logits.stride(0) if n > 1 else logits.shape[1]
+        return code, strides[0] if n > 1 else logits.shape[1]
 
     def _logits(self, logits: torch.Tensor, n: int, log_probs: bool):
         """The treemask_logits of device rows (one per state); they are read,
@@ -384,6 +397,121 @@ class DeviceTrie:
 
     def __repr__(self) -> str:
         return "<treemask.torch.DeviceTrie vocab_size=%d device=%s>" % (self.vocab_size, self.device)
+
+
+class DeviceRowStates:
+    """The trie state of every row of a batch of growing token rows, kept on
+    the device: what a decode loop needs that hands over each row's ids but
+    no beam indices (transformers' logits processors; beam search reorders
+    and duplicates rows without saying how).
+
+    :meth:`update` takes the rows' generated ids each step and returns their
+    states: :meth:`DeviceTrie.follow_rows` over a copy of the ids kept here
+    (two alternating buffer sets, so the previous step's rows stay intact
+    as ``prev``): a row equal to a previous row but for its last id takes
+    one trie step from that row's state, any other row walks from the root.
+    :meth:`mask_logits` then writes -inf outside each row's allowed set.
+    Both enqueue on the current stream and never synchronise; the argument
+    structures of the C calls are built once per buffer set, so a step costs
+    a few microseconds of Python. The buffers grow (doubling the id
+    columns) when a generation outgrows them.
+
+    Args:
+        trie: the :class:`DeviceTrie` (its device is used).
+        failure_policy: what a token the trie does not allow does to its
+            row (:mod:`treemask.failure_policy`).
+
+    One thread at a time (the buffers are this object's).
+    """
+
+    __slots__ = ("trie", "_policy", "_sets", "_flip", "_prev", "_n_rows", "_columns", "_states")
+
+    def __init__(self, trie: DeviceTrie, *, failure_policy: Union[str, int] = "reject") -> None:
+        if not isinstance(trie, DeviceTrie):
+            raise InvalidArgumentError("trie must be a treemask.torch.DeviceTrie, got %s" % type(trie).__name__)
+        self.trie = trie
+        self._policy = failure_policy_code(failure_policy)
+        self._sets: Any = None  # two (ids, states, keys, treemask_cuda_token_rows *)
+        self._flip = 0
+        self._prev: Any = None  # the set the last update wrote (its rows struct holds its length)
+        self._n_rows = -1
+        self._columns = 0
+        self._states: Optional[Tuple[torch.Tensor, Any]] = None  # the last update's states, as tensor and pointer
+
+    def reset(self) -> None:
+        """Forgets the previous rows: the next :meth:`update` walks every
+        row from the root (a new generation)."""
+        self._prev = None
+
+    def _allocate(self, n_rows: int, n_tokens: int) -> None:
+        columns = max(16, n_tokens, 2 * self._columns if n_rows == self._n_rows else 0)
+        dev = self.trie.device
+        sets = []
+        for _ in range(2):
+            ids = torch.empty((n_rows, columns), dtype=torch.int64, device=dev)
+            states = torch.empty(n_rows, dtype=torch.int32, device=dev)
+            keys = torch.empty(n_rows, dtype=torch.int64, device=dev)
+            rows = ffi.new("treemask_cuda_token_rows *")
+            lib.treemask_cuda_token_rows_init(rows)
+            rows.tokens = ffi.cast("const int64_t *", ids.data_ptr())
+            rows.n_rows = n_rows
+            rows.row_stride = columns
+            rows.states = ffi.cast("uint32_t *", states.data_ptr())
+            rows.keys = ffi.cast("uint64_t *", keys.data_ptr())
+            sets.append((ids, states, keys, rows))
+        self._sets, self._n_rows, self._columns = sets, n_rows, columns
+        # self._prev keeps the old set (and its memory) for this one update.
+
+    def update(self, generated: torch.Tensor) -> torch.Tensor:
+        """The state of every row of ``generated`` (an int64 tensor ``(rows,
+        n)`` on the trie's device, rows may be strided, e.g.
+        ``input_ids[:, prompt:]``) after its ids: an int32 device tensor of
+        one state per row, valid until the next update."""
+        if not isinstance(generated, torch.Tensor) or generated.dim() != 2 or generated.dtype != torch.int64:
+            raise InvalidArgumentError("generated: want a 2-D int64 tensor of token ids, got %s"
+                                       % _buffers.describe(generated))
+        dev = self.trie.device
+        if generated.device != dev:
+            raise InvalidArgumentError("generated: %s is not on %s, the device of the trie (treemask never copies"
+                                       " between devices)" % (_buffers.describe(generated), dev))
+        n_rows, n_tokens = generated.shape
+        if n_rows != self._n_rows or n_tokens > self._columns:
+            self._allocate(n_rows, n_tokens)
+        self._flip ^= 1
+        ids, states, keys, rows = self._sets[self._flip]
+        if n_tokens:
+            ids.narrow(1, 0, n_tokens).copy_(generated)
+        rows.n_tokens = n_tokens
+        prev = self._prev
+        with _on_device(dev):
+            status = lib.treemask_cuda_trie_follow_rows(self.trie._ptr, ffi.NULL if prev is None else prev[3], rows,
+                                                        self._policy, _stream(dev))
+        if status:
+            raise_status(status)
+        self._prev = self._sets[self._flip]
+        self._states = (states, rows.states)
+        return states
+
+    def mask_logits(self, logits: torch.Tensor) -> None:
+        """Sets ``logits[r, t] = -inf`` (float32 / float16 / bfloat16, one
+        row per row of the last :meth:`update`, width >= vocab_size, the
+        vocab dimension contiguous) for every token t that row r's state
+        does not allow, and every column at or past vocab_size
+        (:meth:`DeviceTrie.advance_mask_logits` with no tokens)."""
+        if self._states is None:
+            raise InvalidArgumentError("mask_logits: no states yet (call update first)")
+        trie = self.trie
+        dtype, row_stride = trie._logits_rows(logits, self._n_rows)
+        dev = trie.device
+        with _on_device(dev):
+            status = lib.treemask_cuda_trie_advance_mask_logits(
+                trie._ptr, self._states[1], ffi.NULL, self._n_rows, self._policy, ffi.NULL,
+                ffi.cast(_VOID_P, logits.data_ptr()), dtype, row_stride, logits.shape[1], _stream(dev))
+        if status:
+            raise_status(status)
+
+    def __repr__(self) -> str:
+        return "<treemask.torch.DeviceRowStates %d rows on %s>" % (self._n_rows, self.trie.device)
 
 
 class DeviceBeam:

@@ -180,11 +180,20 @@ launch::Logits logits_view(const LogitsArg &a) {
   return l;
 }
 
+// Each device's multiprocessor count, asked once (0 = not asked yet).
+std::atomic<int> g_device_sms[kMaxProbedDevices];
+
 launch::DeviceShape device_shape(int device) {
-  int sms = 0;
-  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
-    cudaGetLastError();
-    sms = 0;
+  int sms = device >= 0 && device < kMaxProbedDevices
+                ? g_device_sms[device].load(std::memory_order_relaxed)
+                : 0;
+  if (sms == 0) {
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+      cudaGetLastError();
+      sms = 0;
+    } else if (device >= 0 && device < kMaxProbedDevices) {
+      g_device_sms[device].store(sms, std::memory_order_relaxed);
+    }
   }
   // Several resident blocks per SM hide the latency of the first loads.
   return launch::DeviceShape{std::max(1, sms) * 4};
@@ -414,13 +423,13 @@ Result<size_t> beam_workspace_bytes(size_t n_requests, size_t beam_width) {
                  launch::kMaxBeamWidth, "] (the device beam step's limit)");
   }
   // Per request an arrival counter of 4 bytes (first, so that a test can
-  // find them), per slot a count of 4, then per slot beam_width keys of 8.
-  size_t slots = 0, head = 0, keys = 0, bytes = 0;
+  // find them), then per slot beam_width keys of 8 bytes, then per slot
+  // beam_width next states of 4.
+  size_t slots = 0, head = 0, lists = 0, bytes = 0;
   if (__builtin_mul_overflow(n_requests, beam_width, &slots) ||
-      __builtin_add_overflow(n_requests, slots, &head) ||
-      __builtin_mul_overflow(head, size_t{4}, &head) || head > SIZE_MAX - 8 ||
-      __builtin_mul_overflow(slots, beam_width * 8, &keys) ||
-      __builtin_add_overflow(align_up(head, 8), keys, &bytes) || bytes > size_t{INT64_MAX}) {
+      __builtin_mul_overflow(n_requests, size_t{4}, &head) || head > SIZE_MAX - 8 ||
+      __builtin_mul_overflow(slots, beam_width * 12, &lists) ||
+      __builtin_add_overflow(align_up(head, 8), lists, &bytes) || bytes > size_t{INT64_MAX}) {
     return error(Code::kInvalidArgument, "n_requests ", n_requests, " x beam_width ", beam_width,
                  " needs a workspace too large to address");
   }
@@ -453,14 +462,14 @@ Status beam_step(const BeamArg &step, void *stream) {
   const size_t n_slots = step.n_requests * step.beam_width;
   launch::BeamWorkspace ws;
   ws.arrived = static_cast<uint32_t *>(step.workspace);
-  ws.counts = ws.arrived + step.n_requests;
   ws.keys = reinterpret_cast<uint64_t *>(static_cast<char *>(step.workspace) +
-                                         align_up((step.n_requests + n_slots) * 4, 8));
+                                         align_up(step.n_requests * 4, 8));
+  ws.next = reinterpret_cast<uint32_t *>(ws.keys + n_slots * step.beam_width);
   const launch::BeamState state{step.states, step.scores, step.parents, step.tokens};
-  return launched(
-      launch::beam_step(step.trie->view, beam_logits(step.logits), layout, step.n_requests,
-                        static_cast<uint32_t>(step.beam_width), state, ws, step.n_bad_rows, stream),
-      "launching the beam step kernel");
+  return launched(launch::beam_step(step.trie->view, beam_logits(step.logits), layout,
+                                    step.n_requests, static_cast<uint32_t>(step.beam_width), state,
+                                    ws, step.n_bad_rows, device_shape(device), stream),
+                  "launching the beam step kernel");
 }
 
 Status trie_topk(const TopkArg &topk, void *stream) {

@@ -94,6 +94,14 @@ int mask_logits_from_states(const TrieView &trie, const uint32_t *states, size_t
 // winners are sorted in shared memory.
 constexpr uint32_t kMaxBeamWidth = 1024;
 
+// Steps with more slots than DeviceShape::target_blocks whose rows have at
+// most kWarpMaxColumns columns and whose beam width is at most
+// kWarpMaxBeamWidth run one warp per slot (eight slots per block: the
+// normalizer and the slot's selection with warp-level synchronisation
+// only); the others one block per slot.
+constexpr size_t kWarpMaxColumns = 4096;
+constexpr uint32_t kWarpMaxBeamWidth = 128;
+
 // A step's logits rows on the device: row i at data + i * row_stride
 // elements; the normalizer runs over columns [0, n_columns).
 struct BeamLogits {
@@ -106,11 +114,14 @@ struct BeamLogits {
 
 // How a candidate's beam and token are packed below its score in a 64-bit
 // key (beam_bits + token_bits <= 32): beam_max = 2^beam_bits - 1, token_max
-// = 2^token_bits - 1.
+// = 2^token_bits - 1. idx_bits: the bits of a candidate's index in the
+// warp kernel's slot-local keys (set by beam_step; token_bits + idx_bits <=
+// 32 there).
 struct KeyLayout {
   uint32_t token_bits = 0;
   uint32_t beam_max = 0;
   uint32_t token_max = 0;
+  uint32_t idx_bits = 0;
 };
 
 // The caller's arrays of a beam step: n_requests * beam_width entries each.
@@ -123,10 +134,11 @@ struct BeamState {
 
 // A beam step's workspace (treemask_cuda_beam_workspace_size): per request
 // an arrival counter that is zero between steps (the step that uses it
-// zeroes it again), per slot a count and beam_width keys.
+// zeroes it again); per slot a list of beam_width keys (its best
+// candidates, then zeros) and the state each of them leads to.
 struct BeamWorkspace {
   uint64_t *keys = nullptr;
-  uint32_t *counts = nullptr;
+  uint32_t *next = nullptr;
   uint32_t *arrived = nullptr;
 };
 
@@ -134,7 +146,8 @@ struct BeamWorkspace {
 // one kernel launch.
 int beam_step(const TrieView &trie, const BeamLogits &logits, const KeyLayout &layout,
               size_t n_requests, uint32_t beam_width, const BeamState &state,
-              const BeamWorkspace &ws, uint32_t *n_bad_rows, void *stream);
+              const BeamWorkspace &ws, uint32_t *n_bad_rows, const DeviceShape &shape,
+              void *stream);
 
 // Per row: the k best allowed tokens (treemask_cuda_trie_topk_states).
 int trie_topk(const TrieView &trie, const BeamLogits &logits, const KeyLayout &layout,

@@ -433,7 +433,7 @@ TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_trie_from_jsonl_file(
 
 /* The format version this library writes and reads; a file of another
  * version is TREEMASK_ERR_VERSION_MISMATCH (recompile it). */
-#define TREEMASK_TMTRIE_FORMAT_VERSION 3
+#define TREEMASK_TMTRIE_FORMAT_VERSION 4
 
 /* treemask_trie_load flag: skip the payload checksum (one of the two linear
  * passes of a load). Every other check still runs, the structural
@@ -1381,6 +1381,151 @@ TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_trie_topk_states(
 /* The instruction set of the normalizer the beam step and top-k use in this
  * process: "avx512", "avx2" or "scalar". Static storage. Thread-safe. */
 TREEMASK_API const char *treemask_beam_kernel_isa(void);
+
+/* ---- Experimental: string sets at the byte level (extend section 4) ------
+ *
+ * The second kind of constraint, the one engines use for `choice` (xgrammar,
+ * llguidance, outlines): a set of strings over a vocabulary that gives each
+ * token id its bytes. Token t is allowed at a state iff its bytes spell a
+ * path from the state in the byte trie of prefix + each string: any
+ * tokenization ("pos" + "itive" as well as "positive"); a token may end
+ * inside a string, or run from one string's end into a longer string that
+ * continues it. A stop token is allowed iff the state ends a string, and it
+ * is only ever a stop token (whatever its bytes). Tokens flagged
+ * TREEMASK_TOKEN_SPECIAL (control and added tokens), tokens with no bytes,
+ * and ids from n_tokens up to vocab_size (a model's padded logits rows) are
+ * never allowed as text. Token-path tries keep the canonical-tokenization
+ * semantics; an engine picks per request.
+ *
+ * A string-set trie is a treemask_trie: a state is a node of its byte trie
+ * (still a uint32; root = TREEMASK_STATE_ROOT, the reserved states and the
+ * failure policies as for token paths), and it works with matchers, batches
+ * (full and incremental fills: a large allowed set is written in full), the
+ * state arrays, the beam step and top-k (a slot's candidates are its allowed
+ * set), the CPU apply, treemask_trie_save / _load and the stats (nodes are
+ * byte-trie nodes, max_depth is in bytes, bytes leaves out the shared
+ * vocabulary). What is defined in tokens over token paths refuses it with
+ * TREEMASK_ERR_UNSUPPORTED: the decoding modes but override_stop_tokens
+ * (multi-label, leaves_only, think mode, the length budget of
+ * max_new_tokens, treemask_matcher_set_remaining_tokens and a fill's
+ * remaining_tokens), exclusion sets and label filters, and
+ * treemask_cuda_trie_upload (fill on the host, apply on the device).
+ * terminate_without_stop_token ends a sequence at the end of a string that no
+ * other string continues.
+ *
+ * Masks come from a walk of the vocabulary's token trie against the byte
+ * trie that skips every token starting with a rejected byte; rows of states
+ * whose walk is long (the root, the states after a shared prefix) are cached
+ * under the trie's dense_row_cache_bytes budget. Jump-forward
+ * (treemask_matcher_forced_tokens): the bytes every continuation shares
+ * (treemask_matcher_forced_bytes) tokenized by longest match, cut before the
+ * first position where an allowed token could run past them; the result is
+ * unambiguous and every token allowed in turn, but a BPE tokenizer's own
+ * tokenization of those bytes can differ: an engine that must feed the
+ * model its tokenizer's tokens tokenizes the forced bytes itself. */
+
+/* Token flags of treemask_vocab_create (other bits are reserved: an error). */
+#define TREEMASK_TOKEN_SPECIAL 1u
+
+/* A vocabulary: each token id's bytes and flags, with the token trie masks
+ * walk, built once per tokenizer and shared (immutable, reference counted
+ * like a trie; every trie built over it keeps it alive). */
+typedef struct treemask_vocab treemask_vocab;
+
+/* Builds a vocabulary: token i's bytes are bytes[offsets[i] ..
+ * offsets[i + 1]) (what it adds to the decoded text), its flags flags[i]
+ * (NULL: none). offsets has n_tokens + 1 entries, starting at 0, never
+ * decreasing; n_tokens >= 1; vocab_size >= n_tokens is the logits width
+ * (ids past n_tokens are padding); a token that is not special is at most
+ * 65535 bytes; the bytes total under 4 GiB. Cost: O(bytes log) (the token
+ * trie: ~0.1 s and 2.7 MB for a 150k vocabulary). Errors name the token.
+ * Thread-safe. */
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_vocab_create(const uint8_t *bytes,
+                                                                      const uint64_t *offsets,
+                                                                      size_t n_tokens,
+                                                                      const uint8_t *flags,
+                                                                      int32_t vocab_size,
+                                                                      treemask_vocab **out);
+
+/* Adds a reference and returns vocab (NULL gives NULL). Thread-safe. */
+TREEMASK_API treemask_vocab *treemask_vocab_retain(treemask_vocab *vocab);
+
+/* Drops one reference; the last one destroys it. NULL is a no-op. */
+TREEMASK_API void treemask_vocab_free(treemask_vocab *vocab);
+
+/* The logits width; 0 for NULL. */
+TREEMASK_API int32_t treemask_vocab_size(const treemask_vocab *vocab);
+
+/* The tokenizer's tokens (ids below it may be text); 0 for NULL. */
+TREEMASK_API int32_t treemask_vocab_n_tokens(const treemask_vocab *vocab);
+
+/* XXH64 of vocab_size, n_tokens and every token's flags and bytes: equal
+ * fingerprints mean the same masks. A string-set .tmtrie records its
+ * vocabulary's. 0 for NULL. */
+TREEMASK_API uint64_t treemask_vocab_fingerprint(const treemask_vocab *vocab);
+
+/* Token's bytes to out[0 .. min(cap, n)); returns n (0 for ids outside
+ * [0, n_tokens) and NULL). */
+TREEMASK_API size_t treemask_vocab_token_bytes(const treemask_vocab *vocab, int32_t token,
+                                               uint8_t *out, size_t cap);
+
+/* Bytes the vocabulary holds (tokens, offsets, flags, token trie); 0 for
+ * NULL. */
+TREEMASK_API uint64_t treemask_vocab_memory_bytes(const treemask_vocab *vocab);
+
+typedef struct treemask_strings_options {
+  size_t struct_size;
+  /* Bytes put before every string (a SentencePiece or GPT-style leading
+   * space: " "); any bytes, prefix_len of them (prefix may be NULL when
+   * prefix_len is 0). init: none. */
+  const char *prefix;
+  size_t prefix_len;
+  /* n_strings label ids (string i carries label_ids[i]), or NULL (init):
+   * string i carries label i (none with the trie options' no_labels).
+   * Strings with the same bytes merge into one terminal with all their
+   * labels, reported by treemask_matcher_label_ids. */
+  const int64_t *label_ids;
+} treemask_strings_options;
+
+/* Sets struct_size and every field to its default. */
+TREEMASK_API void treemask_strings_options_init(treemask_strings_options *sopts);
+
+/* Builds the string-set trie of prefix + each string over vocab (which it
+ * retains): string i is bytes[offsets[i] .. offsets[i + 1]) (any bytes, not
+ * checked as UTF-8). opts: vocab_size 0 or the vocabulary's, at least one
+ * stop token (< vocab_size), the dense-row cache budget, no_labels. sopts:
+ * NULL for the defaults. n_strings >= 1; the empty string makes the state
+ * after the prefix an end. No tokenizer runs: 150k names build in ~30 ms.
+ * Errors: NULL vocab, offsets or out; bad offsets (named); a vocab_size
+ * that differs from the vocabulary's; bad stop tokens; label_ids with
+ * no_labels. Thread-safe. */
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_trie_from_strings(
+    const treemask_trie_options *opts, const treemask_vocab *vocab, const char *bytes,
+    const size_t *offsets, size_t n_strings, const treemask_strings_options *sopts,
+    treemask_trie **out);
+
+/* Whether trie is a string-set trie; false for NULL. */
+TREEMASK_API bool treemask_trie_is_string_set(const treemask_trie *trie);
+
+/* The vocabulary of a string-set trie, borrowed (valid while the trie is;
+ * retain it to keep it); NULL for a token-path trie or NULL. */
+TREEMASK_API treemask_vocab *treemask_trie_vocab(const treemask_trie *trie);
+
+/* treemask_trie_load, sharing vocab: a string-set file's vocabulary is
+ * vocab (its fingerprint must be the one the file records, else
+ * TREEMASK_ERR_INVALID_ARGUMENT naming both), so the token trie is not
+ * built again. A .tmtrie file holds its vocabulary too, which
+ * treemask_trie_load rebuilds (checked against its fingerprint at load). A
+ * token-path file ignores vocab; NULL vocab is treemask_trie_load. */
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_trie_load_with_vocab(
+    const char *path, uint32_t flags, const treemask_vocab *vocab, treemask_trie **out);
+
+/* The bytes every continuation of m's string set begins with (the forced
+ * bytes of jump-forward; none once a string may end here) to out[0 ..
+ * min(cap, n)); returns n. 0 for a token-path trie, a state that is no
+ * node, or NULL. */
+TREEMASK_API size_t treemask_matcher_forced_bytes(const treemask_matcher *m, uint8_t *out,
+                                                  size_t cap);
 
 #endif /* TREEMASK_EXPERIMENTAL */
 

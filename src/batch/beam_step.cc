@@ -15,6 +15,7 @@
 #include "batch/worker_pool.h"
 #include "kernels/checks.h"
 #include "rules/rules.h"
+#include "rules/string_rules.h"
 
 namespace treemask {
 
@@ -157,20 +158,49 @@ struct StateSlots {
   float *scores;
   int32_t *parents, *tokens;
 
+  // A string set's candidates come from the walk of its vocabulary, with
+  // their next state left to find (kToStep): only the B winners are stepped
+  // along their bytes, in keep().
+  static constexpr uint32_t kToStep = kStateFailed;
+
   bool terminated(size_t slot) const { return states[slot] == kStateTerminated; }
   int32_t first_stop(size_t) const { return trie.stop_tokens()[0]; }
   template <class Offer>
-  void gather(size_t slot, BeamStepper::Scratch &, Offer &&offer) const {
+  void gather(size_t slot, BeamStepper::Scratch &sc, Offer &&offer) const {
+    const uint32_t s = states[slot];
+    if (const StringTrie *strings = trie.strings(); strings && s < trie.n_nodes()) {
+      const auto stops = trie.stop_tokens();
+      size_t n = strings->list_allowed(s, stops, sc.allowed.data(), sc.allowed.size());
+      if (n > sc.allowed.size()) {
+        sc.allowed.resize(n);  // grows once to the largest allowed set
+        n = strings->list_allowed(s, stops, sc.allowed.data(), sc.allowed.size());
+      }
+      for (size_t j = 0; j < n; ++j) {
+        const int32_t t = sc.allowed[j];
+        offer(t, std::binary_search(stops.begin(), stops.end(), t) ? kStateTerminated : kToStep);
+      }
+      return;
+    }
     // The plain rule (rules/plain_rules.h): a node allows its children,
-    // plus the stop tokens if terminal; FAILED only the stop tokens.
-    const Allowed a = rules.allowed(states[slot]);
+    // plus the stop tokens if terminal; FAILED only the stop tokens (and so
+    // does a string set's FAILED state).
+    const Allowed a = rules.allowed(trie.strings() ? kStateFailed : s);
     for (uint32_t j = 0; j < a.n_children; ++j) offer(a.children[j], a.first_child + j);
     if (a.stops) {
       for (const int32_t t : trie.stop_tokens()) offer(t, kStateTerminated);
     }
   }
-  void keep(size_t r, const BeamCandidate *best, size_t kept) {
+  void keep(size_t r, BeamCandidate *best, size_t kept) {
     const size_t base = r * B;
+    if (const StringTrie *strings = trie.strings()) {
+      // Every winner's parent state is read before any slot is written.
+      for (size_t i = 0; i < kept; ++i) {
+        if (best[i].next != kToStep) continue;
+        const TokenStep step =
+            strings->step_token(states[base + best[i].beam], best[i].token, trie.stop_tokens());
+        best[i].next = step.kind == TokenStep::kAdvanced ? step.node : kStateTerminated;
+      }
+    }
     for (size_t i = 0; i < B; ++i) {
       if (i < kept) {
         parents[base + i] = best[i].beam;

@@ -206,9 +206,17 @@ treemask_status treemask_cuda_apply_token_candidates(void *logits, int32_t dtype
 treemask_status treemask_cuda_trie_upload(const treemask_trie *trie, void *stream,
                                           treemask_cuda_trie **out) {
   return guard(__func__, [&]() -> Status {
-    TM_TRY(require_built());
     TM_REQUIRE_ARG(trie);
     TM_REQUIRE_ARG(out);
+    if (treemask::capi::to_trie(trie)->strings()) {
+      // The device steps implement the plain rule only; a string set's masks
+      // come from a walk of its vocabulary on the host.
+      return treemask::error(Code::kUnsupported,
+                             "a string-set trie cannot be uploaded: the device steps walk token "
+                             "paths only; fill its rows on the host (treemask_trie_fill_states "
+                             "or a matcher) and apply them with treemask_cuda_apply_token_bitmask");
+    }
+    TM_TRY(require_built());
     TM_ASSIGN_OR_RETURN(bridge::DeviceTrie * uploaded,
                         bridge::upload_trie(*treemask::capi::to_trie(trie), stream));
     *out = reinterpret_cast<treemask_cuda_trie *>(uploaded);

@@ -234,6 +234,17 @@ treemask_status treemask_trie_load(const char *path, uint32_t flags, treemask_tr
   });
 }
 
+treemask_status treemask_trie_load_with_vocab(const char *path, uint32_t flags,
+                                              const treemask_vocab *vocab, treemask_trie **out) {
+  return guard(__func__, [&]() -> Status {
+    TM_REQUIRE_ARG(path);
+    TM_REQUIRE_ARG(out);
+    auto *v = const_cast<treemask::Vocab *>(reinterpret_cast<const treemask::Vocab *>(vocab));
+    return publish(treemask::load_trie(path, flags, size_t{64} << 20, Ref<treemask::Vocab>::share(v)),
+                   out, path, Diagnostics());
+  });
+}
+
 size_t treemask_trie_metadata_count(const treemask_trie *trie) {
   const auto *a = trie ? to_trie(trie)->annotations() : nullptr;
   return a ? a->metadata().size() : 0;

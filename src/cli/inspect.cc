@@ -6,6 +6,7 @@
 #include <bit>
 
 #include "cli/cli.h"
+#include "strings/string_trie.h"
 #include "trie/annotations.h"
 
 namespace treemask::cli {
@@ -30,6 +31,63 @@ void print_bar_row(const std::string &label, uint64_t n, uint64_t extra, bool sh
   std::printf("  %s\n", std::string(static_cast<size_t>(len), '#').c_str());
 }
 
+void print_header(const Loaded &loaded, const Args &args, const TrieArrays &a, const Trie &trie) {
+  std::printf("%s\n", printable(loaded.input.path).c_str());
+  std::printf("  format        %s%s, %s bytes\n", loaded.input.format.c_str(),
+              loaded.input.format == "tmtrie"
+                  ? (args.has("trusted") ? " (loaded trusted: checksum not verified)"
+                                         : " (checksum verified)")
+                  : "",
+              with_commas(loaded.input.bytes).c_str());
+  std::printf("  vocab size    %s\n", with_commas(static_cast<uint64_t>(a.vocab_size)).c_str());
+  std::string stops;
+  for (int32_t s : trie.stop_tokens()) stops += cat(stops.empty() ? "" : ", ", s);
+  std::printf("  stop tokens   %s\n", stops.c_str());
+}
+
+void print_metadata(const Trie &trie) {
+  const TrieAnnotations *notes = trie.annotations();
+  if (notes && notes->n_warnings() > 0) {
+    std::printf("  warnings      %s (treemask check lists them)\n",
+                with_commas(notes->n_warnings()).c_str());
+  }
+  std::printf("  metadata      %s\n", notes && !notes->metadata().empty() ? "" : "(none)");
+  if (notes) {
+    for (const auto &e : notes->metadata()) {
+      const std::string key = printable(e.key);
+      const std::string value = printable(e.value.substr(0, 100));
+      std::printf("    %-20s %s%s\n", key.c_str(), value.c_str(),
+                  e.value.size() > 100 ? "..." : "");
+    }
+  }
+}
+
+// A string set: its byte trie and vocabulary (no token levels to draw).
+int inspect_string_set(const Loaded &loaded, const Args &args, const Trie &trie) {
+  const TrieArrays &a = trie.arrays();
+  const StringTrie &s = *trie.strings();
+  print_header(loaded, args, a, trie);
+  std::printf("  kind          string set (any tokenization of its strings)\n");
+  std::printf("  vocabulary    %s tokens, %s bytes, fingerprint %016llx\n",
+              with_commas(static_cast<uint64_t>(s.vocab().n_tokens())).c_str(),
+              with_commas(s.vocab().n_bytes()).c_str(),
+              static_cast<unsigned long long>(s.vocab().fingerprint()));
+  std::printf("  nodes         %s byte-trie nodes (%s string ends, %s branching)\n",
+              with_commas(a.n_nodes).c_str(), with_commas(a.n_terminals).c_str(),
+              with_commas(a.n_branches).c_str());
+  std::printf("  labels        %s%s\n", with_commas(a.n_labels()).c_str(),
+              a.has_labels() ? "" : " (a trie without labels)");
+  std::printf("  depth         max %u bytes\n", a.max_depth);
+  std::printf("  fanout        max %u\n", a.max_fanout);
+  std::printf("  memory        %s bytes = %.2f bytes/node (byte trie and labels; the vocabulary "
+              "is shared)\n",
+              with_commas(a.bytes()).c_str(), double(a.bytes()) / double(a.n_nodes));
+  std::printf("  root          %s tokens allowed\n",
+              with_commas(s.list_allowed(0, s.stop_tokens(), nullptr, 0)).c_str());
+  print_metadata(trie);
+  return kExitOk;
+}
+
 }  // namespace
 
 int cmd_inspect(int argc, char **argv) {
@@ -40,6 +98,7 @@ int cmd_inspect(int argc, char **argv) {
   if (auto done = load_or_exit(args, kUsage, diag, true, loaded)) return *done;
   const Trie &trie = *loaded.trie.value();
   const TrieArrays &a = trie.arrays();
+  if (trie.strings()) return inspect_string_set(loaded, args, trie);
 
   // Nodes per depth: in the BFS layout of the CSR nodes each level is a
   // contiguous id range, and the next level starts at the first child of the
@@ -80,17 +139,7 @@ int cmd_inspect(int argc, char **argv) {
     }
   }
 
-  std::printf("%s\n", printable(loaded.input.path).c_str());
-  std::printf("  format        %s%s, %s bytes\n", loaded.input.format.c_str(),
-              loaded.input.format == "tmtrie"
-                  ? (args.has("trusted") ? " (loaded trusted: checksum not verified)"
-                                         : " (checksum verified)")
-                  : "",
-              with_commas(loaded.input.bytes).c_str());
-  std::printf("  vocab size    %s\n", with_commas(static_cast<uint64_t>(a.vocab_size)).c_str());
-  std::string stops;
-  for (int32_t s : trie.stop_tokens()) stops += cat(stops.empty() ? "" : ", ", s);
-  std::printf("  stop tokens   %s\n", stops.c_str());
+  print_header(loaded, args, a, trie);
   std::printf("  nodes         %s (%s terminal, %s leaves)\n", with_commas(a.n_nodes).c_str(),
               with_commas(a.n_terminals).c_str(), with_commas(leaves).c_str());
   std::printf("  edges         %s\n", with_commas(a.n_edges()).c_str());
@@ -103,20 +152,7 @@ int cmd_inspect(int argc, char **argv) {
   std::printf("  memory        %s bytes = %.2f bytes/edge (flat arrays, no dense-row cache)\n",
               with_commas(a.bytes()).c_str(),
               a.n_edges() ? double(a.bytes()) / double(a.n_edges()) : 0.0);
-  const TrieAnnotations *notes = trie.annotations();
-  if (notes && notes->n_warnings() > 0) {
-    std::printf("  warnings      %s (treemask check lists them)\n",
-                with_commas(notes->n_warnings()).c_str());
-  }
-  std::printf("  metadata      %s\n", notes && !notes->metadata().empty() ? "" : "(none)");
-  if (notes) {
-    for (const auto &e : notes->metadata()) {
-      const std::string key = printable(e.key);
-      const std::string value = printable(e.value.substr(0, 100));
-      std::printf("    %-20s %s%s\n", key.c_str(), value.c_str(),
-                  e.value.size() > 100 ? "..." : "");
-    }
-  }
+  print_metadata(trie);
 
   std::printf("\n  %10s %12s %12s\n", "depth", "nodes", "terminals");
   const uint64_t max_depth_count = *std::max_element(depth_nodes.begin(), depth_nodes.end());

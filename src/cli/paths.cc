@@ -64,6 +64,11 @@ class Output {
 // Depth-first, children in ascending token order: a terminal node's own
 // sequence comes before its extensions, which is lexicographic order.
 Status write_paths(const Trie &trie, bool with_stop, bool labels) {
+  if (trie.strings()) {
+    return error(Code::kUnsupported,
+                 "a string-set trie has no token paths to list: it allows any tokenization of "
+                 "its strings (treemask inspect describes it)");
+  }
   Output out;
   const auto stops = trie.stop_tokens();
   // One complete sequence: its tokens, then what the options add.

@@ -29,6 +29,7 @@ Result<std::unique_ptr<Matcher>> Matcher::create(Ref<const Trie> trie, const Mat
   ModeRules rules(trie, std::move(config), nullptr, opts.terminate_without_stop_token);
   std::unique_ptr<Matcher> m(new Matcher(std::move(trie), opts, std::move(rules)));
   m->plain_rules_ = plain_rules(*m->trie_, m->stop_tokens());
+  m->strings_ = m->trie_->strings();
   m->reset();
   m->counters_ = {};  // creation is not a reset
   m->fills_ = {};
@@ -65,7 +66,26 @@ std::optional<int32_t> Matcher::sole_forced_token(const ModeState &s) const {
   return sole_token(allowed(s, std::nullopt));
 }
 
+Status Matcher::no_string_mode(const char *what) {
+  return error(Code::kUnsupported, what,
+               " is not supported with a string-set trie: the decoding modes are defined over "
+               "token paths, and a string set allows any tokenization of its strings");
+}
+
+bool Matcher::step_string(MatcherState &at, int32_t token) const {
+  const TokenStep r = strings_->step_token(at.node, token, stop_tokens());
+  if (r.kind == TokenStep::kRejected) return false;
+  ++at.accepted;
+  if (r.kind == TokenStep::kTerminated ||
+      (opts_.terminate_without_stop_token && strings_->child_count(r.node) == 0)) {
+    at.phase = Phase::kTerminated;
+  }
+  if (r.kind == TokenStep::kAdvanced) at.node = r.node;
+  return true;
+}
+
 bool Matcher::step_plain(MatcherState &at, int32_t token) const {
+  if (strings_) return step_string(at, token);
   const uint32_t next = plain_rules_.step_node(at.node, token);
   if (next == kStateFailed) return false;
   ++at.accepted;
@@ -108,6 +128,7 @@ Status Matcher::fill(uint32_t *row, size_t bitmask_row_words, bool *need_apply,
     return error(Code::kBufferTooSmall, "bitmask_row_words is ", bitmask_row_words, ", vocab_size ",
                  t.vocab_size(), " needs ", words);
   }
+  if (strings_ && fo.remaining_tokens) return no_string_mode("a length budget (remaining_tokens)");
   count_fill();
   // Two calls rather than one with an optional built here: an optional
   // assembled field by field and then copied whole stalls on store
@@ -247,7 +268,7 @@ size_t Matcher::rollback_depth() const {
 
 bool Matcher::allowed_lists(std::span<const int32_t> &first,
                             std::span<const int32_t> &second) const {
-  if (!plain_ || phase() == Phase::kFailed) return false;
+  if (!plain_ || strings_ || phase() == Phase::kFailed) return false;
   const Allowed a = plain_rules_.allowed(plain_state());
   first = children_of(a);
   second = a.stops ? stop_tokens() : std::span<const int32_t>{};
@@ -255,6 +276,12 @@ bool Matcher::allowed_lists(std::span<const int32_t> &first,
 }
 
 size_t Matcher::forced_tokens(int32_t *out, size_t cap) const {
+  if (strings_) {
+    // The tokens of the bytes every continuation shares, in the
+    // tokenization that is unambiguous (strings/byte_mask.cc).
+    if (phase() != Phase::kActive) return 0;
+    return strings_->forced_tokens(state_.at.node, stop_tokens(), out, cap);
+  }
   ModeState scout = state_;  // a look-ahead copy of the value
   size_t n = 0;
   while (n < kMaxForcedChain) {
@@ -280,6 +307,7 @@ size_t Matcher::label_ids(int64_t *out, size_t cap) const {
 
 Status Matcher::set_label_filter(const ExclusionSet *shared, std::span<const int64_t> banned,
                                  const std::vector<int64_t> *allowed) {
+  if (strings_ && (shared || !banned.empty() || allowed)) return no_string_mode("a label filter");
   if (state_.at.accepted != 0 || phase() != modes_.initial().at.phase) {
     return error(Code::kInvalidState,
                  "the label filter can only be set before the first accepted token (after "
@@ -307,6 +335,7 @@ Status Matcher::set_remaining_tokens(int64_t remaining) {
     return error(Code::kInvalidArgument, "remaining_tokens = ", remaining,
                  " (expected -1 = no budget, or >= 0)");
   }
+  if (strings_ && remaining >= 0) return no_string_mode("a length budget (remaining_tokens)");
   state_.budget_end = remaining < 0 ? -1 : static_cast<int64_t>(state_.at.accepted) + remaining;
   choose_rules();
   return Status::Ok();

@@ -187,6 +187,12 @@ class Matcher {
   // own). The queries (fill, next_tokens, forced_tokens, can_terminate) are
   // the functions of rules.h over its answer.
   AllowedSet allowed(const ModeState &s, std::optional<int64_t> remaining) const {
+    if (strings_) {
+      // A string set has no modes (make_mode_config refuses them) and no
+      // budget (fill and set_remaining_tokens refuse one).
+      if (s.at.phase != Phase::kActive) return AllowedSet(plain_rules_.allowed(kStateTerminated));
+      return AllowedSet::string_set(*strings_, s.at.node);
+    }
     if ((plain_ && !remaining) || !in_rule_phase(s)) {
       return AllowedSet(plain_rules_.allowed(plain_state(s)));
     }
@@ -203,8 +209,12 @@ class Matcher {
     kUnchanged,  // accepted without a change (a stop or pad token after the end)
   };
   Result<Step> step(ModeState &s, int32_t token) const;
-  // The plain rule's step of an active state: true when accepted.
+  // The plain rule's step of an active state (or the string set's): true
+  // when accepted.
   bool step_plain(MatcherState &at, int32_t token) const;
+  bool step_string(MatcherState &at, int32_t token) const;
+  // The error of a decoding mode a string-set trie does not define.
+  static Status no_string_mode(const char *what);
 
   Status accept(int32_t token, bool *accepted, std::string *why, bool apply_policy);
   std::string describe_rejection(int32_t token) const;
@@ -214,6 +224,10 @@ class Matcher {
   MatcherOptions opts_;
   ModeRules modes_;
   PlainRules plain_rules_{};
+  // The string set of a string-set trie (trie_->strings()): its walk and
+  // steps replace the plain rule's, which then answers only for the
+  // reserved states (stop tokens only).
+  const StringTrie *strings_ = nullptr;
   bool plain_ = true;  // the plain rule gives every answer (choose_rules)
   ModeState state_;
   History<MatcherState> history_;

@@ -145,10 +145,46 @@ Status resolve_think(const Trie &trie, const ModeOptions &o, std::span<const int
   return Status::Ok();
 }
 
+// A string-set trie takes the stop-token override only: the other modes
+// are defined over token paths (separators and end sequences as children,
+// per-node ends and distances in tokens), and a string set allows any
+// tokenization of its strings.
+Result<std::shared_ptr<const ModeConfig>> string_set_modes(const Trie &trie,
+                                                           const ModeOptions &o) {
+  const char *mode = !o.label_separator.empty() || o.max_labels != 0 ? "multi-label mode"
+                     : o.leaves_only                                   ? "leaves_only"
+                     : !o.think_end_tokens.empty() || o.think_begin_token != -1 ||
+                             o.start_in_thinking || o.max_thinking_tokens != -1 ||
+                             o.think_force_end_after_prefix
+                         ? "think mode"
+                     : o.max_new_tokens != -1 ? "a length budget (max_new_tokens)"
+                                              : nullptr;
+  if (mode) {
+    return error(Code::kUnsupported, mode,
+                 " is not supported with a string-set trie: the decoding modes are defined over "
+                 "token paths, and a string set allows any tokenization of its strings");
+  }
+  auto cfg = std::make_shared<ModeConfig>();
+  for (size_t i = 0; i < o.override_stop_tokens.size(); ++i) {
+    const int32_t t = o.override_stop_tokens[i];
+    if (t < 0 || t >= trie.vocab_size()) {
+      return error(Code::kOutOfRange, "override_stop_tokens[", i, "] = ", t,
+                   " is out of range [0, vocab_size=", trie.vocab_size(), ")");
+    }
+  }
+  // A stop token is only ever a stop token in a string set, whatever its
+  // bytes: no path check is needed.
+  cfg->stops = o.override_stop_tokens;
+  std::sort(cfg->stops.begin(), cfg->stops.end());
+  cfg->stops.erase(std::unique(cfg->stops.begin(), cfg->stops.end()), cfg->stops.end());
+  return std::shared_ptr<const ModeConfig>(std::move(cfg));
+}
+
 }  // namespace
 
 Result<std::shared_ptr<const ModeConfig>> make_mode_config(const Trie &trie, const ModeOptions &o) {
   if (!any_mode(o)) return std::shared_ptr<const ModeConfig>();
+  if (trie.strings()) return string_set_modes(trie, o);
   if (o.max_new_tokens < -1) {
     return error(Code::kInvalidArgument, "max_new_tokens = ", o.max_new_tokens,
                  " (expected -1 = no budget, or >= 0)");

@@ -45,6 +45,26 @@ struct Advanced {
   bool accepted;
 };
 
+// One accept of the state-array form (treemask_trie_advance_states) over
+// any rule with is_node, is_stop and step_node (the plain rule below; a
+// string set's, rules/string_rules.h): a negative token is padding and
+// leaves the state; TERMINATED accepts only stop tokens; FAILED (and, on a
+// device, any id that is no node) accepts a stop token, which terminates
+// it, unless the policy is STICKY_ERROR; a node follows step_node, and a
+// rejection fails the state unless the policy is REJECT.
+template <class Rules>
+TREEMASK_HD Advanced advance_state(const Rules &r, uint32_t s, int32_t token, int32_t policy) {
+  if (token < 0) return {s, true};
+  if (s == kStateTerminated) return {s, r.is_stop(token)};
+  if (!r.is_node(s)) {
+    if (policy != kPolicyStickyError && r.is_stop(token)) return {kStateTerminated, true};
+    return {kStateFailed, false};
+  }
+  const uint32_t next = r.step_node(s, token);
+  if (next != kStateFailed) return {next, true};
+  return {policy == kPolicyReject ? s : kStateFailed, false};
+}
+
 // The rule over a PlainTrieView (trie/layout.h): the trie's own (TrieArrays
 // derives from it), or a device copy. stop_tokens may be a matcher's override.
 struct PlainRules {
@@ -74,22 +94,9 @@ struct PlainRules {
     return kStateFailed;
   }
 
-  // One accept of the state-array form (treemask_trie_advance_states): a
-  // negative token is padding and leaves the state; TERMINATED accepts only
-  // stop tokens; FAILED (and, on a device, any id that is no node) accepts a
-  // stop token, which terminates it, unless the policy is STICKY_ERROR; a
-  // node follows step_node, and a rejection fails the state unless the
-  // policy is REJECT.
+  // One accept of the state-array form (advance_state above).
   TREEMASK_HD Advanced advance(uint32_t s, int32_t token, int32_t policy) const {
-    if (token < 0) return {s, true};
-    if (s == kStateTerminated) return {s, is_stop(token)};
-    if (!is_node(s)) {
-      if (policy != kPolicyStickyError && is_stop(token)) return {kStateTerminated, true};
-      return {kStateFailed, false};
-    }
-    const uint32_t next = step_node(s, token);
-    if (next != kStateFailed) return {next, true};
-    return {policy == kPolicyReject ? s : kStateFailed, false};
+    return advance_state(*this, s, token, policy);
   }
 };
 

@@ -7,7 +7,8 @@
 // llguidance's one trie walk runs over one small trait. So fill,
 // next_tokens, forced_tokens and can_terminate agree with each other and with
 // accept whatever rule answers, and a new kind of rule adds a producer of
-// AllowedSet, not new queries.
+// AllowedSet, not new queries. A string-set trie's node is one more
+// producer: its row and list come from the walk of its vocabulary.
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #pragma once
@@ -20,6 +21,7 @@
 
 #include "rules/label_view.h"
 #include "rules/plain_rules.h"
+#include "strings/string_trie.h"
 #include "trie/trie.h"
 
 namespace treemask {
@@ -91,12 +93,25 @@ struct AllowedSet {
   // Free thinking: every token < vocab_size but `excluded` (-1: none).
   bool all_but = false;
   int32_t excluded = -1;
+  // A string-set trie's node (strings/string_trie.h): the tokens whose
+  // bytes spell a path from string_node, computed by a walk of the
+  // vocabulary (write_allowed_row, list_allowed), plus the stop tokens when
+  // base.stops (the node ends a string). No other field is set.
+  const StringTrie *strings = nullptr;
+  uint32_t string_node = 0;
 
   AllowedSet() = default;
   explicit AllowedSet(const Allowed &a) : base(a) {}
   static AllowedSet only(int32_t token) {
     AllowedSet s;
     s.extra[0] = token;
+    return s;
+  }
+  static AllowedSet string_set(const StringTrie &t, uint32_t node) {
+    AllowedSet s;
+    s.strings = &t;
+    s.string_node = node;
+    s.base.stops = t.is_terminal(node);
     return s;
   }
   static AllowedSet everything_but(int32_t token) {
@@ -139,6 +154,7 @@ inline uint64_t set_stops_and_extras(const AllowedSet &s, std::span<const int32_
 // extras. Returns the number of allowed tokens.
 inline uint64_t write_row(const Trie &trie, const AllowedSet &s, std::span<const int32_t> stops,
                           uint32_t *row) {
+  if (s.strings) return s.strings->write_allowed_row(s.string_node, stops, row, 0);
   if (s.all_but || s.filter) return write_refined_row(trie, s, stops, row);
   trie.write_children_row(s.base.children, s.base.n_children, s.base.first_child, row);
   return s.base.n_children + set_stops_and_extras(s, stops, row);
@@ -150,9 +166,11 @@ size_t list(const AllowedSet &s, std::span<const int32_t> stops, int32_t vocab_s
             size_t cap);
 
 // The one token s allows, when the sequence cannot end here instead (except
-// the separator at a multi-label leaf, which is forced all the same).
+// the separator at a multi-label leaf, which is forced all the same). Not
+// for a string set, whose forced tokens are those of its forced bytes
+// (StringTrie::forced_tokens, which the matcher calls instead).
 inline std::optional<int32_t> sole_token(const AllowedSet &s) {
-  if (s.all_but) return std::nullopt;
+  if (s.all_but || s.strings) return std::nullopt;
   int options = 0;
   int32_t token = -1;
   for (int32_t extra : s.extra) {

@@ -162,6 +162,16 @@ StringTrie::StringTrie(Ref<Vocab> vocab, std::unique_ptr<ByteTrieStorage> storag
       cache_min_visits_(opts.dense_row_min_visits ? opts.dense_row_min_visits
                                                   : default_cache_threshold(row_words())) {}
 
+StringTrie::StringTrie(Ref<Vocab> vocab, const ByteTrieArrays &arrays,
+                       std::vector<int32_t> stop_tokens, const StringTrieOptions &opts)
+    : vocab_(std::move(vocab)),
+      a_(arrays),
+      stop_tokens_(std::move(stop_tokens)),
+      prefix_(opts.prefix),
+      cache_(std::make_unique<DenseRowCache>(opts.dense_row_cache_bytes, row_words(), a_.n_nodes)),
+      cache_min_visits_(opts.dense_row_min_visits ? opts.dense_row_min_visits
+                                                  : default_cache_threshold(row_words())) {}
+
 StringTrie::~StringTrie() = default;
 
 uint64_t StringTrie::dense_cache_bytes() const { return cache_->bytes(); }

@@ -88,6 +88,8 @@ class PrefixedStrings {
     return s_.bytes[s_.offsets[sorted_.order[i]] + (pos - prefix_.size())];
   }
   size_t prefix_size() const { return prefix_.size(); }
+  // The index in the caller's list of sorted string i.
+  uint32_t original(size_t i) const { return sorted_.order[i]; }
 
  private:
   const StringList &s_;
@@ -114,7 +116,7 @@ struct Run {
 // closed runs (close(run): their nodes' children are final), then a child
 // gained (attach(parent, index of the child among the parent's, child)),
 // then the new nodes (created(string, run)) or the end of a string that
-// created none (ended_at(node)).
+// created none (ended_at(string, node)).
 template <class Close, class Attach, class Created, class EndedAt>
 void walk_runs(const PrefixedStrings &s, const std::vector<uint32_t> &start, Close &&close,
                Attach &&attach, Created &&created, EndedAt &&ended_at) {
@@ -133,7 +135,7 @@ void walk_runs(const PrefixedStrings &s, const std::vector<uint32_t> &start, Clo
       top.last_children = 1;
     }
     if (len == l) {
-      ended_at(top.node_at(l));
+      ended_at(k, top.node_at(l));
       continue;
     }
     attach(top.node_at(l), top.last_children++, start[k]);
@@ -158,7 +160,10 @@ void set_range(std::vector<uint64_t> &bits, uint64_t first, uint64_t last) {
   }
 }
 
-Result<std::unique_ptr<ByteTrieStorage>> build_storage(const PrefixedStrings &s) {
+// ends (when given) receives the node each string ends at, by its index in
+// the caller's list.
+Result<std::unique_ptr<ByteTrieStorage>> build_storage(const PrefixedStrings &s,
+                                                       std::vector<uint32_t> *ends) {
   // Node ids: string k's new nodes start at start[k].
   std::vector<uint32_t> start(s.size());
   uint64_t n_nodes = 1;
@@ -198,8 +203,12 @@ Result<std::unique_ptr<ByteTrieStorage>> build_storage(const PrefixedStrings &s)
       [&](size_t k, const Run &r) {
         for (uint64_t d = r.d0; d <= r.d1; ++d) st->labels[r.node_at(d)] = s.byte(k, d - 1);
         set(st->terminal_bits, r.node_at(r.d1));
+        if (ends) (*ends)[s.original(k)] = r.node_at(r.d1);
       },
-      [&](uint32_t node) { set(st->terminal_bits, node); });
+      [&](size_t k, uint32_t node) {
+        set(st->terminal_bits, node);
+        if (ends) (*ends)[s.original(k)] = node;
+      });
 
   uint32_t rank = 0;
   for (uint64_t w = 0; w < words; ++w) {
@@ -233,7 +242,7 @@ Result<std::unique_ptr<ByteTrieStorage>> build_storage(const PrefixedStrings &s)
         st->child_bytes[first + index] = st->labels[child];
         st->child_ids[first + index] = child;
       },
-      [](size_t, const Run &) {}, [](uint32_t) {});
+      [](size_t, const Run &) {}, [](size_t, uint32_t) {});
   return st;
 }
 
@@ -269,35 +278,67 @@ Status validate_byte_trie_arrays(const ByteTrieArrays &a) {
   if (a.branch_first[0] != 0 || a.branch_first[a.n_branches] != a.n_branch_children) {
     return error(Code::kCorruptFile, "byte trie: branch offsets do not span the child table");
   }
+  // The bits a word at a time (the tail past the last node is zero, checked
+  // above): unary and branch exclusive, every leaf (neither) terminal.
+  for (uint64_t w = 0; w < words; ++w) {
+    const uint64_t valid = w + 1 < words || tail == 0 ? ~uint64_t{0} : (uint64_t{1} << tail) - 1;
+    const uint64_t both = a.unary_bits[w] & a.branch_bits[w];
+    const uint64_t bad_leaf = valid & ~(a.unary_bits[w] | a.branch_bits[w] | a.terminal_bits[w]);
+    if (both) {
+      return error(Code::kCorruptFile, "byte trie: node ", w * 64 + std::countr_zero(both),
+                   " is unary and a branch");
+    }
+    if (bad_leaf) {
+      return error(Code::kCorruptFile, "byte trie: leaf ", w * 64 + std::countr_zero(bad_leaf),
+                   " is not terminal");
+    }
+  }
+  if (test(a.unary_bits, a.n_nodes - 1)) {
+    return error(Code::kCorruptFile, "byte trie: unary node ", a.n_nodes - 1,
+                 " has no next node");
+  }
+  // The branch table, branch by branch (k-th set branch bit).
   uint64_t k = 0;
-  for (uint64_t n = 0; n < a.n_nodes; ++n) {
-    const bool unary = test(a.unary_bits, n), branch = test(a.branch_bits, n);
-    if (unary && branch)
-      return error(Code::kCorruptFile, "byte trie: node ", n, " is unary and a branch");
-    if (!unary && !branch && !test(a.terminal_bits, n)) {
-      return error(Code::kCorruptFile, "byte trie: leaf ", n, " is not terminal");
-    }
-    if (unary && n + 1 >= a.n_nodes) {
-      return error(Code::kCorruptFile, "byte trie: unary node ", n, " has no next node");
-    }
-    if (!branch) continue;
-    const uint32_t first = a.branch_first[k], end = a.branch_first[k + 1];
-    ++k;
-    if (end < first || end - first < 2) {
-      return error(Code::kCorruptFile, "byte trie: branch node ", n, " has children [", first, ", ",
-                   end, ")");
-    }
-    for (uint32_t c = first; c < end; ++c) {
-      const uint32_t id = a.child_ids[c];
-      const bool ok = id > n && id < a.n_nodes && a.labels[id] == a.child_bytes[c] &&
-                      (c == first ? id == n + 1 : a.child_bytes[c] > a.child_bytes[c - 1]);
-      if (!ok) {
-        return error(Code::kCorruptFile, "byte trie: branch node ", n, ", child ", c - first,
-                     " (byte ", int{a.child_bytes[c]}, ", node ", id, ") is out of order or range");
+  for (uint64_t w = 0; w < words; ++w) {
+    for (uint64_t bits = a.branch_bits[w]; bits != 0; bits &= bits - 1, ++k) {
+      const uint64_t n = w * 64 + static_cast<uint64_t>(std::countr_zero(bits));
+      const uint32_t first = a.branch_first[k], end = a.branch_first[k + 1];
+      if (end < first || end - first < 2) {
+        return error(Code::kCorruptFile, "byte trie: branch node ", n, " has children [", first,
+                     ", ", end, ")");
+      }
+      for (uint32_t c = first; c < end; ++c) {
+        const uint32_t id = a.child_ids[c];
+        const bool ok = id > n && id < a.n_nodes && a.labels[id] == a.child_bytes[c] &&
+                        (c == first ? id == n + 1
+                                    : a.child_bytes[c] > a.child_bytes[c - 1] &&
+                                          id > a.child_ids[c - 1]);
+        if (!ok) {
+          return error(Code::kCorruptFile, "byte trie: branch node ", n, ", child ", c - first,
+                       " (byte ", int{a.child_bytes[c]}, ", node ", id,
+                       ") is out of order or range");
+        }
       }
     }
   }
   return Status::Ok();
+}
+
+Result<BuiltByteTrie> build_byte_trie(const StringList &strings, std::string_view prefix) {
+  TM_TRY(check_strings(strings, prefix.size()));
+  const size_t n = strings.offsets.size() - 1;
+  BuiltByteTrie out;
+  out.ends.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    out.max_depth = std::max<uint64_t>(out.max_depth,
+                                       prefix.size() + strings.offsets[i + 1] - strings.offsets[i]);
+  }
+  {
+    const PrefixedStrings s(strings, prefix,
+                            sort_strings(strings.bytes.data(), strings.offsets.data(), n));
+    TM_ASSIGN_OR_RETURN(out.storage, build_storage(s, &out.ends));
+  }
+  return out;
 }
 
 Result<Ref<StringTrie>> build_string_trie(Ref<Vocab> vocab, const StringTrieOptions &opts,
@@ -305,18 +346,11 @@ Result<Ref<StringTrie>> build_string_trie(Ref<Vocab> vocab, const StringTrieOpti
   if (!vocab) return error(Code::kInvalidArgument, "a string set needs a vocabulary");
   std::vector<int32_t> stops = opts.stop_tokens;
   TM_TRY(normalize_stop_tokens(vocab->vocab_size(), stops));
-  TM_TRY(check_strings(strings, opts.prefix.size()));
-  const size_t n = strings.offsets.size() - 1;
-  std::unique_ptr<ByteTrieStorage> storage;
-  {
-    const PrefixedStrings s(strings, opts.prefix,
-                            sort_strings(strings.bytes.data(), strings.offsets.data(), n));
-    TM_ASSIGN_OR_RETURN(storage, build_storage(s));
-  }
-  const Status valid = validate_byte_trie_arrays(storage->view());
+  TM_ASSIGN_OR_RETURN(BuiltByteTrie built, build_byte_trie(strings, opts.prefix));
+  const Status valid = validate_byte_trie_arrays(built.storage->view());
   if (!valid.ok()) return error(Code::kInternal, "string trie builder: ", valid.message());
   return Ref<StringTrie>::adopt(
-      new StringTrie(std::move(vocab), std::move(storage), std::move(stops), opts));
+      new StringTrie(std::move(vocab), std::move(built.storage), std::move(stops), opts));
 }
 
 uint32_t StringTrie::child(uint32_t node, uint8_t byte) const {
@@ -364,6 +398,21 @@ TokenStep StringTrie::step_token(uint32_t node, int32_t token,
   const uint32_t next = walk(node, vocab_->token_bytes(token));
   return next == kNoNode ? TokenStep{TokenStep::kRejected, kNoNode}
                          : TokenStep{TokenStep::kAdvanced, next};
+}
+
+std::string StringTrie::path_bytes(uint32_t node) const {
+  // Depth-first ids: the child on the way to node is the last one whose id
+  // is at most node's.
+  std::string out;
+  for (uint32_t at = 0; at != node;) {
+    const uint32_t n = child_count(at);
+    if (n == 0 || node >= a_.n_nodes) break;
+    uint32_t i = 0;
+    while (i + 1 < n && child_id(at, i + 1) <= node) ++i;
+    at = child_id(at, i);
+    out.push_back(static_cast<char>(a_.labels[at]));
+  }
+  return out;
 }
 
 size_t StringTrie::forced_bytes(uint32_t node, uint8_t *out, size_t cap) const {

@@ -88,8 +88,8 @@ struct ByteTrieStorage {
 // Every invariant the accessors rely on, in one linear pass: sizes, the
 // three bits (unary and branch exclusive, a leaf is terminal, a unary node's
 // child exists and a branch's children are >= 2, in range, ascending by
-// byte, above the parent and labelled with their byte, the first being
-// n + 1), the rank directory. kCorruptFile names the first violation.
+// byte and by id, above the parent and labelled with their byte, the first
+// being n + 1), the rank directory. kCorruptFile names the first violation.
 Status validate_byte_trie_arrays(const ByteTrieArrays &a);
 
 // Strings as one byte buffer: string i is bytes[offsets[i], offsets[i + 1]).
@@ -121,7 +121,14 @@ class StringTrie final : public RefCounted {
  public:
   StringTrie(Ref<Vocab> vocab, std::unique_ptr<ByteTrieStorage> storage,
              std::vector<int32_t> stop_tokens, const StringTrieOptions &opts);
+  // Over arrays someone else owns (a string-set Trie's storage: a built
+  // trie's vectors or a mapped .tmtrie file), validated
+  // (validate_byte_trie_arrays) and alive while this object is.
+  StringTrie(Ref<Vocab> vocab, const ByteTrieArrays &arrays, std::vector<int32_t> stop_tokens,
+             const StringTrieOptions &opts);
   ~StringTrie();
+
+  const Ref<Vocab> &vocab_ref() const { return vocab_; }
 
   const Vocab &vocab() const { return *vocab_; }
   const ByteTrieArrays &arrays() const { return a_; }
@@ -173,6 +180,9 @@ class StringTrie final : public RefCounted {
     return forced_tokens(node, stop_tokens_, out, cap);
   }
 
+  // The bytes from the root to node (prefix included), for messages.
+  std::string path_bytes(uint32_t node) const;
+
   // Token-trie nodes a walk from node visits (the cost of an uncached row;
   // for benchmarks and diagnostics).
   uint64_t walk_visits(uint32_t node) const;
@@ -201,6 +211,18 @@ class StringTrie final : public RefCounted {
   std::unique_ptr<DenseRowCache> cache_;
   uint64_t cache_min_visits_;
 };
+
+// The byte trie of prefix + each string, without a vocabulary: the arrays
+// (not yet validated: the caller validates what it makes of them), the node
+// each string ends at (by its index in the list) and the longest string
+// with the prefix, in bytes. Errors: those of build_string_trie below about
+// the strings.
+struct BuiltByteTrie {
+  std::unique_ptr<ByteTrieStorage> storage;
+  std::vector<uint32_t> ends;
+  uint64_t max_depth = 0;
+};
+Result<BuiltByteTrie> build_byte_trie(const StringList &strings, std::string_view prefix);
 
 // Builds the trie of prefix + each string over vocab. Strings are any bytes
 // (not checked as UTF-8: a tokenizer's bytes need not be either);

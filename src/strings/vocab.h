@@ -50,6 +50,18 @@ struct VocabSpec {
   int32_t vocab_size = 0;  // the logits width: >= n_tokens
 };
 
+// A vocabulary as a .tmtrie file holds it (the kVocab arrays of
+// trie/layout.h), borrowed.
+struct SavedVocab {
+  const uint8_t *bytes = nullptr;
+  uint64_t n_bytes = 0;
+  const uint32_t *offsets = nullptr;  // n_tokens + 1
+  const uint8_t *flags = nullptr;     // n_tokens
+  uint32_t n_tokens = 0;
+  int32_t vocab_size = 0;
+  uint64_t fingerprint = 0;
+};
+
 class Vocab final : public RefCounted {
  public:
   int32_t vocab_size() const { return vocab_size_; }
@@ -77,9 +89,20 @@ class Vocab final : public RefCounted {
   // Bytes held (token bytes, offsets, flags, token trie).
   uint64_t memory_bytes() const;
 
+  // The arrays as a string-set trie saves them (trie/layout.h, kVocab):
+  // valid while the vocabulary lives.
+  const uint8_t *bytes_data() const { return bytes_.data(); }
+  uint64_t n_bytes() const { return bytes_.size(); }
+  const uint32_t *offsets_data() const { return offsets_.data(); }
+  const uint8_t *flags_data() const { return flags_.data(); }
+  const uint64_t *fingerprint_data() const { return &fingerprint_; }
+
  private:
   friend Result<Ref<Vocab>> build_vocab(const VocabSpec &spec);
+  friend Result<Ref<Vocab>> vocab_from_saved(const SavedVocab &s);
   Vocab() = default;
+  // The fingerprint and the token trie, from the arrays.
+  Status finish();
 
   int32_t vocab_size_ = 0;
   std::vector<uint8_t> bytes_;
@@ -88,6 +111,15 @@ class Vocab final : public RefCounted {
   uint64_t fingerprint_ = 0;
   TokenTrie token_trie_;
 };
+
+// Every rule of build_vocab over saved arrays, and the fingerprint
+// recomputed and compared with the saved one: kCorruptFile naming the first
+// violation. Linear in the bytes.
+Status check_saved_vocab(const SavedVocab &saved);
+
+// A vocabulary with a copy of checked saved arrays (check_saved_vocab), its
+// token trie built.
+Result<Ref<Vocab>> vocab_from_saved(const SavedVocab &saved);
 
 // Checks the spec (offsets start at 0, never decrease, end at bytes.size();
 // flags sized and known; 1 <= n_tokens <= vocab_size; tokens no longer than

@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "core/open_file.h"
+#include "strings/string_set.h"
 #include "treemask/treemask.h"
 #include "trie/annotations.h"
 #include "trie/xxh64.h"
@@ -351,7 +352,8 @@ Status save_trie(const Trie &trie, const std::string &path,
   return s;
 }
 
-Result<Ref<Trie>> load_trie(const std::string &path, uint32_t flags, size_t dense_row_cache_bytes) {
+Result<Ref<Trie>> load_trie(const std::string &path, uint32_t flags, size_t dense_row_cache_bytes,
+                            Ref<Vocab> vocab) {
   if (flags & ~kLoadTrusted) {
     return error(Code::kInvalidArgument, "unknown load flags ", Hex{flags & ~kLoadTrusted});
   }
@@ -380,7 +382,12 @@ Result<Ref<Trie>> load_trie(const std::string &path, uint32_t flags, size_t dens
   std::vector<TrieAnnotations::Entry> entries;
   entries.reserve(img.metadata.size());
   for (const auto &[k, v] : img.metadata) entries.push_back({k, v});
-  auto trie = Ref<Trie>::adopt(new Trie(std::move(storage), img.arrays, dense_row_cache_bytes));
+  auto made = make_validated_trie(std::move(storage), img.arrays, dense_row_cache_bytes,
+                                  std::move(vocab));
+  if (!made.ok()) {
+    return Status(made.status().code(), cat("\"", path, "\": ", made.status().message()));
+  }
+  Ref<Trie> trie = made.take_value();
   if (!entries.empty()) trie->set_annotations(TrieAnnotations::borrow(std::move(entries)));
   return trie;
 }

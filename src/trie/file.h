@@ -1,6 +1,6 @@
 // The .tmtrie file: a compiled trie that loads by mmap plus one linear check.
 //
-// Layout (version 3, little-endian, every section 64-byte aligned):
+// Layout (version 4, little-endian, every section 64-byte aligned):
 //
 //   FileHeader: magic "\x89TMTRIE\n", format version, the header's and the
 //     file's size, flags (none defined: 0), the XXH64 of the payload (every
@@ -39,14 +39,16 @@
 #include <vector>
 
 #include "core/status.h"
+#include "strings/vocab.h"
 #include "trie/trie.h"
 
 namespace treemask {
 
 // Version 2 added the tail arrays (trie.h), version 3 made the header and
-// the sections follow the tables of trie/layout.h; older files are refused
-// with kVersionMismatch (recompile them).
-inline constexpr uint32_t kTmtrieFormatVersion = 3;
+// the sections follow the tables of trie/layout.h, version 4 added string
+// sets (their byte trie and vocabulary); older files are refused with
+// kVersionMismatch (recompile them).
+inline constexpr uint32_t kTmtrieFormatVersion = 4;
 inline constexpr uint32_t kLoadTrusted = 1u;  // TREEMASK_LOAD_TRUSTED
 
 // The sections: the saved arrays of trie/layout.h (named like them), then
@@ -55,12 +57,14 @@ enum class FileSection : uint32_t {
 #define TREEMASK_FILE_SECTION_kPlain(name) name,
 #define TREEMASK_FILE_SECTION_kHost(name) name,
 #define TREEMASK_FILE_SECTION_kDerived(name)
+#define TREEMASK_FILE_SECTION_kVocab(name) name,
 #define TREEMASK_FILE_SECTION(name, type, count, kind) TREEMASK_FILE_SECTION_##kind(name)
   TREEMASK_TRIE_ARRAYS(TREEMASK_FILE_SECTION)
 #undef TREEMASK_FILE_SECTION
 #undef TREEMASK_FILE_SECTION_kPlain
 #undef TREEMASK_FILE_SECTION_kHost
 #undef TREEMASK_FILE_SECTION_kDerived
+#undef TREEMASK_FILE_SECTION_kVocab
       metadata_index,
   metadata_strings,
   kCount,
@@ -119,9 +123,11 @@ Status save_trie(const Trie &trie, const std::string &path,
                  const std::vector<std::pair<std::string, std::string>> &extra_metadata);
 
 // Maps path and checks it (see above). flags: kLoadTrusted skips the payload
-// checksum. Metadata entries point into the mapping.
+// checksum. Metadata entries point into the mapping. A string-set trie uses
+// `vocab` when given (its fingerprint must match the file's) and otherwise
+// rebuilds the vocabulary the file holds (make_validated_trie).
 Result<Ref<Trie>> load_trie(const std::string &path, uint32_t flags,
-                            size_t dense_row_cache_bytes = size_t{64} << 20);
+                            size_t dense_row_cache_bytes = size_t{64} << 20, Ref<Vocab> vocab = {});
 
 // The checks of load_trie over an image in memory, which must stay alive and
 // unmodified while the returned arrays are used: a pure function over bytes

@@ -34,7 +34,11 @@
   X(uint32_t, tail_range)       \
   X(uint32_t, label_bytes)      \
   X(uint32_t, max_depth)        \
-  X(uint32_t, max_fanout)
+  X(uint32_t, max_fanout)       \
+  X(uint64_t, n_branches)       \
+  X(uint64_t, n_branch_children) \
+  X(uint32_t, n_vocab_tokens)   \
+  X(uint64_t, n_vocab_bytes)
 
 // The arrays: X(name, element type, element count over the counts `c`,
 // kind). Kinds:
@@ -42,14 +46,25 @@
 //             device: built, saved, loaded and uploaded;
 //   kHost     read on the host only (ranks, labels): built, saved, loaded;
 //   kDerived  computed from the others when a Trie is made (never saved),
-//             read by the plain rule, uploaded.
+//             read by the plain rule, uploaded;
+//   kVocab    a string-set trie's vocabulary (strings/vocab.h): saved and
+//             loaded, read on the host only, owned by the vocabulary object
+//             (shared by every trie over it) and so not counted in the
+//             trie's bytes.
+//
+// Two kinds of trie share the table. A token-path trie (sources 1-3 of
+// DESIGN.md §1) has the plain arrays and the host arrays of its labels. A
+// string-set trie (source 4: n_vocab_tokens > 0) has none of the plain
+// arrays but terminal_bits and stop_tokens: its nodes are the byte trie of
+// strings/string_trie.h (byte_labels .. child_ids, with terminal_bits), its
+// labels the same host arrays, and its vocabulary the kVocab arrays.
 // An array whose count is 0 has a null pointer. The saved arrays are the
 // .tmtrie sections in this order, each 64-byte aligned in the file (and
 // 256-byte aligned on a device), which covers every element type: append new
 // arrays, never reorder (the order is the file format). Element alignment is
 // the type's own.
 #define TREEMASK_TRIE_ARRAYS(X)                                              \
-  X(node_offsets, uint32_t, c.n_explicit + 1, kPlain)                        \
+  X(node_offsets, uint32_t, c.n_plain_offsets(), kPlain)                     \
   X(edge_tokens, int32_t, c.n_csr_edges(), kPlain)                           \
   X(terminal_bits, uint64_t, c.terminal_words(), kPlain)                     \
   X(terminal_rank, uint32_t, c.terminal_words(), kHost)                      \
@@ -64,7 +79,18 @@
   X(tail_lengths, uint8_t, c.n_heads, kPlain)                                \
   X(tail_samples, uint32_t, c.n_tail_samples(), kPlain)                      \
   X(tail_tokens, uint16_t, c.n_tail_nodes(), kPlain)                         \
-  X(tail_values, int32_t, c.n_heads ? c.tail_range : 0, kDerived)
+  X(tail_values, int32_t, c.n_heads ? c.tail_range : 0, kDerived)          \
+  X(byte_labels, uint8_t, c.n_byte_nodes(), kHost)                           \
+  X(unary_bits, uint64_t, c.byte_words(), kHost)                             \
+  X(branch_bits, uint64_t, c.byte_words(), kHost)                            \
+  X(branch_rank, uint32_t, c.byte_words(), kHost)                            \
+  X(branch_first, uint32_t, c.is_string_set() ? c.n_branches + 1 : 0, kHost) \
+  X(child_bytes, uint8_t, c.n_branch_children, kHost)                        \
+  X(child_ids, uint32_t, c.n_branch_children, kHost)                         \
+  X(vocab_fingerprint, uint64_t, c.is_string_set() ? 1 : 0, kVocab)          \
+  X(vocab_offsets, uint32_t, c.is_string_set() ? c.n_vocab_tokens + 1 : 0, kVocab) \
+  X(vocab_flags, uint8_t, c.n_vocab_tokens, kVocab)                          \
+  X(vocab_bytes, uint8_t, c.n_vocab_bytes, kVocab)
 
 namespace treemask {
 
@@ -77,9 +103,14 @@ struct TrieCounts {
 #undef TREEMASK_COUNT_FIELD
 
   // Derived counts (trie.h describes the layout).
+  // A string-set trie (layout comment above): its nodes are byte-trie nodes.
+  TREEMASK_HD bool is_string_set() const { return n_vocab_tokens != 0; }
+  TREEMASK_HD uint64_t n_plain_offsets() const { return is_string_set() ? 0 : n_explicit + 1; }
+  TREEMASK_HD uint64_t n_byte_nodes() const { return is_string_set() ? n_nodes : 0; }
+  TREEMASK_HD uint64_t byte_words() const { return is_string_set() ? terminal_words() : 0; }
   TREEMASK_HD uint64_t n_edges() const { return n_nodes == 0 ? 0 : n_nodes - 1; }
   TREEMASK_HD uint64_t n_csr_edges() const { return n_explicit == 0 ? 0 : n_explicit - 1; }
-  TREEMASK_HD uint64_t n_tail_nodes() const { return n_nodes - n_explicit; }
+  TREEMASK_HD uint64_t n_tail_nodes() const { return is_string_set() ? 0 : n_nodes - n_explicit; }
   TREEMASK_HD uint64_t terminal_words() const { return (n_nodes + 63) / 64; }
   // The head arrays are empty in a trie without tails.
   TREEMASK_HD uint64_t head_words() const { return n_heads ? (n_explicit + 63) / 64 : 0; }
@@ -93,12 +124,14 @@ struct PlainTrieView : TrieCounts {
 #define TREEMASK_ARRAY_FIELD_kPlain(name, type) const type *name = nullptr;
 #define TREEMASK_ARRAY_FIELD_kDerived(name, type) const type *name = nullptr;
 #define TREEMASK_ARRAY_FIELD_kHost(name, type)
+#define TREEMASK_ARRAY_FIELD_kVocab(name, type)
 #define TREEMASK_ARRAY_FIELD(name, type, count, kind) TREEMASK_ARRAY_FIELD_##kind(name, type)
   TREEMASK_TRIE_ARRAYS(TREEMASK_ARRAY_FIELD)
 #undef TREEMASK_ARRAY_FIELD
 #undef TREEMASK_ARRAY_FIELD_kPlain
 #undef TREEMASK_ARRAY_FIELD_kDerived
 #undef TREEMASK_ARRAY_FIELD_kHost
+#undef TREEMASK_ARRAY_FIELD_kVocab
 };
 
 }  // namespace treemask

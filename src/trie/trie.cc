@@ -6,6 +6,8 @@
 #include <cstring>
 #include <new>
 
+#include "strings/string_trie.h"
+
 namespace treemask {
 
 namespace {
@@ -29,7 +31,7 @@ uint64_t mix_node(uint32_t node) {
 uint64_t TrieArrays::bytes() const {
   uint64_t total = 0;
   for_each_array(*this, [&](const ArrayInfo &info, const auto &) {
-    if (info.kind != ArrayKind::kDerived) total += info.bytes();
+    if (info.kind != ArrayKind::kDerived && info.kind != ArrayKind::kVocab) total += info.bytes();
   });
   return total;
 }
@@ -49,6 +51,8 @@ Trie::Trie(std::unique_ptr<TrieStorage> storage, const TrieArrays &arrays,
     a_.tail_values = tail_values_.data();
   }
 }
+
+void Trie::set_strings(Ref<const StringTrie> strings) { strings_ = std::move(strings); }
 
 int32_t Trie::token_into(uint32_t node) const {
   if (node < a_.n_explicit) return a_.edge_tokens[node - 1];

@@ -81,6 +81,7 @@
 namespace treemask {
 
 class TrieAnnotations;  // trie/annotations.h
+class StringTrie;       // strings/string_trie.h
 
 // Node ids stay below the two reserved state values of the rules
 // (rules/plain_rules.h: kStateTerminated, kStateFailed).
@@ -92,16 +93,19 @@ inline constexpr uint64_t kMaxNodes = 0xFFFFFFFDu;
 // view is the base: a Trie hands it out without copying fields.
 struct TrieArrays : PlainTrieView {
 #define TREEMASK_ARRAY_FIELD_kHost(name, type) const type *name = nullptr;
+#define TREEMASK_ARRAY_FIELD_kVocab(name, type) const type *name = nullptr;
 #define TREEMASK_ARRAY_FIELD_kPlain(name, type)
 #define TREEMASK_ARRAY_FIELD_kDerived(name, type)
 #define TREEMASK_ARRAY_FIELD(name, type, count, kind) TREEMASK_ARRAY_FIELD_##kind(name, type)
   TREEMASK_TRIE_ARRAYS(TREEMASK_ARRAY_FIELD)
 #undef TREEMASK_ARRAY_FIELD
 #undef TREEMASK_ARRAY_FIELD_kHost
+#undef TREEMASK_ARRAY_FIELD_kVocab
 #undef TREEMASK_ARRAY_FIELD_kPlain
 #undef TREEMASK_ARRAY_FIELD_kDerived
 
-  // Bytes of the saved arrays (the derived ones not included).
+  // Bytes of the saved arrays (the derived ones and a string set's
+  // vocabulary, which is shared, not included).
   uint64_t bytes() const;
   bool has_labels() const { return label_bytes != 0; }
   int64_t first_label(uint64_t rank) const {
@@ -111,7 +115,7 @@ struct TrieArrays : PlainTrieView {
   uint64_t n_labels() const { return has_labels() ? n_terminals + n_multi_labels - n_multi : 0; }
 };
 
-enum class ArrayKind : uint8_t { kPlain, kHost, kDerived };
+enum class ArrayKind : uint8_t { kPlain, kHost, kDerived, kVocab };
 
 // One array of the table (trie/layout.h), as for_each_array hands it out.
 struct ArrayInfo {
@@ -141,17 +145,20 @@ class TrieStorage {
 };
 
 // Storage of a trie built in memory: a vector per saved array (trie/layout.h)
-// and the tail base; finish_trie derives every other count from the sizes.
+// but the vocabulary's (a string set's vocabulary object owns those) and the
+// tail base; finish_trie derives every other count from the sizes.
 struct VectorTrieStorage final : TrieStorage {
 #define TREEMASK_STORAGE_FIELD_kPlain(name, type) std::vector<type> name;
 #define TREEMASK_STORAGE_FIELD_kHost(name, type) std::vector<type> name;
 #define TREEMASK_STORAGE_FIELD_kDerived(name, type)
+#define TREEMASK_STORAGE_FIELD_kVocab(name, type)
 #define TREEMASK_STORAGE_FIELD(name, type, count, kind) TREEMASK_STORAGE_FIELD_##kind(name, type)
   TREEMASK_TRIE_ARRAYS(TREEMASK_STORAGE_FIELD)
 #undef TREEMASK_STORAGE_FIELD
 #undef TREEMASK_STORAGE_FIELD_kPlain
 #undef TREEMASK_STORAGE_FIELD_kHost
 #undef TREEMASK_STORAGE_FIELD_kDerived
+#undef TREEMASK_STORAGE_FIELD_kVocab
   int32_t tail_base = 0;
 
   // Points every array of `arrays` at these vectors (null where empty).
@@ -159,12 +166,14 @@ struct VectorTrieStorage final : TrieStorage {
 #define TREEMASK_STORAGE_VIEW_kPlain(name) arrays.name = name.empty() ? nullptr : name.data();
 #define TREEMASK_STORAGE_VIEW_kHost(name) arrays.name = name.empty() ? nullptr : name.data();
 #define TREEMASK_STORAGE_VIEW_kDerived(name)
+#define TREEMASK_STORAGE_VIEW_kVocab(name)
 #define TREEMASK_STORAGE_VIEW(name, type, count, kind) TREEMASK_STORAGE_VIEW_##kind(name)
     TREEMASK_TRIE_ARRAYS(TREEMASK_STORAGE_VIEW)
 #undef TREEMASK_STORAGE_VIEW
 #undef TREEMASK_STORAGE_VIEW_kPlain
 #undef TREEMASK_STORAGE_VIEW_kHost
 #undef TREEMASK_STORAGE_VIEW_kDerived
+#undef TREEMASK_STORAGE_VIEW_kVocab
   }
 
   // Whether every vector holds exactly the elements the counts ask for (a
@@ -173,6 +182,7 @@ struct VectorTrieStorage final : TrieStorage {
 #define TREEMASK_STORAGE_SIZE_kPlain(name, count) TREEMASK_STORAGE_SIZE_CHECK(name, count)
 #define TREEMASK_STORAGE_SIZE_kHost(name, count) TREEMASK_STORAGE_SIZE_CHECK(name, count)
 #define TREEMASK_STORAGE_SIZE_kDerived(name, count)
+#define TREEMASK_STORAGE_SIZE_kVocab(name, count)
 #define TREEMASK_STORAGE_SIZE_CHECK(name, count)                                           \
   if (name.size() != static_cast<uint64_t>(count)) {                                       \
     return error(Code::kInternal, "built " #name " holds ", name.size(), " entries, not ", \
@@ -185,6 +195,7 @@ struct VectorTrieStorage final : TrieStorage {
 #undef TREEMASK_STORAGE_SIZE_kPlain
 #undef TREEMASK_STORAGE_SIZE_kHost
 #undef TREEMASK_STORAGE_SIZE_kDerived
+#undef TREEMASK_STORAGE_SIZE_kVocab
     return Status::Ok();
   }
 };
@@ -266,6 +277,12 @@ class Trie final : public RefCounted {
   ~Trie();
 
   const TrieArrays &arrays() const { return a_; }
+  // The string set of a string-set trie (trie/layout.h): its nodes, masks
+  // and steps. Null for a token-path trie. Every caller that reads the plain
+  // arrays (children, the plain rule, the device upload) checks it first.
+  const StringTrie *strings() const { return strings_.get(); }
+  // Set once by whoever makes a string-set trie, before it is shared.
+  void set_strings(Ref<const StringTrie> strings);
   int32_t vocab_size() const { return a_.vocab_size; }
   size_t row_words() const { return words_for_vocab(a_.vocab_size); }
   uint64_t n_nodes() const { return a_.n_nodes; }
@@ -333,6 +350,7 @@ class Trie final : public RefCounted {
   std::unique_ptr<TrieStorage> storage_;
   TrieArrays a_;
   std::vector<int32_t> tail_values_;  // a_.tail_values
+  Ref<const StringTrie> strings_;     // over storage_'s arrays: destroyed first
   std::shared_ptr<const TrieAnnotations> annotations_;
 
   // Dense-row cache: a fixed open-addressing table (first child -> row) allocated on
@@ -399,11 +417,14 @@ Status check_counts(const TrieCounts &c);
 // step rules rely on (trie/validate.cc; the layout comment above lists them,
 // plus: every node without children is terminal, no edge carries a stop
 // token, max_depth and max_fanout are exact, labels and ranks consistent),
-// after check_counts and a pointer for every non-empty saved array. Linear
-// in the arrays' size. Every loaded or built trie passes it, so code that
-// reads a Trie never re-checks the arrays. kCorruptFile names the first
-// violation.
-Status validate_trie_arrays(const TrieArrays &a);
+// after check_counts and a pointer for every non-empty saved array. A
+// string-set trie's byte trie is checked by validate_byte_trie_arrays
+// (strings/string_trie.h) plus its depth-first nesting, and its saved
+// vocabulary (check_vocab: its rules and its fingerprint, which a builder
+// that took the arrays from a vocabulary object may skip). Linear in the
+// arrays' size. Every loaded or built trie passes it, so code that reads a
+// Trie never re-checks the arrays. kCorruptFile names the first violation.
+Status validate_trie_arrays(const TrieArrays &a, bool check_vocab = true);
 
 // The pass/fail scan of nodes and edges inside validate_trie_arrays (no
 // message), with the AVX2 words where the CPU has them (vector) or only the

@@ -8,6 +8,7 @@
 #endif
 
 #include "core/cpu.h"
+#include "strings/string_set.h"
 #include "trie/trie.h"
 
 namespace treemask {
@@ -49,6 +50,9 @@ class StopSet {
 };
 
 Status corrupt(auto &&...parts) { return error(Code::kCorruptFile, "trie arrays: ", parts...); }
+
+Status validate_terminals(const TrieArrays &a);
+Status validate_string_set(const TrieArrays &a, bool check_vocab);
 
 // The structural checks of nodes and edges, as two passes that only decide
 // "all hold" (validate_trie_arrays then locates the first failure with the
@@ -447,11 +451,33 @@ bool trie_structure_holds(const TrieArrays &a, bool vector, uint32_t *max_fanout
 Status check_counts(const TrieCounts &c) {
   const uint64_t n = c.n_nodes;
   if (n == 0 || n > kMaxNodes) return corrupt("node count ", n, " is outside [1, ", kMaxNodes, "]");
-  if (c.n_explicit == 0 || c.n_explicit > n || c.n_heads > c.n_explicit) {
-    return corrupt("inconsistent counts: ", c.n_explicit, " CSR nodes and ", c.n_heads,
-                   " tails for ", n, " nodes");
-  }
   if (c.vocab_size <= 0) return corrupt("vocab_size ", c.vocab_size, " <= 0");
+  if (c.is_string_set()) {
+    // No token-path arrays; the byte trie's tables and the vocabulary
+    // within what their types index.
+    if (c.n_explicit != 0 || c.n_heads != 0 || c.tail_range != 0 || c.tail_base != 0) {
+      return corrupt("a string-set trie has token-path counts (", c.n_explicit, " CSR nodes, ",
+                     c.n_heads, " tails)");
+    }
+    if (c.n_branches > n || c.n_branch_children > 0xFFFFFFFFull) {
+      return corrupt("inconsistent counts: ", c.n_branches, " branching nodes with ",
+                     c.n_branch_children, " children, for ", n, " nodes");
+    }
+    if (c.n_vocab_tokens > static_cast<uint32_t>(c.vocab_size) ||
+        c.n_vocab_bytes > 0xFFFFFFFFull) {
+      return corrupt("the vocabulary has ", c.n_vocab_tokens, " tokens of ", c.n_vocab_bytes,
+                     " bytes for vocab_size ", c.vocab_size);
+    }
+  } else {
+    if (c.n_branches != 0 || c.n_branch_children != 0 || c.n_vocab_bytes != 0) {
+      return corrupt("a token-path trie has string-set counts (", c.n_branches,
+                     " branching nodes, ", c.n_vocab_bytes, " vocabulary bytes)");
+    }
+    if (c.n_explicit == 0 || c.n_explicit > n || c.n_heads > c.n_explicit) {
+      return corrupt("inconsistent counts: ", c.n_explicit, " CSR nodes and ", c.n_heads,
+                     " tails for ", n, " nodes");
+    }
+  }
   if (c.n_terminals > n || c.n_multi > c.n_terminals || c.n_multi_labels > 0xFFFFFFFFull) {
     return corrupt("inconsistent counts: ", c.n_terminals, " terminals, ", c.n_multi,
                    " multi-label terminals, ", c.n_multi_labels, " labels, for ", n, " nodes");
@@ -478,7 +504,7 @@ Status check_counts(const TrieCounts &c) {
   return Status::Ok();
 }
 
-Status validate_trie_arrays(const TrieArrays &a) {
+Status validate_trie_arrays(const TrieArrays &a, bool check_vocab) {
   TM_TRY(check_counts(a));
   Status missing;
   for_each_array(a, [&](const ArrayInfo &info, const auto *p) {
@@ -496,6 +522,10 @@ Status validate_trie_arrays(const TrieArrays &a) {
       return corrupt("stop token ", s, " (", i, ") is out of range [0, vocab_size=", a.vocab_size,
                      ") or out of order");
     }
+  }
+  if (a.is_string_set()) {
+    TM_TRY(validate_string_set(a, check_vocab));
+    return validate_terminals(a);
   }
   const StopSet stops({a.stop_tokens, a.n_stop_tokens});
 
@@ -547,6 +577,12 @@ Status validate_trie_arrays(const TrieArrays &a) {
     }
   }
 
+  return validate_terminals(a);
+}
+
+namespace {
+
+Status validate_terminals(const TrieArrays &a) {
   // Terminal bits and their rank directory.
   {
     uint64_t set = 0;
@@ -584,5 +620,83 @@ Status validate_trie_arrays(const TrieArrays &a) {
   }
   return Status::Ok();
 }
+
+// The depth-first nesting of a byte trie (validate_byte_trie_arrays checks
+// each node's own fields): the ids must be the preorder of the trie its
+// child tables describe. Node n follows n - 1: as its one child (n - 1
+// unary), as its first child (n - 1 a branch, whose first child
+// validate_byte_trie_arrays checked is n), or, after a leaf, as the next
+// child of the deepest branch that still has children to visit; at the end
+// no branch has any left. A stack holds the branches with children left
+// (not every node of a chain), so the pass is O(nodes) with O(depth)
+// memory. Then max_depth is the longest path and max_fanout the most
+// children, both exact.
+Status validate_byte_nesting(const TrieArrays &a, const ByteTrieArrays &b) {
+  struct Branch {
+    uint32_t node;
+    uint32_t next, last;  // children [next, last) of the table are still to come
+    uint64_t depth;
+  };
+  auto bit = [](const uint64_t *bits, uint64_t n) { return (bits[n >> 6] >> (n & 63)) & 1; };
+  std::vector<Branch> open;
+  uint64_t depth = 0, max_depth = 0, k = 0;  // k: branch nodes seen, the next one's rank
+  for (uint64_t n = 1; n < b.n_nodes; ++n) {
+    const uint64_t prev = n - 1;
+    if (bit(b.unary_bits, prev)) {
+      ++depth;
+    } else if (bit(b.branch_bits, prev)) {
+      open.push_back({static_cast<uint32_t>(prev), b.branch_first[k] + 1, b.branch_first[k + 1],
+                      depth});
+      ++k;
+      ++depth;
+    } else {
+      if (open.empty()) {
+        return corrupt("byte trie node ", n, " follows the leaf ", prev,
+                       " but no branch has a child left");
+      }
+      Branch &top = open.back();
+      if (b.child_ids[top.next] != n) {
+        return corrupt("byte trie node ", n, " follows the leaf ", prev, "; the next child of ",
+                       top.node, " is ", b.child_ids[top.next]);
+      }
+      depth = top.depth + 1;
+      if (++top.next == top.last) open.pop_back();
+    }
+    // A branch's children are all visited before its last one's subtree
+    // ends: drop branches whose children are all placed.
+    max_depth = std::max(max_depth, depth);
+  }
+  if (!open.empty()) {
+    return corrupt("byte trie: the child ", b.child_ids[open.back().next], " of node ",
+                   open.back().node, " is never reached in depth-first order");
+  }
+  uint32_t fanout = 0;
+  for (uint64_t i = 0; i < b.n_branches; ++i) {
+    fanout = std::max(fanout, b.branch_first[i + 1] - b.branch_first[i]);
+  }
+  if (fanout == 0) {
+    for (uint64_t w = 0; w < b.words(); ++w) {
+      if (b.unary_bits[w]) fanout = 1;
+    }
+  }
+  if (max_depth != a.max_depth) {
+    return corrupt("max_depth is ", a.max_depth, " but the strings are up to ", max_depth,
+                   " bytes long");
+  }
+  if (fanout != a.max_fanout) {
+    return corrupt("max_fanout is ", a.max_fanout, " but the nodes have up to ", fanout);
+  }
+  return Status::Ok();
+}
+
+Status validate_string_set(const TrieArrays &a, bool check_vocab) {
+  const ByteTrieArrays b = byte_trie_view(a);
+  TM_TRY(validate_byte_trie_arrays(b));
+  TM_TRY(validate_byte_nesting(a, b));
+  if (check_vocab) TM_TRY(check_saved_vocab(saved_vocab(a)));
+  return Status::Ok();
+}
+
+}  // namespace
 
 }  // namespace treemask

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "common/test_util.h"
+#include "treemask/treemask_cuda.h"
 
 namespace {
 
@@ -162,6 +163,35 @@ treemask_status with_batch(const std::function<treemask_status(treemask_batch *)
   return s;
 }
 
+// The vocabulary of the string-set cases: "a", "b", "ab", padded to
+// vocab_size.
+treemask_vocab *make_vocab(int32_t vocab_size) {
+  const uint64_t offsets[] = {0, 1, 2, 4};
+  treemask_vocab *v = nullptr;
+  TM_MUST(treemask_vocab_create(reinterpret_cast<const uint8_t *>("abab"), offsets, 3, nullptr,
+                                vocab_size, &v));
+  return v;
+}
+
+// Runs body on the string set {"ab"} (stop token 9) built with vocab_size.
+treemask_status with_string_set(int32_t vocab_size,
+                                const std::function<treemask_status(treemask_trie *)> &body) {
+  treemask_vocab *v = make_vocab(10);
+  const int32_t stops[] = {9};
+  treemask_trie_options o;
+  treemask_trie_options_init(&o);
+  o.vocab_size = vocab_size;
+  o.stop_tokens = stops;
+  o.n_stop_tokens = 1;
+  const size_t offsets[] = {0, 2};
+  treemask_trie *t = nullptr;
+  treemask_status s = treemask_trie_from_strings(&o, v, "ab", offsets, 1, nullptr, &t);
+  treemask_vocab_free(v);
+  if (s == TREEMASK_OK) s = body(t);
+  treemask_trie_free(t);
+  return s;
+}
+
 // The .tmtrie files the file cases load, made in the scratch directory.
 void make_files() {
   treemask_trie *t = sample_trie();
@@ -177,11 +207,14 @@ void make_files() {
   write_bytes("payload-flipped.tmtrie", payload);
   header[56] ^= 0x01;  // the node count (src/trie/file.h: FileHeader)
   write_bytes("header-flipped.tmtrie", header);
-  version[8] = 4;  // the format version field: a future version
-  write_bytes("version4.tmtrie", version);
+  version[8] = 5;  // the format version field: a future version
+  write_bytes("version5.tmtrie", version);
   write_bytes("empty.tmtrie", "");
   write_bytes("dict.json", R"({"start_token_id": 225, "end_token_id": 2, "prefix_dict": {}})");
   mkdir("directory.tmtrie", 0755);
+  TM_MUST(with_string_set(0, [](treemask_trie *st) {
+    return treemask_trie_save(st, "strings.tmtrie", nullptr);
+  }));
 }
 
 std::vector<Case> cases() {
@@ -290,8 +323,8 @@ std::vector<Case> cases() {
       [] { return load("payload-flipped.tmtrie"); });
   add("`.tmtrie`: one header bit flipped", load_call, TREEMASK_ERR_CORRUPT_FILE,
       [] { return load("header-flipped.tmtrie"); });
-  add("`.tmtrie`: format version 4", load_call, TREEMASK_ERR_VERSION_MISMATCH,
-      [] { return load("version4.tmtrie"); });
+  add("`.tmtrie`: format version 5", load_call, TREEMASK_ERR_VERSION_MISMATCH,
+      [] { return load("version5.tmtrie"); });
   add("`.tmtrie`: unknown load flag", load_call, TREEMASK_ERR_INVALID_ARGUMENT,
       [] { return load("labels.tmtrie", 6); });
 
@@ -380,6 +413,46 @@ std::vector<Case> cases() {
     return treemask_cpu_apply_token_bitmask(logits, static_cast<treemask_dtype>(3), 1, 32, 32, mask,
                                             1, 1, 32, nullptr, 0);
   });
+  // String sets at the byte level (vocabulary "a", "b", "ab"; strings "ab").
+  add("vocabulary: offsets that decrease at token 1", "treemask_vocab_create",
+      TREEMASK_ERR_INVALID_ARGUMENT, [] {
+        const uint64_t offsets[] = {0, 2, 1, 3};
+        treemask_vocab *v = nullptr;
+        return treemask_vocab_create(reinterpret_cast<const uint8_t *>("aab"), offsets, 3, nullptr,
+                                     10, &v);
+      });
+  add("strings: `vocab_size` 12 over a vocabulary of 10", "treemask_trie_from_strings",
+      TREEMASK_ERR_INVALID_ARGUMENT, [] { return with_string_set(12, [](treemask_trie *) {
+        return TREEMASK_OK; }); });
+  add("strings: think mode on a string set", "treemask_matcher_create", TREEMASK_ERR_UNSUPPORTED,
+      [] {
+        return with_string_set(0, [](treemask_trie *t) {
+          treemask_mode_options o;
+          treemask_mode_options_init(&o);
+          const int32_t end[] = {1};
+          o.think_end_tokens = end;
+          o.n_think_end_tokens = 1;
+          o.start_in_thinking = true;
+          treemask_matcher *m = nullptr;
+          return treemask_matcher_create(t, &o.matcher, &m);
+        });
+      });
+  add("strings: a string set uploaded to a GPU", "treemask_cuda_trie_upload",
+      TREEMASK_ERR_UNSUPPORTED, [] {
+        return with_string_set(0, [](treemask_trie *t) {
+          treemask_cuda_trie *d = nullptr;
+          return treemask_cuda_trie_upload(t, nullptr, &d);
+        });
+      });
+  add("strings: `.tmtrie` loaded with another vocabulary", "treemask_trie_load_with_vocab",
+      TREEMASK_ERR_INVALID_ARGUMENT, [] {
+        treemask_vocab *other = make_vocab(11);
+        treemask_trie *t = nullptr;
+        const S s = treemask_trie_load_with_vocab("strings.tmtrie", 0, other, &t);
+        treemask_vocab_free(other);
+        treemask_trie_free(t);
+        return s;
+      });
   return c;
 }
 

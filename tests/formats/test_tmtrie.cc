@@ -484,14 +484,14 @@ TEST_F(TmtrieTest, WrongMagicVersionAndFilesThatAreNotTries) {
   auto bytes = read_bytes(saved_sample(path("s.tmtrie")));
   const std::string f = path("x.tmtrie");
   TrieHandle t;
-  auto v4 = bytes;
-  v4[8] = 4;  // format_version, little-endian
-  write_bytes(f, v4.data(), v4.size());
+  auto v5 = bytes;
+  v5[8] = 5;  // format_version, little-endian
+  write_bytes(f, v5.data(), v5.size());
   EXPECT_EQ(treemask_trie_load(f.c_str(), TREEMASK_LOAD_TRUSTED, &t.p),
             TREEMASK_ERR_VERSION_MISMATCH);
-  EXPECT_NE(last_error().find("format version 4; this library reads version 3"), std::string::npos)
+  EXPECT_NE(last_error().find("format version 5; this library reads version 4"), std::string::npos)
       << last_error();
-  for (unsigned char older : {1, 2}) {  // the formats of earlier releases
+  for (unsigned char older : {1, 2, 3}) {  // the formats of earlier releases
     auto old = bytes;
     old[8] = older;
     write_bytes(f, old.data(), old.size());

@@ -20,6 +20,7 @@
 
 #include "fuzz/mem_file.h"
 #include "fuzz/trie_checks.h"
+#include "strings/string_set.h"
 #include "trie/file.h"
 #include "trie/xxh64.h"
 
@@ -33,7 +34,87 @@ struct BorrowedStorage final : treemask::TrieStorage {};
 // Everything trie.h promises about a built trie's arrays.
 bool bit(const uint64_t *bits, uint64_t i) { return (bits[i / 64] >> (i % 64)) & 1; }
 
+// A string set's byte trie, checked by rebuilding it: a depth-first walk
+// from the root through each node's children (unary: the next id; branch:
+// its table, ascending by byte) must visit ids 0, 1, 2, ... in order, every
+// child labelled with its byte, every leaf an end; the terminal rank and
+// count as for token paths; the vocabulary's offsets ascending to its byte
+// count and its fingerprint the one its tokens hash to.
+bool sound_string_set(const TrieArrays &a) {
+  const uint64_t n = a.n_nodes;
+  if (n == 0 || a.n_explicit != 0 || a.n_heads != 0) return false;
+  std::vector<uint64_t> branch_index(n);
+  for (uint64_t i = 0, k = 0; i < n; ++i) {
+    branch_index[i] = k;
+    k += bit(a.branch_bits, i);
+  }
+  auto children = [&](uint64_t node, std::vector<std::pair<uint8_t, uint64_t>> &out) {
+    out.clear();
+    if (bit(a.unary_bits, node)) {
+      if (bit(a.branch_bits, node) || node + 1 >= n) return false;
+      out.push_back({a.byte_labels[node + 1], node + 1});
+      return true;
+    }
+    if (!bit(a.branch_bits, node)) return bit(a.terminal_bits, node);  // a leaf ends a string
+    const uint64_t k = branch_index[node];
+    if (k >= a.n_branches) return false;
+    const uint32_t first = a.branch_first[k], end = a.branch_first[k + 1];
+    if (end < first + 2 || end > a.n_branch_children) return false;
+    for (uint32_t c = first; c < end; ++c) {
+      if (c > first && a.child_bytes[c] <= a.child_bytes[c - 1]) return false;
+      if (a.child_ids[c] >= n || a.byte_labels[a.child_ids[c]] != a.child_bytes[c]) return false;
+      out.push_back({a.child_bytes[c], a.child_ids[c]});
+    }
+    return true;
+  };
+  // Iterative depth-first walk: the ids it meets must be 0, 1, 2, ...
+  std::vector<std::vector<uint64_t>> pending{{0}};
+  std::vector<std::pair<uint8_t, uint64_t>> kids;
+  uint64_t next_id = 0;
+  while (!pending.empty()) {
+    if (pending.back().empty()) {
+      pending.pop_back();
+      continue;
+    }
+    const uint64_t node = pending.back().back();
+    pending.back().pop_back();
+    if (node != next_id++ || !children(node, kids)) return false;
+    std::vector<uint64_t> level;
+    for (auto it = kids.rbegin(); it != kids.rend(); ++it) level.push_back(it->second);
+    pending.push_back(std::move(level));
+    if (pending.size() > n + 1) return false;
+  }
+  if (next_id != n || a.byte_labels[0] != 0) return false;
+  uint64_t terminals = 0;
+  for (uint64_t node = 0; node < n; ++node) {
+    if (node % 64 == 0 && a.terminal_rank[node / 64] != terminals) return false;
+    terminals += bit(a.terminal_bits, node);
+  }
+  if (terminals != a.n_terminals) return false;
+  const uint32_t nt = a.n_vocab_tokens;
+  if (a.vocab_offsets[0] != 0 || a.vocab_offsets[nt] != a.n_vocab_bytes) return false;
+  treemask::Xxh64 h;
+  h.update("treemask-vocab-1", 16);
+  auto le32 = [&](uint32_t v) {
+    const unsigned char b[4] = {static_cast<unsigned char>(v), static_cast<unsigned char>(v >> 8),
+                                static_cast<unsigned char>(v >> 16),
+                                static_cast<unsigned char>(v >> 24)};
+    h.update(b, 4);
+  };
+  le32(static_cast<uint32_t>(a.vocab_size));
+  le32(nt);
+  for (uint32_t t = 0; t < nt; ++t) {
+    if (a.vocab_offsets[t + 1] < a.vocab_offsets[t] || a.vocab_flags[t] > 1) return false;
+    const uint32_t len = a.vocab_offsets[t + 1] - a.vocab_offsets[t];
+    h.update(&a.vocab_flags[t], 1);
+    le32(len);
+    if (len) h.update(a.vocab_bytes + a.vocab_offsets[t], len);
+  }
+  return h.digest() == *a.vocab_fingerprint;
+}
+
 bool sound(const TrieArrays &a) {
+  if (a.is_string_set()) return sound_string_set(a);
   const uint64_t n = a.n_nodes, ne = a.n_explicit;
   if (n == 0 || ne == 0 || ne > n) return false;
   if (a.node_offsets[0] != 0 || a.node_offsets[ne] != ne - 1) return false;
@@ -104,8 +185,10 @@ void exercise_image(const unsigned char *image, size_t size, uint32_t flags) {
   }
   const TrieArrays &a = parsed.value().arrays;
   FUZZ_CHECK(sound(a));  // the loader's validation is at least as strict
-  treemask::Ref<treemask::Trie> trie = treemask::Ref<treemask::Trie>::adopt(
-      new treemask::Trie(std::make_unique<BorrowedStorage>(), a, size_t{1} << 20));
+  // As a load makes it (a string set gets its vocabulary and walk).
+  auto made = treemask::make_validated_trie(std::make_unique<BorrowedStorage>(), a, size_t{1} << 20);
+  FUZZ_CHECK(made.ok());
+  treemask::Ref<treemask::Trie> trie = made.take_value();
   fuzz::ExerciseLimits limits;
   limits.max_nodes = 256;
   fuzz::exercise_trie(reinterpret_cast<treemask_trie *>(trie.get()), true, limits);

@@ -50,6 +50,11 @@ inline void exercise_modes(treemask_trie *trie, bool sound, bool fill_rows) {
   o.max_new_tokens = 6;
   treemask_matcher *raw = nullptr;
   const treemask_status s = treemask_matcher_create(trie, &o.matcher, &raw);
+  if (treemask_trie_is_string_set(trie)) {
+    // The modes are defined over token paths: a string set refuses them.
+    FUZZ_CHECK(s == TREEMASK_ERR_UNSUPPORTED && raw == nullptr);
+    return;
+  }
   if (s != TREEMASK_OK) {
     // A trie whose every terminal has children has no leaf to end at.
     FUZZ_CHECK(s == TREEMASK_ERR_CORRUPT_FILE || s == TREEMASK_ERR_INVALID_ARGUMENT ||
@@ -81,6 +86,7 @@ inline void exercise_modes(treemask_trie *trie, bool sound, bool fill_rows) {
 inline void exercise_trie(treemask_trie *trie, bool sound, const ExerciseLimits &limits = {}) {
   const int32_t vocab = treemask_trie_vocab_size(trie);
   FUZZ_CHECK(vocab > 0);
+  const bool strings = treemask_trie_is_string_set(trie);
   const bool fill_rows = vocab <= limits.max_row_vocab;
   const size_t words = fill_rows ? treemask_bitmask_words(vocab) : 0;
   std::vector<int32_t> stops(treemask_trie_stop_tokens(trie, nullptr, 0));
@@ -158,15 +164,23 @@ inline void exercise_trie(treemask_trie *trie, bool sound, const ExerciseLimits 
     }
     // forced_tokens: the chain of states that allow exactly one token; its
     // first token is the sole allowed one, and accept_forced_tokens accepts
-    // the whole chain, each step agreeing with the state-array form.
+    // the whole chain, each step agreeing with the state-array form. A
+    // string set's chain tokenizes its forced bytes instead: its first token
+    // is one of the allowed, and there is none where a string may end.
     int32_t forced[8];
     const size_t n_forced = treemask_matcher_forced_tokens(v.m.p, forced, 8);
     if (sound) {
       for (size_t k = 0; k < std::min<size_t>(n_forced, 8); ++k) {
         FUZZ_CHECK(forced[k] >= 0 && forced[k] < vocab);
       }
-      if (n_forced > 0) FUZZ_CHECK(allowed.size() == 1 && allowed[0] == forced[0] && !terminal);
-      if (allowed.size() == 1 && !terminal) FUZZ_CHECK(n_forced > 0);
+      if (strings) {
+        if (n_forced > 0) {
+          FUZZ_CHECK(!terminal && std::binary_search(allowed.begin(), allowed.end(), forced[0]));
+        }
+      } else {
+        if (n_forced > 0) FUZZ_CHECK(allowed.size() == 1 && allowed[0] == forced[0] && !terminal);
+        if (allowed.size() == 1 && !terminal) FUZZ_CHECK(n_forced > 0);
+      }
       treemask_matcher *jump_raw = nullptr;
       FUZZ_CHECK(treemask_matcher_clone(v.m.p, &jump_raw) == TREEMASK_OK);
       testutil::MatcherHandle jump(jump_raw);

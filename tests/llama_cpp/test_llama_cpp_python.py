@@ -129,3 +129,20 @@ def test_readme_python_example():
          namespace)
     choice = namespace["out"]["choices"][0]
     assert choice["finish_reason"] == "stop" and choice["text"][1:] in namespace["labels"], choice
+
+
+def test_a_string_set_in_any_tokenization(llm, labels):
+    """The labels as a string set (issue 23) over the model's token bytes
+    (llama.cpp's pieces; control tokens detokenize to nothing, so they are
+    never text): completions spell a label, in whatever tokenization the
+    model samples (the C test counts how often that is not the canonical)."""
+    n = llm.n_vocab()
+    vocab = treemask.Vocab.from_token_bytes([llm.detokenize([t], special=False) for t in range(n)], n)
+    strings = treemask.Trie.from_strings(labels, vocab, [llm.token_eos()], prefix=" ")
+    label_set = set(labels)
+    for run in range(RUNS // 4):
+        choice = complete(llm, TrieLogitsProcessor(strings), "Article %d: a recipe for sourdough bread. Topic:"
+                          % (run % 7), temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=run)
+        text = choice["text"]
+        assert choice["finish_reason"] == "stop", (run, text, choice["finish_reason"])
+        assert text.startswith(" ") and text[1:] in label_set, (run, text)

@@ -14,7 +14,9 @@
  * tokenized with the model's own vocabulary, and generation runs many times
  * with sampling (1 thread) through [treemask, dist] and [treemask, top_k,
  * temp, dist]; every output must be exactly one label's path followed by a
- * stop token.
+ * stop token. Then the labels as a string set (the model's token bytes read
+ * through llama_token_to_piece): every output spells one label, in any
+ * tokenization, and ends with a stop token.
  *
  * Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0 */
 #define _POSIX_C_SOURCE 200809L /* strdup, clock_gettime */
@@ -554,6 +556,91 @@ static int generate_many(struct llama_context *ctx, const struct llama_vocab *vo
   return distinct;
 }
 
+/* The model's vocabulary at the byte level (issue 23): each token's piece as
+ * llama.cpp decodes it (the bytes it adds to the text), control, added
+ * (user-defined), unused and unknown tokens flagged special. */
+static treemask_vocab *vocab_of(const struct llama_vocab *vocab, int32_t n_vocab) {
+  uint64_t *offsets = (uint64_t *)malloc(((size_t)n_vocab + 1) * sizeof(uint64_t));
+  uint8_t *flags = (uint8_t *)malloc((size_t)n_vocab);
+  size_t cap = (size_t)n_vocab * 8, used = 0;
+  uint8_t *bytes = (uint8_t *)malloc(cap);
+  CHECK(offsets && flags && bytes);
+  const int never_text = LLAMA_TOKEN_ATTR_CONTROL | LLAMA_TOKEN_ATTR_USER_DEFINED |
+                         LLAMA_TOKEN_ATTR_UNUSED | LLAMA_TOKEN_ATTR_UNKNOWN;
+  offsets[0] = 0;
+  for (int32_t t = 0; t < n_vocab; ++t) {
+    flags[t] = (llama_vocab_get_attr(vocab, t) & never_text) ? TREEMASK_TOKEN_SPECIAL : 0;
+    char piece[512];
+    int32_t n = flags[t] ? 0 : llama_token_to_piece(vocab, t, piece, sizeof piece, 0, false);
+    CHECK(n >= 0);
+    if (used + (size_t)n > cap) {
+      cap *= 2;
+      bytes = (uint8_t *)realloc(bytes, cap);
+      CHECK(bytes);
+    }
+    memcpy(bytes + used, piece, (size_t)n);
+    used += (size_t)n;
+    offsets[t + 1] = used;
+  }
+  treemask_vocab *v = NULL;
+  CHECK(treemask_vocab_create(bytes, offsets, (size_t)n_vocab, flags, n_vocab, &v) == TREEMASK_OK);
+  free(bytes);
+  free(flags);
+  free(offsets);
+  return v;
+}
+
+/* Generations through a chain over a string-set trie of the labels (prefix
+ * " "): every output, decoded, must be " " + one label, ended by a stop
+ * token; returns how many were not the label's canonical tokens (the set
+ * allows any tokenization, and a random model takes others). */
+static int generate_strings(struct llama_context *ctx, const struct llama_vocab *vocab,
+                            struct llama_sampler *chain, const label_set *ls, int n_runs) {
+  llama_token prompt[64];
+  const char *text = "Article: a recipe for sourdough bread. Topic:";
+  const int32_t n_prompt =
+      llama_tokenize(vocab, text, (int32_t)strlen(text), prompt, 64, true, false);
+  struct llama_sampler *ours = llama_sampler_chain_get(chain, 0);
+  int other_spellings = 0;
+  for (int run = 0; run < n_runs; ++run) {
+    llama_memory_clear(llama_get_memory(ctx), true);
+    CHECK(llama_decode(ctx, llama_batch_get_one(prompt, n_prompt)) == 0);
+    llama_sampler_reset(ours);
+    char decoded[2048];
+    size_t len = 0;
+    llama_token out[512];
+    size_t n = 0;
+    bool stopped = false;
+    while (n < 500) {
+      llama_token t = llama_sampler_sample(chain, ctx, -1);
+      if (treemask_llama_sampler_is_terminated(ours)) {
+        CHECK(llama_vocab_is_eog(vocab, t));
+        stopped = true;
+        break;
+      }
+      out[n++] = t;
+      char piece[512];
+      const int32_t k = llama_token_to_piece(vocab, t, piece, sizeof piece, 0, false);
+      CHECK(k >= 0 && len + (size_t)k < sizeof decoded);
+      memcpy(decoded + len, piece, (size_t)k);
+      len += (size_t)k;
+      CHECK(llama_decode(ctx, llama_batch_get_one(&t, 1)) == 0);
+    }
+    CHECK(stopped);
+    decoded[len] = 0;
+    long label = -1;
+    for (size_t p = 0; p < ls->n_paths && label < 0; ++p) {
+      if (decoded[0] == ' ' && strcmp(decoded + 1, ls->labels[p]) == 0) label = (long)p;
+    }
+    if (label < 0) fprintf(stderr, "string-set run %d: \"%s\" is no label\n", run, decoded);
+    CHECK(label >= 0);
+    if (find_path(ls, out, n) != label) ++other_spellings;
+  }
+  printf("[treemask string set, dist]: %d generations, every one a label; %d not in the canonical"
+         " tokenization\n", n_runs, other_spellings);
+  return other_spellings;
+}
+
 static void test_model(const char *model_path, const char *labels_path, const char *trie_out) {
   llama_log_set(quiet_log, NULL);
   llama_backend_init();
@@ -645,6 +732,38 @@ static void test_model(const char *model_path, const char *labels_path, const ch
   CHECK(generate_many(ctx, vocab, copy, &ls, max_len, 5, "cloned chain") >= 1);
   llama_sampler_free(copy);
   llama_sampler_free(chain);
+
+  /* The same labels as a string set (any tokenization), through the same
+   * sampler: it takes a string-set trie like any other. */
+  treemask_vocab *bytes_vocab = vocab_of(vocab, n_vocab);
+  size_t total = 0;
+  for (size_t p = 0; p < ls.n_paths; ++p) total += strlen(ls.labels[p]);
+  char *joined = (char *)malloc(total + 1);
+  size_t *string_offsets = (size_t *)malloc((ls.n_paths + 1) * sizeof(size_t));
+  CHECK(joined && string_offsets);
+  string_offsets[0] = 0;
+  for (size_t p = 0; p < ls.n_paths; ++p) {
+    memcpy(joined + string_offsets[p], ls.labels[p], strlen(ls.labels[p]));
+    string_offsets[p + 1] = string_offsets[p] + strlen(ls.labels[p]);
+  }
+  treemask_strings_options so;
+  treemask_strings_options_init(&so);
+  so.prefix = " ";
+  so.prefix_len = 1;
+  treemask_trie_options so_trie = o;
+  so_trie.vocab_size = 0;
+  treemask_trie *strings = NULL;
+  CHECK(treemask_trie_from_strings(&so_trie, bytes_vocab, joined, string_offsets, ls.n_paths, &so,
+                                   &strings) == TREEMASK_OK);
+  treemask_vocab_free(bytes_vocab); /* the trie keeps it */
+  chain = llama_sampler_chain_init(llama_sampler_chain_default_params());
+  llama_sampler_chain_add(chain, treemask_llama_sampler_init(n_vocab, strings, NULL));
+  llama_sampler_chain_add(chain, llama_sampler_init_dist(11));
+  CHECK(generate_strings(ctx, vocab, chain, &ls, runs / 2) > 0);
+  llama_sampler_free(chain);
+  treemask_trie_free(strings);
+  free(joined);
+  free(string_offsets);
 
   treemask_trie_free(trie);
   for (size_t p = 0; p < ls.n_paths; ++p) free(ls.labels[p]);

@@ -717,6 +717,55 @@ def test_hf_beam_search_refuses_a_width_the_gpu_cannot_hold():
 _SKIPS = (_Skipped, pytest.skip.Exception) if pytest is not None else (_Skipped,)
 
 
+def _string_set():
+    """A string set over a vocabulary of every byte plus a few pieces, padded
+    to Qwen's width: any tokenization of its strings."""
+    pieces = [bytes([b]) for b in range(256)] + [b"pos", b"itive", b"positive", b" neg", b"ative"]
+    vocab = treemask.Vocab.from_token_bytes(pieces + [b"<eos>"], 151936, [False] * len(pieces) + [True])
+    eos = len(pieces)
+    return treemask.Trie.from_strings(["positive", "negative", "neutral"], vocab, [eos], prefix=" "), eos
+
+
+def test_string_set_masks_cuda_scores_through_the_host_walk():
+    """A string-set trie on CUDA scores (issue 23): the processor keeps the
+    host walk (no device step walks a vocabulary) and applies its rows on the
+    device; every row equals the matcher's. DeviceTrie, and so the device
+    beam step, refuse it by name."""
+    from treemask.hf import TrieLogitsProcessor
+
+    trie, eos = _string_set()
+    processor = TrieLogitsProcessor(trie, prompt_length=1)
+    assert not processor._device_path(torch.zeros(1, device=DEV))
+    rng = random.Random(31)
+    ids = torch.tensor([[7], [7], [7]], device=DEV)
+    for _ in range(12):
+        out = processor(ids, torch.zeros((3, 151936), device=DEV))
+        assert out.device.type == torch.device(DEV).type
+        next_tokens = []
+        for r in range(3):
+            m = treemask.Matcher(trie)
+            for t in ids[r, 1:].tolist():
+                assert m.accept_token(t)
+            allowed = m.next_tokens()
+            assert torch.nonzero(torch.isfinite(out[r])).flatten().tolist() == allowed
+            next_tokens.append(rng.choice(allowed) if not m.is_terminated() else eos)
+        ids = torch.cat([ids, torch.tensor(next_tokens, device=DEV)[:, None]], dim=1)
+    import treemask.torch as tt
+
+    makers = [lambda: tt.DeviceTrie(trie), lambda: tt.DeviceBeam(trie, 1, 2)]
+    if not HOST_MODE:  # on CPU tensors beam_search takes the host path
+        from treemask.hf import beam_search
+
+        makers.append(lambda: beam_search(None, torch.zeros((1, 2), dtype=torch.long, device=DEV), trie, 2))
+    for make in makers:
+        refused = False
+        try:
+            make()
+        except treemask.UnsupportedError as e:
+            refused = "string-set trie" in str(e)
+        assert refused
+
+
 def main():
     """A runner for machines without pytest: every test_* function in order;
     prints one line per test and `N passed, N failed, N skipped`."""

@@ -2,12 +2,12 @@
 
 For each label set and tokenizer, xgrammar compiles ``root ::= "<prefix+s1>"
 | ...`` and is walked from the root choosing random allowed tokens (so the
-paths are mostly not canonical tokenizations); the C++ engine replays the same
-tokens through ``strings_replay`` (a test tool: the engine has no C API yet).
-At every state the two bitmasks must be equal, the engine must accept every
-token xgrammar accepted, and both must terminate after the stop token. A
-token that xgrammar rejects at a state (one sampled among the masked ones)
-must be masked by the engine too.
+paths are mostly not canonical tokenizations); treemask replays the same
+tokens through its public API (``Vocab.from_tokenizer``,
+``Trie.from_strings``, a ``Matcher``). At every state the two bitmasks must be
+equal, treemask must accept every token xgrammar accepted, and both must
+terminate after the stop token. A token that xgrammar rejects at a state (one
+sampled among the masked ones) must be rejected by treemask too.
 
 Label sets: GeoNames names with prefix " " (a sample: xgrammar compiles 5,000
 in 0.5 s), the Chinese Google product taxonomy with prefix "" (a sample: all
@@ -21,25 +21,19 @@ Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
-import os
-import pathlib
 import random
-import struct
-import subprocess
 import zlib
-from typing import List, Sequence
+from typing import List
 
 import numpy as np
 import pytest
 
-from conftest import SHARED_DATA, SOURCE_ROOT, scaled
+import treemask
+from conftest import SHARED_DATA, scaled
 
 xgr = pytest.importorskip("xgrammar")
 transformers = pytest.importorskip("transformers")
-
-REPLAY = os.environ.get("TREEMASK_STRINGS_REPLAY", "")
 
 TOKENIZERS = {
     # name: (directory, logits width, stop token)
@@ -50,14 +44,6 @@ TOKENIZERS = {
 HANDMADE = ["", "a", "ab", "abc", "abc def", "abcd", 'say "hi"', 'say "hi" twice', "back\\slash", "\\",
             "\\\\n", "tab\tand newline\n", "café", "café au lait", "Zürich", "東京", "東京都", "😀", "😀😀 ok",
             "\u00e9\u0301", "It's", "It's a \"quote\"", "a-b_c.d/e", "0", "00", "001", "100%"]
-
-
-def _bench_module():
-    spec = importlib.util.spec_from_file_location("bench_strings", SOURCE_ROOT / "tests" / "bench" / "bench_strings.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def label_sets() -> dict:
@@ -83,24 +69,7 @@ def ebnf_literal(text: str) -> str:
 def data():
     if not SHARED_DATA.is_dir():
         pytest.skip("%s is absent (a clone without ../shared)" % SHARED_DATA)
-    if not REPLAY or not pathlib.Path(REPLAY).is_file():
-        pytest.skip("TREEMASK_STRINGS_REPLAY names no strings_replay tool (meson sets it)")
     return label_sets()
-
-
-def write_strings(path: pathlib.Path, strings: Sequence[str]) -> None:
-    with open(path, "wb") as f:
-        f.write(struct.pack("<I", len(strings)))
-        for s in strings:
-            b = s.encode("utf-8")
-            f.write(struct.pack("<I", len(b)) + b)
-
-
-def write_sequences(path: pathlib.Path, sequences: Sequence[Sequence[int]]) -> None:
-    with open(path, "wb") as f:
-        f.write(struct.pack("<I", len(sequences)))
-        for seq in sequences:
-            f.write(struct.pack("<I", len(seq)) + struct.pack("<%di" % len(seq), *seq))
 
 
 def xgrammar_walks(matcher_factory, width: int, stop: int, n_walks: int, seed: int):
@@ -140,58 +109,74 @@ def xgrammar_walks(matcher_factory, width: int, stop: int, n_walks: int, seed: i
 
 
 @functools.lru_cache(maxsize=None)
-def tokenizer_files(tokenizer_name: str, directory: pathlib.Path):
-    """The transformers tokenizer, xgrammar's TokenizerInfo and the vocabulary
-    dump of one tokenizer, made once per module."""
+def tokenizer(tokenizer_name: str):
+    """The transformers tokenizer, xgrammar's TokenizerInfo and treemask's
+    Vocab of one tokenizer, made once per module."""
     path, width, stop = TOKENIZERS[tokenizer_name]
     hf = transformers.AutoTokenizer.from_pretrained(str(SHARED_DATA / "tokenizers" / path))
     info = xgr.TokenizerInfo.from_huggingface(hf, vocab_size=width, stop_token_ids=[stop])
-    dump = directory / (tokenizer_name + ".vocab")
-    _bench_module().write_dump(dump, hf, width)
-    return info, dump
-
-
-@pytest.fixture(scope="module")
-def dumps(tmp_path_factory):
-    return tmp_path_factory.mktemp("vocab")
+    return info, treemask.Vocab.from_tokenizer(hf, width)
 
 
 @pytest.mark.parametrize("tokenizer_name", sorted(TOKENIZERS))
 @pytest.mark.parametrize("set_name", ["geonames", "zh-taxonomy", "handmade"])
-def test_masks_equal_xgrammars_along_random_walks(data, dumps, tokenizer_name, set_name, tmp_path):
+def test_masks_equal_xgrammars_along_random_walks(data, tokenizer_name, set_name):
     _, width, stop = TOKENIZERS[tokenizer_name]
     strings, prefix = data[set_name]
-    info, vocab_path = tokenizer_files(tokenizer_name, dumps)
+    info, vocab = tokenizer(tokenizer_name)
     grammar = "root ::= " + " | ".join(ebnf_literal(prefix + s) for s in strings)
     compiled = xgr.GrammarCompiler(info).compile_grammar(grammar)
     walks = xgrammar_walks(lambda: xgr.GrammarMatcher(compiled), width, stop, scaled(25),
                            seed=zlib.crc32((tokenizer_name + set_name).encode()))
 
-    strings_path, seq_path, out_path = (tmp_path / n for n in ("strings", "seq", "out"))
-    write_strings(strings_path, strings)
-    write_sequences(seq_path, [w[0] for w in walks])
-    subprocess.run([REPLAY, str(vocab_path), str(strings_path), prefix.encode("utf-8").hex() or "-", str(stop),
-                    str(seq_path), str(out_path)], check=True)
-    out = out_path.read_bytes()
-    words = (width + 31) // 32
-    at = 0
+    trie = treemask.Trie.from_strings(strings, vocab, [stop], prefix=prefix)
+    ours = treemask.allocate_token_bitmask(1, width)
     states = 0
     for w, (tokens, masks, probes) in enumerate(walks):
+        m = treemask.Matcher(trie)
         for i, token in enumerate(tokens):
-            ours = np.frombuffer(out, dtype=np.uint32, count=words, offset=at)
-            at += 4 * words
-            diff = np.flatnonzero(np.unpackbits((ours ^ masks[i]).view(np.uint8), bitorder="little"))
+            m.fill_next_token_bitmask(ours[0])
+            row = np.asarray(ours[0]).view(np.uint32)
+            diff = np.flatnonzero(np.unpackbits((row ^ masks[i]).view(np.uint8), bitorder="little"))
             assert len(diff) == 0, "walk %d step %d (tokens %s): masks differ at tokens %s" % (
                 w, i, tokens[:i], diff[:10].tolist())
             states += 1
-            kind = out[at]
-            at += 1
-            assert kind == (1 if token == stop else 0), "walk %d step %d: token %d -> %d" % (w, i, token, kind)
             if probes[i] is not None:
                 bad, accepted = probes[i]
                 assert not accepted, "xgrammar accepted token %d that its own mask excludes" % bad
-        assert tokens[-1] == stop  # both ended on the stop token
-    assert at == len(out)
+                probe = m.clone()
+                assert not probe.accept_token(bad), "walk %d step %d: treemask accepts %d" % (w, i, bad)
+            assert m.accept_token(token), "walk %d step %d: treemask rejects %d" % (w, i, token)
+            assert m.is_terminated() == (token == stop), "walk %d step %d: token %d" % (w, i, token)
+        assert tokens[-1] == stop and m.is_terminated()  # both ended on the stop token
+        # After the end both allow the stop token alone.
+        m.fill_next_token_bitmask(ours[0])
+        assert np.flatnonzero(np.unpackbits(np.asarray(ours[0]).view(np.uint8), bitorder="little")).tolist() \
+            == [stop]
     longest = max(len(w[0]) for w in walks)
     print("%s/%s: %d states, longest walk %d tokens" % (tokenizer_name, set_name, states, longest))
     assert states > scaled(25)
+
+
+def test_added_tokens_are_text_to_xgrammar_but_never_to_treemask(data):
+    """The one known difference (README, "Strings: any tokenization or
+    canonical"): xgrammar 0.2.8 matches an added token such as <|im_start|>
+    by its text inside a string; treemask never allows an added token as
+    text (only a stop token, where a string ends), so such a string can
+    still be spelled, but not with the added token."""
+    _, width, stop = TOKENIZERS["qwen2.5"]
+    info, vocab = tokenizer("qwen2.5")
+    im_start = 151644
+    text = "a<|im_start|>b"
+    compiled = xgr.GrammarCompiler(info).compile_grammar("root ::= " + ebnf_literal(text))
+    xm = xgr.GrammarMatcher(compiled)
+    assert xm.accept_token(vocab_token(vocab, b"a"))
+    assert xm.accept_token(im_start)  # xgrammar: the added token is its text
+    m = treemask.Matcher(treemask.Trie.from_strings([text], vocab, [stop]))
+    assert m.accept_token(vocab_token(vocab, b"a"))
+    assert im_start not in m.next_tokens() and not m.clone().accept_token(im_start)
+    assert m.next_tokens()  # the text is still spelled, by ordinary tokens ("<", "<|", ...)
+
+
+def vocab_token(vocab, piece: bytes) -> int:
+    return next(t for t in range(vocab.n_tokens) if vocab.token_bytes(t) == piece)

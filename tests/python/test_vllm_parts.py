@@ -359,3 +359,104 @@ def test_shortest_path_for_the_length_budget(tmp_path, allowed):
     words = treemask.Trie.from_labels(["hello world foo"], lambda t: [ord(c) for c in t.split()[0][:1]]
                                       + list(range(100, 100 + len(t.split()) - 1)), V, [EOS], prefix="")
     assert reg.shortest_path(words) == 3
+
+
+# ---- issue 23: treemask_tokenization "any" (string sets over the model's vocabulary) ------------
+
+
+def byte_vocab():
+    """Every byte a token (ids 0..255), a few longer pieces, EOS and
+    EXTRA_STOP special: what Vocab.from_tokenizer gives for a byte-level BPE."""
+    pieces = [bytes([b]) for b in range(256)] + [b"re", b"red", b"gr", b"een", b"bl", b"ue"]
+    pieces += [b"<%d>" % i for i in range(len(pieces), EXTRA_STOP + 1)]
+    special = [i >= 262 for i in range(len(pieces))]
+    return treemask.Vocab.from_token_bytes(pieces, V, special)
+
+
+def any_model(vocab=None):
+    return ModelInfo(V, [EOS], byte_tokenizer, tokenizer_id="bytes", vocab=vocab or byte_vocab())
+
+
+def test_tokenization_key_is_parsed_and_checked():
+    assert spec(treemask_choices=["a"]).source.tokenization == "canonical"  # the default
+    assert spec(treemask_choices=["a"], treemask_tokenization="any").source.tokenization == "any"
+    assert spec(treemask_choices=["a"], treemask_tokenization="any") != spec(treemask_choices=["a"])
+    with pytest.raises(tk.RequestError, match="treemask_tokenization: want one of 'canonical', 'any', got 'bytes'"):
+        spec(treemask_choices=["a"], treemask_tokenization="bytes")
+    with pytest.raises(tk.RequestError, match="treemask_tokenization applies to treemask_choices only"):
+        spec(treemask_trie="x.tmtrie", treemask_tokenization="any")
+
+
+def test_any_tokenization_is_a_string_set_over_the_models_vocabulary(tmp_path):
+    m = any_model()
+    reg = TrieRegistry(Settings(cache_dir=str(tmp_path / "c")))
+    choices = ["red", "green", "blue"]
+    anyt = reg.trie_for(spec(treemask_choices=choices, treemask_tokenization="any"), m)
+    canonical = reg.trie_for(spec(treemask_choices=choices), m)
+    assert anyt.is_string_set and not canonical.is_string_set
+    assert anyt.vocab == m.vocab and anyt.labels == tuple(choices)
+    # "red" as one token, as "re" + "d", or byte by byte: all allowed.
+    for seq in ([257], [256, ord("d")], [ord("r"), ord("e"), ord("d")]):
+        matcher = treemask.Matcher(anyt)
+        assert matcher.accept_tokens(seq + [EOS]) == len(seq) + 1 and matcher.label_ids() == [0]
+    # The canonical trie allows only the tokenizer's bytes.
+    assert treemask.Matcher(canonical).next_tokens() == sorted(ord(c[0]) for c in choices)
+    # Cached per vocabulary: the same request is one compile.
+    again = reg.trie_for(spec(treemask_choices=choices, treemask_tokenization="any"), m)
+    assert again is anyt and reg.n_choice_compiles == 2
+    # The length check's shortest sequence counts the fewest tokens: "red" is one.
+    assert reg.shortest_path(anyt) == 1 and reg.shortest_path(canonical) == 3
+
+
+def test_the_vocabulary_is_built_once_per_model(monkeypatch):
+    built = []
+    real = treemask.Vocab.from_tokenizer
+
+    def counting(tokenizer, vocab_size=None):
+        built.append(vocab_size)
+        return byte_vocab()
+    monkeypatch.setattr(treemask.Vocab, "from_tokenizer", staticmethod(counting))
+    m = ModelInfo(V, [EOS], byte_tokenizer, tokenizer_id="bytes")
+    reg = TrieRegistry(Settings(cache_dir=""))
+    threads = [threading.Thread(target=reg.trie_for, args=(spec(treemask_choices=["a%d" % i],
+                                                                 treemask_tokenization="any"), m))
+               for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert built == [V] and reg.n_choice_compiles == 8
+    del real
+
+
+def test_a_tokenizer_without_readable_bytes_is_a_clear_error():
+    m = ModelInfo(V, [EOS], byte_tokenizer, tokenizer_id="bytes")  # a bare callable: no token bytes
+    reg = TrieRegistry(Settings(cache_dir=""))
+    with pytest.raises(tk.RequestError, match="treemask_tokenization 'any' needs the bytes of the model's tokens"):
+        reg.trie_for(spec(treemask_choices=["a"], treemask_tokenization="any"), m)
+
+
+def test_the_worker_maps_the_string_set_the_frontend_compiled(tmp_path):
+    s = spec(treemask_choices=["red", "blue"], treemask_tokenization="any", treemask_stop_tokens=[EOS, EXTRA_STOP])
+    frontend = TrieRegistry(Settings(cache_dir=str(tmp_path / "c")))
+    compiled = frontend.trie_for(s, any_model())
+    worker_model = any_model()
+    worker = TrieRegistry(Settings(cache_dir=str(tmp_path / "c")))
+    mapped = worker.trie_for(s, worker_model)
+    assert frontend.n_choice_compiles == 1 and worker.n_choice_compiles == 0
+    assert mapped.is_string_set and mapped.labels == compiled.labels
+    assert mapped.stop_tokens == [EOS, EXTRA_STOP]
+    # Another vocabulary (same size) never maps it; nor does the canonical list.
+    other = ModelInfo(V, [EOS], byte_tokenizer, tokenizer_id="bytes", vocab=treemask.Vocab.from_token_bytes(
+        [bytes([b]) for b in range(256)], V))
+    assert worker.trie_for(s, other).vocab == other.vocab and worker.n_choice_compiles == 1
+    worker.trie_for(spec(treemask_choices=["red", "blue"], treemask_stop_tokens=[EOS, EXTRA_STOP]), worker_model)
+    assert worker.n_choice_compiles == 2
+
+
+def test_any_tokenization_takes_the_same_caps():
+    limits = Settings(max_choices=3, max_choice_bytes=10)
+    with pytest.raises(tk.RequestError, match="more than this server's limit of 3"):
+        tk.parse_extra_args({"treemask_choices": ["a"] * 4, "treemask_tokenization": "any"}, limits)
+    with pytest.raises(tk.RequestError, match="limit of 10 UTF-8 bytes"):
+        tk.parse_extra_args({"treemask_choices": ["abcdefgh", "ijk"], "treemask_tokenization": "any"}, limits)

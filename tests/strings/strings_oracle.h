@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -115,5 +116,33 @@ struct SetModel {
     return out;
   }
 };
+
+// A random vocabulary over an alphabet: 4..63 tokens of 1..6 bytes (many
+// of one), some duplicates, some special or empty, sometimes every single
+// byte, and a padded vocab_size.
+inline VocabModel random_vocab(std::mt19937_64 &rng, const std::string &alphabet) {
+  VocabModel v;
+  const size_t n = 4 + rng() % 60;
+  for (size_t i = 0; i < n; ++i) {
+    std::string t(1 + rng() % 6, ' ');
+    for (auto &c : t) c = alphabet[rng() % alphabet.size()];
+    if (rng() % 3 == 0) t.resize(1);  // plenty of short tokens
+    // Duplicates of an earlier token's bytes.
+    if (i > 0 && rng() % 12 == 0) t = v.tokens[rng() % i];
+    v.tokens.push_back(t);
+    uint8_t flags = rng() % 15 == 0 ? treemask::kTokenSpecial : 0;
+    if (rng() % 40 == 0) v.tokens.back().clear();
+    v.flags.push_back(flags);
+  }
+  // Sometimes every single byte, so that every string can be spelled.
+  if (rng() % 2) {
+    for (char c : alphabet) {
+      v.tokens.push_back(std::string(1, c));
+      v.flags.push_back(0);
+    }
+  }
+  v.vocab_size = static_cast<int32_t>(v.tokens.size() + rng() % 40);  // padded
+  return v;
+}
 
 }  // namespace strings_oracle

@@ -124,7 +124,35 @@ def test_stop_token_the_generation_config_does_not_list(llm, tiny_model, tries):
         assert c.token_ids[-1] == extra_stop
 
 
+def test_any_tokenization_choices(llm, tiny_model):
+    """treemask_tokenization "any": sampled outputs spell a choice in any
+    tokenization (the random model picks among every allowed token, so the
+    paths are mostly not the tokenizer's), each ending with the stop token;
+    the canonical list of the same choices allows only canonical paths."""
+    _, tokenizer, info = tiny_model
+    eos = info["eos"]
+    vocab = treemask.Vocab.from_tokenizer(tokenizer, VOCAB)
+    choices = FRUITS + ["passion", "pass"]
+    string_set = treemask.Trie.from_strings(choices, vocab, [eos], prefix=" ")
+    canonical = treemask.Trie.from_labels(choices, tokenizer, VOCAB, [eos], prefix=" ")
+    params = SamplingParams(max_tokens=24, temperature=1.5, n=8, seed=11, extra_args={
+        "treemask_choices": choices, "treemask_prefix": " ", "treemask_tokenization": "any"})
+    outputs = llm.generate(["Pick a fruit:", "Another one:"], params)
+    non_canonical = 0
+    for out in outputs:
+        for c in out.outputs:
+            check_constrained(c, string_set, 24)
+            assert tokenizer.decode(c.token_ids[:-1]).strip() in choices
+            non_canonical += not complete_path(canonical, list(c.token_ids))
+    assert non_canonical > 0  # a sampled spelling the canonical list would refuse
+    greedy = SamplingParams(max_tokens=24, temperature=0, extra_args={
+        "treemask_choices": choices, "treemask_prefix": " ", "treemask_tokenization": "canonical"})
+    for c in llm.generate(["Pick a fruit:"], greedy)[0].outputs:
+        check_constrained(c, canonical, 24)
+
+
 @pytest.mark.parametrize("extra, message", [
+    ({"treemask_choices": ["a"], "treemask_tokenization": "bpe"}, "treemask_tokenization: want one of"),
     ({"treemask_trie": "/nonexistent/catalog.tmtrie"}, "no trie file of that name is available"),
     ({"treemask_choices": ["a b c d e f g"], "max_tokens": 2}, "cannot hold the trie's shortest sequence"),
     ({"treemask_choices": ["a"], "treemask_trie": "x.tmtrie"}, "exactly one of"),

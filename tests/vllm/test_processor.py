@@ -663,3 +663,45 @@ def test_vllm_builds_no_custom_processor_under_speculative_decoding():
     config.speculative_config = None
     procs = build_logitsprocs(config, torch.device("cpu"), False, False, ())
     assert any(isinstance(p, tv.TrieLogitsProcessor) for p in procs.all)
+
+
+# ---- issue 23: choice lists in any tokenization --------------------------------
+
+
+def byte_vocab():
+    pieces = [bytes([b]) for b in range(256)] + [b"re", b"red", b"gr", b"een"]
+    pieces += [b"<%d>" % i for i in range(len(pieces), EXTRA_STOP + 1)]
+    return treemask.Vocab.from_token_bytes(pieces, V, [i >= 260 for i in range(len(pieces))])
+
+
+def test_any_tokenization_rows_walk_the_bytes_without_a_length_budget():
+    proc = make_processor()
+    proc.model._vocab = byte_vocab()
+    out = []
+    extra = {"treemask_choices": ["red", "green"], "treemask_tokenization": "any"}
+    proc.update_state(BatchUpdate(batch_size=1, removed=[], moved=[], added=[
+        (0, params(max_tokens=2, **extra), None, out)]))
+    # Every spelling's first token; a budget of 2 tokens cuts none of them
+    # (a string set has no length budget: "g" "r" "e" "e" "n" stays allowed).
+    _, logits = step(proc, 1)
+    assert allowed(logits[0]) == {ord("r"), ord("g"), 256, 257, 258}
+    for t in (ord("g"), ord("r")):
+        out.append(t)
+        _, logits = step(proc, 1)
+    assert allowed(logits[0]) == {ord("e"), 259}
+    out.append(259)
+    _, logits = step(proc, 1)
+    assert allowed(logits[0]) == {EOS}
+
+
+def test_any_tokenization_is_validated_at_submission():
+    frontend_processor = InputProcessor()
+    model = tv.model.model_of_input_processor(frontend_processor)
+    model._vocab = byte_vocab()
+    extra = {"treemask_choices": ["red", "green"], "treemask_tokenization": "any"}
+    # "red" is one token: a max_tokens of 2 holds it and its stop token.
+    frontend_processor.validate(SamplingParams(max_tokens=2, extra_args=extra))
+    with pytest.raises(ValueError, match=re.escape("shortest sequence (1 tokens)")):
+        frontend_processor.validate(SamplingParams(max_tokens=1, extra_args=extra))
+    with pytest.raises(ValueError, match="treemask_tokenization: want one of 'canonical', 'any'"):
+        frontend_processor.validate(SamplingParams(extra_args={**extra, "treemask_tokenization": "utf8"}))

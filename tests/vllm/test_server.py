@@ -90,6 +90,21 @@ def test_chat_completions_with_a_choice_list(server):
     assert c["message"]["content"] in ANIMALS, c
 
 
+def test_chat_completions_with_any_tokenization(server):
+    r = post(server, "/v1/chat/completions", {
+        "model": "tiny", "messages": [{"role": "user", "content": "Name an animal."}], "max_tokens": 24,
+        "temperature": 1.5, "seed": 3, "n": 4,
+        "vllm_xargs": {"treemask_choices": ANIMALS, "treemask_tokenization": "any"}})
+    assert r.status_code == 200, r.text
+    for c in r.json()["choices"]:
+        assert c["finish_reason"] == "stop", c
+        assert c["message"]["content"] in ANIMALS, c
+    bad = post(server, "/v1/chat/completions", {
+        "model": "tiny", "messages": [{"role": "user", "content": "x"}], "max_tokens": 8,
+        "vllm_xargs": {"treemask_choices": ANIMALS, "treemask_tokenization": "bytes"}})
+    assert bad.status_code == 400 and "treemask_tokenization: want one of" in error_message(bad), bad.text
+
+
 def test_unconstrained_request_is_untouched(server):
     body = {"model": "tiny", "prompt": "Hello", "max_tokens": 8, "temperature": 0}
     r = post(server, "/v1/completions", body)

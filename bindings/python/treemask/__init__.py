@@ -1,7 +1,8 @@
 """treemask: constrain LLM generation to a fixed set of token sequences.
 
 A :class:`Trie` holds the allowed token sequences (taxonomy labels, entity
-names, semantic IDs, an RTP-LLM ``prefix_dict``); a :class:`Matcher` follows
+names, semantic IDs, an RTP-LLM ``prefix_dict``), or a set of strings in any
+tokenization over a :class:`Vocab` (:meth:`Trie.from_strings`); a :class:`Matcher` follows
 one sequence and fills xgrammar-layout next-token bitmasks;
 :class:`BatchMatcher` fills and advances many rows in one call;
 :func:`apply_token_bitmask_inplace` masks numpy arrays or torch tensors.
@@ -28,6 +29,7 @@ from .errors import (BufferTooSmallError, CorruptFileError, Error, FileError, In
 from .log import LOG_ERROR, LOG_INFO, LOG_WARNING, log_to_logging, set_log_callback
 from .matcher import ExclusionSet, Matcher, MatcherCounters
 from .trie import STATE_FAILED, STATE_ROOT, STATE_TERMINATED, SkippedLabel, Trie, TrieStats
+from .vocab import Vocab
 
 __version__ = _ffi.string(_lib.treemask_version_string()).decode("ascii")
 
@@ -58,10 +60,12 @@ EXPERIMENTAL = frozenset({
     "BatchMatcher.beam_step",
     # the CUDA device trie and its steps
     "torch.DeviceTrie",
+    # string sets at the byte level
+    "Vocab", "Trie.from_strings", "Trie.is_string_set", "Trie.vocab", "Trie.load(vocab=)",
 })
 
 __all__ = [
-    "Trie", "TrieStats", "SkippedLabel", "Matcher", "MatcherCounters", "BatchMatcher", "ExclusionSet",
+    "Trie", "TrieStats", "SkippedLabel", "Vocab", "Matcher", "MatcherCounters", "BatchMatcher", "ExclusionSet",
     "set_log_callback", "log_to_logging", "LOG_INFO", "LOG_WARNING", "LOG_ERROR",
     "allocate_token_bitmask", "get_bitmask_shape", "reset_token_bitmask", "apply_token_bitmask_inplace",
     "apply_token_bitmask",

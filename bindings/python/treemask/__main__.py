@@ -16,6 +16,18 @@ first one is an error). The tokenizer is a ``tokenizer.json`` file (the
 must not be one of the inputs (the labels file, the tokenizer file or a file
 of the tokenizer directory): that is a usage error, never an overwrite.
 
+    python -m treemask compile-strings STRINGS.txt --tokenizer tokenizer.json \\
+        --vocab-size V --stop-tokens ID[,ID...] -o out.tmtrie [--prefix P]
+
+compile-strings reads the strings the same way (one per line, UTF-8, byte-order
+mark and line ends not part of them, blank lines skipped) and builds a string
+set at the byte level (``Trie.from_strings``): any tokenization of
+``prefix + string`` is allowed, as engines match ``choice``; the prefix
+defaults to none. No string is tokenized, so none is skipped; the tokenizer
+gives the vocabulary (each token's bytes), which the .tmtrie holds, with the
+strings as label names (string i carries label i). The same rule keeps the
+output from being an input.
+
 Exit status: 0 ok, 1 bad input, 2 usage.
 
 Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
@@ -28,7 +40,7 @@ import sys
 import time
 from typing import Any, List, NoReturn, Optional
 
-from . import Error, Trie
+from . import Error, Trie, Vocab
 
 
 def escape_for_terminal(text: str) -> str:
@@ -111,14 +123,15 @@ class _Progress:
             sys.stderr.write("\r%70s\r" % "")
 
 
-def _refuse_output_that_is_an_input(output: str, labels: str, tokenizer: str) -> None:
+def _refuse_output_that_is_an_input(output: str, labels: str, tokenizer: str,
+                                    labels_name: str = "the labels file") -> None:
     """_Usage if output is (the same file as) the labels file, the tokenizer
     file or a file of the tokenizer directory: save() would replace it."""
     try:
         out = os.stat(output)
     except OSError:
         return  # a new file: no input can be it
-    inputs = [("the labels file", labels), ("the --tokenizer file", tokenizer)]
+    inputs = [(labels_name, labels), ("the --tokenizer file", tokenizer)]
     if os.path.isdir(tokenizer):
         inputs += [("a file of the --tokenizer directory", e.path) for e in os.scandir(tokenizer)]
     for what, path in inputs:
@@ -183,7 +196,59 @@ def compile_labels(argv: List[str]) -> int:
     return 0
 
 
-_COMMANDS = {"compile-labels": compile_labels}
+def compile_strings(argv: List[str]) -> int:
+    parser = _Parser(prog="python -m treemask compile-strings",
+                     description="Strings (one per line) -> a .tmtrie that allows any tokenization of each.")
+    parser.add_argument("strings", help="UTF-8 text file, one string per line")
+    parser.add_argument("--tokenizer", required=True, help="tokenizer.json, or a transformers tokenizer directory")
+    parser.add_argument("--vocab-size", required=True, type=int, help="the model's vocabulary size (logits width)")
+    parser.add_argument("--stop-tokens", required=True, help="EOS id(s), comma-separated")
+    parser.add_argument("-o", "--output", required=True, help="the .tmtrie to write")
+    parser.add_argument("--prefix", default="", help='put before each string (default none; " " for a string'
+                        " that follows a word)")
+    args = parser.parse_args(argv)
+    try:
+        stops = _int_list("--stop-tokens", args.stop_tokens)
+        _refuse_output_that_is_an_input(args.output, args.strings, args.tokenizer, "the strings file")
+        try:
+            # utf-8-sig: a byte-order mark is not part of the first string.
+            with open(args.strings, encoding="utf-8-sig") as f:
+                strings = [line.rstrip("\r\n") for line in f]
+        except (OSError, UnicodeDecodeError) as e:
+            print("python -m treemask: %s: %s" % (args.strings, escape_for_terminal(str(e))), file=sys.stderr)
+            return 1
+        strings = [s for s in strings if s.strip()]
+        if not strings:
+            print("python -m treemask: %s: no strings (the file is empty or has only blank lines)"
+                  % escape_for_terminal(args.strings), file=sys.stderr)
+            return 1
+        tokenizer = _load_tokenizer(args.tokenizer)
+    except _Usage as e:
+        parser.print_usage(sys.stderr)
+        print("python -m treemask: %s" % escape_for_terminal(str(e)), file=sys.stderr)
+        return 2
+    started = time.monotonic()
+    try:
+        vocab = Vocab.from_tokenizer(tokenizer, args.vocab_size)
+        trie = Trie.from_strings(strings, vocab, stops, prefix=args.prefix)
+        trie.save(args.output)
+    except Error as e:
+        print("python -m treemask: %s" % escape_for_terminal(str(e)), file=sys.stderr)
+        return 1
+    stats = trie.stats()
+    print("compiled %d strings from %s in %.2f s -> %s (any tokenization; %d byte-trie nodes, vocabulary %016x)"
+          % (len(strings), escape_for_terminal(args.strings), time.monotonic() - started,
+             escape_for_terminal(args.output), stats.n_nodes, vocab.fingerprint))
+    return 0
+
+
+_COMMANDS = {"compile-labels": compile_labels, "compile-strings": compile_strings}
+_USAGE = {
+    "compile-labels": "python -m treemask compile-labels LABELS.txt --tokenizer tokenizer.json --vocab-size V "
+                      "--stop-tokens ID -o out.tmtrie [--prefix P] [--strict]",
+    "compile-strings": "python -m treemask compile-strings STRINGS.txt --tokenizer tokenizer.json --vocab-size V "
+                       "--stop-tokens ID -o out.tmtrie [--prefix P]",
+}
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -192,8 +257,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         out = sys.stdout if argv and argv[0] in ("-h", "--help") else sys.stderr
         if argv and argv[0] not in ("-h", "--help"):
             print("python -m treemask: unknown command %s" % escape_for_terminal(repr(argv[0])), file=sys.stderr)
-        print("usage: python -m treemask compile-labels LABELS.txt --tokenizer tokenizer.json "
-              "--vocab-size V --stop-tokens ID -o out.tmtrie [--prefix P] [--strict]", file=out)
+        print("usage: " + "\n       ".join(_USAGE.values()), file=out)
         return 0 if out is sys.stdout else 2
     return _COMMANDS[argv[0]](argv[1:])
 

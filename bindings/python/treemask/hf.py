@@ -22,7 +22,7 @@ import numpy as np
 
 from . import _buffers
 from .bitmask import apply_token_bitmask, cuda_available
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, UnsupportedError
 from .failure_policy import ADAPTER_DEFAULT, failure_policy_code
 from .trie import STATE_ROOT, STATE_TERMINATED, Trie
 
@@ -92,6 +92,11 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
     synchronisation, no trie walk on the host; the states are exactly the
     host path's. Where this libtreemask has no usable CUDA, the host path
     fills a pinned bitmask, copies it up and masks with torch.
+
+    A string-set trie (:meth:`Trie.from_strings`) always takes the host path:
+    its masks come from a walk of the vocabulary's token trie, which only the
+    host runs; the device applies them (a pinned bitmask copied up, then the
+    CUDA apply kernel).
     """
 
     def __init__(self, trie: Trie, prompt_length: Optional[int] = None, *, pad_token_id: Optional[int] = None,
@@ -233,7 +238,7 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
     def _device_path(self, scores: Any) -> bool:
         """Whether scores are masked by the device path: a CUDA tensor and a
         libtreemask with usable CUDA (asked once)."""
-        if scores.device.type != "cuda":
+        if scores.device.type != "cuda" or self.trie.is_string_set:
             return False
         if self._cuda_usable is None:
             self._cuda_usable = cuda_available()
@@ -531,6 +536,10 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
     if n_slots == 0:
         return BeamSearchOutput(input_ids.new_zeros((0, prompt_length)),
                                 torch.zeros(0, dtype=torch.float32, device=input_ids.device))
+    if input_ids.device.type == "cuda" and trie.is_string_set:
+        raise UnsupportedError("beam_search: a string-set trie (Trie.from_strings) has no device beam step: its"
+                               " candidates come from a walk of the vocabulary on the host; run the search on"
+                               " CPU tensors, or build the trie with Trie.from_labels")
     _check_beam_memory(model, trie, n_requests, B, max_new_tokens, input_ids.device)
     if input_ids.device.type == "cuda":
         return _beam_search_device(model, input_ids, trie, B, R, max_new_tokens, attention_mask, pad_token_id)

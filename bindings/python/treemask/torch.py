@@ -123,7 +123,8 @@ class DeviceTrie:
     stream (the device arrays are immutable; :meth:`beam_step` keeps one
     scratch buffer per stream).
 
-    Raises UnsupportedError when this libtreemask has no usable CUDA.
+    Raises UnsupportedError when this libtreemask has no usable CUDA, and for
+    a string-set trie (its masks come from a walk on the host).
     """
 
     __slots__ = ("_ptr", "device", "vocab_size", "bitmask_words", "_workspace", "__weakref__")
@@ -131,6 +132,10 @@ class DeviceTrie:
     def __init__(self, trie: Trie, device: Union[torch.device, str, int, None] = None) -> None:
         if not isinstance(trie, Trie):
             raise InvalidArgumentError("trie must be a treemask.Trie, got %s" % type(trie).__name__)
+        if trie.is_string_set:
+            raise UnsupportedError("DeviceTrie: a string-set trie (Trie.from_strings) cannot be uploaded: the device"
+                                   " steps walk token paths only; fill its rows on the host (Matcher,"
+                                   " Trie.fill_states) and apply them on the device (apply_token_bitmask_inplace)")
         if not cuda_available():
             raise UnsupportedError("DeviceTrie needs CUDA: this libtreemask was built without it or finds no"
                                    " usable device (treemask.cuda_available() is False)")

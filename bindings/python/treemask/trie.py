@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Callable, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -14,6 +14,9 @@ from . import _buffers
 from ._ffi import ffi, lib
 from .errors import InvalidArgumentError, OutOfRangeError, raise_status
 from .failure_policy import LIBRARY_DEFAULT, failure_policy_code
+
+if TYPE_CHECKING:
+    from .vocab import Vocab
 
 __all__ = ["Trie", "TrieStats", "SkippedLabel", "STATE_ROOT", "STATE_TERMINATED", "STATE_FAILED", "failure_policy_code"]
 
@@ -154,7 +157,8 @@ class Trie:
     _skipped_labels: List[str]
 
     def __init__(self) -> None:
-        raise TypeError("use Trie.from_paths, from_labels, from_rtp_json, from_rtp_tsv, from_jsonl or load")
+        raise TypeError("use Trie.from_paths, from_labels, from_strings, from_rtp_json, from_rtp_tsv, from_jsonl"
+                        " or load")
 
     @classmethod
     def _adopt(cls, out, labels: Optional[Sequence[str]] = None,
@@ -289,6 +293,91 @@ class Trie:
         return trie
 
     @classmethod
+    def from_strings(cls, strings: Sequence[Union[str, bytes]], vocab: "Vocab",
+                     stop_tokens: Union[int, Iterable[int]], *, prefix: Union[str, bytes] = "",
+                     labels: Optional[Iterable[int]] = None, dense_row_cache_bytes: Optional[int] = None,
+                     no_labels: bool = False) -> "Trie":
+        """A string set at the byte level: any tokenization of
+        ``prefix + strings[i]`` is allowed (``pos`` + ``itive`` as well as
+        ``positive``), as engines match ``choice`` (xgrammar, llguidance,
+        outlines). No tokenizer runs: the strings' bytes are matched against
+        ``vocab``'s tokens as the sequence goes (150k names build in ~30 ms).
+
+        Token t is allowed iff its bytes spell a path from the state in the
+        byte trie of the strings (it may end inside a string, or run from one
+        string's end into a longer one); a stop token iff a string ends at
+        the state. Special and added tokens, tokens without bytes and padded
+        ids are never allowed as text; a stop token is only ever a stop token.
+        :meth:`from_labels` is the other semantics: each label's canonical
+        tokenization only.
+
+        Args:
+            strings: ``str`` (UTF-8 encoded) or ``bytes``; duplicates merge,
+                the empty string lets the sequence end right after ``prefix``.
+            vocab: a :class:`treemask.Vocab` (shared: build it once per model).
+            stop_tokens: the model's EOS id(s).
+            prefix: put before every string (``" "`` for a label that follows
+                a word, as SentencePiece and GPT-style tokenizers spell it).
+            labels: an integer label id per string (default: string i carries
+                label i; :meth:`label` maps it back to the string).
+            dense_row_cache_bytes: budget of the cache of expensive rows (the
+                root's, default 64 MiB; 0 disables).
+            no_labels: terminals carry no label ids.
+
+        The trie works with :class:`Matcher`, :class:`BatchMatcher`, the state
+        arrays, the beam step and top-k, :mod:`treemask.hf` and
+        :mod:`treemask.llama_cpp`; the decoding modes but
+        ``override_stop_tokens``, exclusion sets and the CUDA device trie
+        refuse it (``UnsupportedError``). Its state is a node of the byte trie.
+
+        Raises InvalidArgumentError / OutOfRangeError naming the string or
+        the argument.
+        """
+        from .vocab import Vocab
+
+        if not isinstance(vocab, Vocab):
+            raise InvalidArgumentError("vocab must be a treemask.Vocab (Vocab.from_tokenizer), got %s"
+                                       % type(vocab).__name__)
+        if isinstance(strings, (str, bytes)):
+            raise InvalidArgumentError("strings: want a sequence of strings, got one %s" % type(strings).__name__)
+        strings = list(strings)
+        if not strings:
+            raise InvalidArgumentError("no strings: a trie needs at least one string")
+        data, lengths = _utf8_concat(strings)
+        if isinstance(prefix, str):
+            prefix_bytes = prefix.encode("utf-8")
+        elif isinstance(prefix, (bytes, bytearray)):
+            prefix_bytes = bytes(prefix)
+        else:
+            raise InvalidArgumentError("prefix is %s, not a str or bytes" % type(prefix).__name__)
+        offsets = np.zeros(len(strings) + 1, dtype=np.uintp)
+        np.cumsum(lengths, out=offsets[1:])
+        del lengths
+        stops = _stop_token_list(stop_tokens)
+        opts = _options(vocab.vocab_size, stops, dense_row_cache_bytes)
+        opts.no_labels = 1 if no_labels else 0
+        sopts = ffi.new("treemask_strings_options *")
+        lib.treemask_strings_options_init(sopts)
+        prefix_c = ffi.from_buffer("char[]", prefix_bytes) if prefix_bytes else ffi.NULL
+        sopts.prefix = prefix_c
+        sopts.prefix_len = len(prefix_bytes)
+        if labels is not None:
+            label_arr = _buffers.int64_array(list(labels), "labels")
+            if label_arr.size != len(strings):
+                raise InvalidArgumentError("labels has %d entries for %d strings" % (label_arr.size, len(strings)))
+            sopts.label_ids = _buffers.host_buffer(label_arr, "int64_t[]")
+        out = ffi.new("treemask_trie **")
+        status = lib.treemask_trie_from_strings(opts, vocab._ptr, ffi.from_buffer("char[]", data) if data else ffi.NULL,
+                                                _buffers.host_buffer(offsets, "size_t[]"), len(strings), sopts, out)
+        if status:
+            raise_status(status)
+        names = None
+        if labels is None and not no_labels:
+            names = strings if all(isinstance(s, str) for s in strings) else \
+                [s if isinstance(s, str) else s.decode("utf-8", "replace") for s in strings]
+        return cls._adopt(out, names)
+
+    @classmethod
     def from_rtp_json(cls, source: Union[bytes, str, "os.PathLike[str]"], vocab_size: int,
                       stop_tokens: Union[int, Iterable[int], None] = None, *,
                       rtp_llm_defaults: bool = False, rtp_compat: bool = False) -> "Trie":
@@ -378,17 +467,29 @@ class Trie:
         return cls._adopt(out)
 
     @classmethod
-    def load(cls, path: StrPath, *, trusted: bool = False) -> "Trie":
+    def load(cls, path: StrPath, *, trusted: bool = False, vocab: Optional["Vocab"] = None) -> "Trie":
         """Maps a ``.tmtrie`` file written by :meth:`save` (or ``treemask
         compile``). ``trusted=True`` skips only the payload checksum (the
         linear structural check of the arrays still runs). Label names saved with the trie
         come back.
 
+        A string-set file (:meth:`from_strings`) holds its vocabulary, which
+        the load rebuilds; ``vocab`` shares one instead (its fingerprint must
+        be the file's, else InvalidArgumentError naming both). A token-path
+        file ignores ``vocab``.
+
         Raises FileError, CorruptFileError, VersionMismatchError.
         """
+        from .vocab import Vocab
+
+        if vocab is not None and not isinstance(vocab, Vocab):
+            raise InvalidArgumentError("vocab must be a treemask.Vocab or None, got %s" % type(vocab).__name__)
         out = ffi.new("treemask_trie **")
         flags = lib.TREEMASK_LOAD_TRUSTED if trusted else 0
-        status = lib.treemask_trie_load(_fs_path(path), flags, out)
+        if vocab is not None:
+            status = lib.treemask_trie_load_with_vocab(_fs_path(path), flags, vocab._ptr, out)
+        else:
+            status = lib.treemask_trie_load(_fs_path(path), flags, out)
         if status:
             raise_status(status)
         trie = cls._adopt(out)
@@ -433,6 +534,20 @@ class Trie:
     def vocab_size(self) -> int:
         """The vocab_size the trie was built with."""
         return lib.treemask_trie_vocab_size(self._ptr)
+
+    @property
+    def is_string_set(self) -> bool:
+        """True for a string set at the byte level (:meth:`from_strings`):
+        any tokenization of its strings; False for token paths."""
+        return bool(lib.treemask_trie_is_string_set(self._ptr))
+
+    @property
+    def vocab(self) -> Optional["Vocab"]:
+        """The vocabulary of a string-set trie (shared), or None."""
+        from .vocab import Vocab
+
+        ptr = lib.treemask_trie_vocab(self._ptr)
+        return Vocab._borrow(ptr) if ptr != ffi.NULL else None
 
     @property
     def bitmask_words(self) -> int:
@@ -520,9 +635,37 @@ class Trie:
 
     def __repr__(self) -> str:
         s = self.stats()
-        return "<treemask.Trie vocab_size=%d nodes=%d terminals=%d max_depth=%d%s>" % (
-            self.vocab_size, s.n_nodes, s.n_terminals, s.max_depth,
+        return "<treemask.Trie%s vocab_size=%d nodes=%d terminals=%d max_depth=%d%s>" % (
+            " string set" if self.is_string_set else "", self.vocab_size, s.n_nodes, s.n_terminals, s.max_depth,
             " labels=%d" % len(self._labels) if self._labels is not None else "")
+
+
+def _utf8_concat(strings: List[Any]) -> Tuple[bytes, np.ndarray]:
+    """The strings' UTF-8 bytes in one buffer and each one's length, without a
+    bytes object per string where they are all str (a million short strings
+    would take ~40 MB of object headers)."""
+    for i, item in enumerate(strings):
+        if not isinstance(item, (str, bytes, bytearray)):
+            raise InvalidArgumentError("strings[%d] is %s, not a str or bytes" % (i, type(item).__name__))
+    try:
+        if all(isinstance(item, str) for item in strings):
+            data = "".join(strings).encode("utf-8")
+            lengths = np.fromiter((len(item) if item.isascii() else len(item.encode("utf-8")) for item in strings),
+                                  dtype=np.uintp, count=len(strings))
+            return data, lengths
+        encoded = [item.encode("utf-8") if isinstance(item, str) else bytes(item) for item in strings]
+    except UnicodeEncodeError:
+        bad = next(i for i, item in enumerate(strings) if isinstance(item, str) and not _encodable(item))
+        raise InvalidArgumentError("strings[%d] is not valid Unicode text (a lone surrogate)" % bad) from None
+    return b"".join(encoded), np.fromiter(map(len, encoded), dtype=np.uintp, count=len(encoded))
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
 
 
 def _state_array(states: Any, writable: bool) -> np.ndarray:

@@ -25,6 +25,10 @@ struct DeviceTrie {
 
 namespace {
 
+// The arrays the plain rule reads (trie/layout.h: kPlain and kDerived); a
+// device never reads the host-only ones or a vocabulary.
+bool on_device_kind(ArrayKind kind) { return kind == ArrayKind::kPlain || kind == ArrayKind::kDerived; }
+
 Code code_for(cudaError_t e) {
   switch (e) {
     case cudaErrorMemoryAllocation: return Code::kOutOfMemory;
@@ -256,8 +260,7 @@ Result<DeviceTrie *> upload_trie(const Trie &trie, void *stream) {
   TrieArrays on_device = trie.arrays();
   size_t total = 0;
   for_each_array(on_device, [&](const ArrayInfo &info, const auto *) {
-    if (info.kind != ArrayKind::kHost)
-      total += align_up(std::max<uint64_t>(info.bytes(), 1), kAlign);
+    if (on_device_kind(info.kind)) total += align_up(std::max<uint64_t>(info.bytes(), 1), kAlign);
   });
 
   auto dt = std::make_unique<DeviceTrie>();
@@ -268,7 +271,7 @@ Result<DeviceTrie *> upload_trie(const Trie &trie, void *stream) {
   const auto s = static_cast<cudaStream_t>(stream);
   size_t at = 0;
   for_each_array(on_device, [&](const ArrayInfo &info, auto &p) {
-    if (info.kind == ArrayKind::kHost) return;
+    if (!on_device_kind(info.kind)) return;
     using T = std::remove_cvref_t<decltype(*p)>;
     if (e == cudaSuccess && info.bytes() > 0) {
       e = cudaMemcpyAsync(base + at, p, info.bytes(), cudaMemcpyHostToDevice, s);

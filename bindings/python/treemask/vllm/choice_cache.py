@@ -18,7 +18,9 @@ user: ``TREEMASK_VLLM_CACHE_DIR``, default ``<tmp>/treemask-vllm-<uid>``,
   ``TREEMASK_VLLM_CACHE_BYTES``; a list larger than that is not cached.
 
 A cached file is used only if it holds exactly the list, stop tokens and
-vocab size asked for.
+vocab size asked for (and, for a list in any tokenization, is a string set
+over the model's vocabulary: its fingerprint is part of the name and checked
+at load).
 
 Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
@@ -36,6 +38,7 @@ from typing import List, Optional, Tuple
 
 from ..errors import Error
 from ..trie import Trie
+from ..vocab import Vocab
 
 __all__ = ["ChoiceCache", "digest_of"]
 
@@ -103,16 +106,19 @@ class ChoiceCache:
         proc = "/proc/self/fd/%d" % fd
         return os.path.join(proc if os.path.isdir(proc) else self.path, name)
 
-    def load(self, digest: str, choices: Tuple[str, ...], stops: Tuple[int, ...], vocab_size: int
-             ) -> Optional[Trie]:
-        """The cached trie of digest if it holds exactly this list, else None."""
+    def load(self, digest: str, choices: Tuple[str, ...], stops: Tuple[int, ...], vocab_size: int,
+             vocab: Optional[Vocab] = None) -> Optional[Trie]:
+        """The cached trie of digest if it holds exactly this list, else None.
+        With ``vocab``: a string set over that vocabulary (shared, not rebuilt
+        from the file); without: a token-path trie."""
         if self._dir_fd() is None:
             return None
         try:
-            trie = Trie.load(self._file(digest + ".tmtrie"))
+            trie = Trie.load(self._file(digest + ".tmtrie"), vocab=vocab)
         except Error:
-            return None  # absent, or being replaced: compile
-        if trie.labels != choices or tuple(sorted(trie.stop_tokens)) != stops or trie.vocab_size != vocab_size:
+            return None  # absent, being replaced, or over another vocabulary: compile
+        if trie.labels != choices or tuple(sorted(trie.stop_tokens)) != stops or trie.vocab_size != vocab_size \
+                or trie.is_string_set != (vocab is not None):
             return None
         return trie
 

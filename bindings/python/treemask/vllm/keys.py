@@ -33,7 +33,7 @@ from .settings import Settings
 __all__ = ["RequestError", "RequestSpec", "FileSource", "ChoiceSource", "RegisteredSource", "parse_extra_args",
            "has_treemask_keys", "parse_trie_id", "KEYS", "SOURCE_KEYS", "KEY_TRIE", "KEY_CHOICES", "KEY_PREFIX",
            "KEY_STOP_TOKENS", "KEY_FAILURE_POLICY", "KEY_START_TOKEN", "KEY_END_TOKEN", "KEY_TRIE_ID",
-           "KEY_BEAM_TOKENS", "FORMATS"]
+           "KEY_BEAM_TOKENS", "KEY_TOKENIZATION", "TOKENIZATIONS", "FORMATS"]
 
 KEY_TRIE = "treemask_trie"
 KEY_CHOICES = "treemask_choices"
@@ -45,6 +45,11 @@ KEY_END_TOKEN = "treemask_end_token_id"
 # Beam requests of the exact beam search (treemask.vllm.beam_search).
 KEY_TRIE_ID = "treemask_trie_id"
 KEY_BEAM_TOKENS = "treemask_beam_tokens"
+# How a choice list matches tokens (issue 23): "canonical" (each choice's
+# tokenization by the model's tokenizer, the default) or "any" (any token
+# sequence whose bytes spell a choice, as vLLM's structured_outputs.choice).
+KEY_TOKENIZATION = "treemask_tokenization"
+TOKENIZATIONS = ("canonical", "any")
 
 #: The keys that name a request's trie: a request has exactly one of them.
 SOURCE_KEYS = (KEY_TRIE, KEY_CHOICES, KEY_TRIE_ID)
@@ -56,6 +61,7 @@ KEYS: Dict[str, Tuple[str, ...]] = {
     KEY_CHOICES: ("choices",),
     KEY_TRIE_ID: ("registered",),
     KEY_PREFIX: ("choices",),
+    KEY_TOKENIZATION: ("choices",),
     KEY_STOP_TOKENS: ("file", "choices"),
     KEY_FAILURE_POLICY: ("file", "choices", "registered"),
     KEY_START_TOKEN: ("tsv",),
@@ -92,16 +98,19 @@ class FileSource:
 
 @dataclass(frozen=True)
 class ChoiceSource:
-    """A list of strings, tokenized by the model's tokenizer as
-    ``prefix + choice`` (canonical tokenization)."""
+    """A list of strings matched as ``prefix + choice``: by the canonical
+    tokenization (the model's tokenizer, ``Trie.from_labels``) or by any
+    tokenization (its bytes over the model's vocabulary,
+    ``Trie.from_strings``), as ``treemask_tokenization`` says."""
 
     choices: Tuple[str, ...]
     prefix: str = ""
+    tokenization: str = "canonical"  # a value of TOKENIZATIONS
 
     def __hash__(self) -> int:  # cached: a list may hold a million strings
         h = self.__dict__.get("_hash")
         if h is None:
-            h = hash((self.choices, self.prefix))
+            h = hash((self.choices, self.prefix, self.tokenization))
             object.__setattr__(self, "_hash", h)
         return h
 
@@ -243,7 +252,11 @@ def _choice_source(choices: Any, extra_args: Mapping[str, Any], limits: Settings
     if len(prefix) > limits.max_name_bytes:
         raise RequestError("%s is longer than %d characters" % (KEY_PREFIX, limits.max_name_bytes))
     _check_text(prefix, KEY_PREFIX)
-    return ChoiceSource(tuple(choices), prefix)
+    tokenization = extra_args.get(KEY_TOKENIZATION, "canonical")
+    if not isinstance(tokenization, str) or tokenization not in TOKENIZATIONS:
+        raise RequestError("%s: want one of %s, got %s" % (KEY_TOKENIZATION, ", ".join(map(repr, TOKENIZATIONS)),
+                                                           _show(tokenization)))
+    return ChoiceSource(tuple(choices), prefix, tokenization)
 
 
 def _check_text(text: str, key: str) -> int:

@@ -12,7 +12,7 @@ import threading
 import types
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .keys import KEY_CHOICES, RequestError
+from .keys import KEY_CHOICES, KEY_TOKENIZATION, RequestError
 
 __all__ = ["ModelInfo", "frontend_model", "model_of_input_processor"]
 
@@ -21,7 +21,7 @@ class ModelInfo:
     """The model side of a request's trie (see the module doc)."""
 
     def __init__(self, vocab_size: int, eos_token_ids: Sequence[int], tokenizer: Any = None,
-                 tokenizer_loader: Any = None, tokenizer_id: str = "") -> None:
+                 tokenizer_loader: Any = None, tokenizer_id: str = "", vocab: Any = None) -> None:
         self.vocab_size = int(vocab_size)
         self.eos_token_ids = tuple(sorted(set(int(t) for t in eos_token_ids)))
         #: Names the tokenizer (its path and revision): part of a compiled
@@ -33,6 +33,28 @@ class ModelInfo:
         #: Held while a choice list is tokenized: one tokenizer, one thread.
         self.tokenizer_lock = threading.Lock()
         self.speculative = False  # the engine runs speculative decoding (frontend only)
+        self._vocab: Any = vocab  # treemask.Vocab: given, or built on first use (vocab)
+        self._vocab_lock = threading.Lock()
+
+    @property
+    def vocab(self) -> Any:
+        """The model's :class:`treemask.Vocab` (each token's bytes), built
+        once from its tokenizer and shared by every any-tokenization choice
+        list of this model. Raises RequestError when the tokenizer is of a
+        kind whose token bytes treemask cannot read."""
+        with self._vocab_lock:
+            if self._vocab is None:
+                from ..errors import Error
+                from ..vocab import Vocab
+
+                tokenizer = self.tokenizer
+                try:
+                    with self.tokenizer_lock:
+                        self._vocab = Vocab.from_tokenizer(tokenizer, self.vocab_size)
+                except (Error, TypeError) as e:  # TypeError: a tokenizer of another kind
+                    raise RequestError("%s with %s 'any' needs the bytes of the model's tokens, and they cannot be"
+                                       " read from its tokenizer: %s" % (KEY_CHOICES, KEY_TOKENIZATION, e)) from None
+            return self._vocab
 
     @property
     def tokenizer(self) -> Any:

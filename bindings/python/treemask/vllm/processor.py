@@ -153,8 +153,11 @@ class TrieLogitsProcessor(LogitsProcessor):
             assert spec is not None  # the row has treemask keys
             trie = registry.trie_for(spec, self.model)
             in_beam = spec.beam_tokens is not None
+            # A string set has no length budget (it is defined in tokens over
+            # token paths; any tokenization of a string may be longer).
+            budget = params.max_tokens is not None and not in_beam and not trie.is_string_set
             m = Matcher(trie, failure_policy=adapter_policy_code(spec.failure_policy),
-                        max_new_tokens=None if params.max_tokens is None or in_beam else max(params.max_tokens - 1, 0),
+                        max_new_tokens=max(params.max_tokens - 1, 0) if budget else None,
                         override_stop_tokens=spec.stop_tokens)
             if spec.beam_tokens is not None:
                 beam.walk_beam_tokens(m, spec.beam_tokens, prompt)

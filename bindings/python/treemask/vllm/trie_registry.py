@@ -17,7 +17,11 @@ through their matchers, whatever the LRU evicts.
 - A choice list is compiled once per (list, prefix, stop tokens, model) with
   the tokenizer's batch encode and decode, and saved to the
   :class:`~treemask.vllm.choice_cache.ChoiceCache` so that the engine's
-  worker maps what the API server compiled.
+  worker maps what the API server compiled. With ``treemask_tokenization:
+  "any"`` it is a string set over the model's :class:`treemask.Vocab`
+  (built once per model and shared by every such list: no tokenizer runs
+  per choice), cached per (list, prefix, stop tokens, vocabulary
+  fingerprint), on disk too.
 - A registered trie (``treemask_trie_id``, the exact beam search) is the
   ``.tmtrie`` a process of this user wrote into its private directory
   (:mod:`~treemask.vllm.registered`), loaded once per (id, file identity);
@@ -27,10 +31,10 @@ Errors are :class:`~treemask.vllm.keys.RequestError`: what kind of problem
 and where (byte offset, line), never a byte of the file; the library's full
 message goes to the server log.
 
-Extending: a new kind of source (issue 23's byte-level string sets, cached
-per vocabulary) is a frozen dataclass in ``keys``, a method here that gets
-its trie through the shared LRU (``lru.get(key, build)``: the byte bound
-and the single flight come with it) and one entry of ``_BUILDERS``.
+Extending: a new kind of source is a frozen dataclass in ``keys``, a method
+here that gets its trie through the shared LRU (``lru.get(key, build)``:
+the byte bound and the single flight come with it) and one entry of
+``_BUILDERS``.
 
 Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
@@ -44,6 +48,8 @@ import threading
 import weakref
 from concurrent.futures import Future
 from typing import Any, Callable, Dict, Hashable, Optional, Tuple
+
+import numpy as np
 
 from ..errors import (CorruptFileError, Error, FileError, OutOfMemoryError, OutOfRangeError, ParseError,
                       VersionMismatchError)
@@ -216,6 +222,11 @@ class TrieRegistry:
             cached = self._shortest.get(trie)
         if cached is not None:
             return cached
+        if trie.is_string_set:
+            n = _fewest_tokens_to_an_end(trie)
+            with self._lock:
+                self._shortest[trie] = n
+            return n
         m = Matcher(trie, max_new_tokens=0)
         stops = set(trie.stop_tokens)
         n = 0
@@ -283,6 +294,8 @@ class TrieRegistry:
         stops = spec.stop_tokens or model.eos_token_ids
         if not stops:
             raise RequestError("the model names no EOS token: give %s" % KEY_STOP_TOKENS)
+        if source.tokenization == "any":
+            return self._string_set_trie(source, model, stops)
         key = ("choices", source, stops, model.vocab_size, model.tokenizer_id)
 
         def build() -> Tuple[Trie, int]:
@@ -295,6 +308,30 @@ class TrieRegistry:
                 if cache:
                     cache.save(digest, trie, trie.stats().bytes)
             # The label strings live in Python too.
+            return trie, trie.stats().bytes + sum(len(c) + 56 for c in source.choices)
+
+        return lru.get(key, build)
+
+    def _string_set_trie(self, source: ChoiceSource, model: ModelInfo, stops: Tuple[int, ...]) -> Trie:
+        """A choice list in any tokenization: Trie.from_strings over the
+        model's vocabulary (shared), cached per vocabulary."""
+        lru, _, cache = self._parts()
+        vocab = model.vocab
+        key = ("strings", source, stops, vocab.fingerprint)
+
+        def build() -> Tuple[Trie, int]:
+            digest = digest_of(source.choices, source.prefix, stops, model.vocab_size,
+                               "any:%016x" % vocab.fingerprint)
+            trie = cache.load(digest, source.choices, stops, model.vocab_size, vocab=vocab) if cache else None
+            if trie is None:
+                try:
+                    trie = Trie.from_strings(source.choices, vocab, stops, prefix=source.prefix)
+                except Error as e:  # the request's own strings: its message may quote them
+                    raise RequestError("%s: %s" % (KEY_CHOICES, e)) from None
+                with self._lock:
+                    self.n_choice_compiles += 1
+                if cache:
+                    cache.save(digest, trie, trie.stats().bytes)
             return trie, trie.stats().bytes + sum(len(c) + 56 for c in source.choices)
 
         return lru.get(key, build)
@@ -371,6 +408,51 @@ def _compile_choices(source: ChoiceSource, model: ModelInfo, stops: Tuple[int, .
         logger.warning("treemask: %d of %d choices do not round-trip through the tokenizer and are left out"
                        " (first: %r)", len(trie.skipped_labels), len(choices), trie.skipped_labels[0][:80])
     return trie
+
+
+# The states _fewest_tokens_to_an_end expands before it settles for a lower
+# bound, and the rows it fills at once (a row is vocab_size / 8 bytes).
+_FEWEST_MAX_STATES = 200_000
+_FEWEST_CHUNK = 64
+
+
+def _fewest_tokens_to_an_end(trie: Trie) -> int:
+    """Tokens in the shortest way to end a string of a string set (its stop
+    token not counted): a breadth-first search over the byte-trie states in
+    token steps (state arrays: one fill and one advance per layer and chunk),
+    which stops at the first layer where a string ends. A search that would
+    expand more than _FEWEST_MAX_STATES states returns the layer it reached,
+    a lower bound (so a length check never refuses a request that fits).
+    Any tokenization may be longer: a max_tokens that fits the fewest tokens
+    can still cut a string the model spells in more."""
+    stops = np.array(trie.stop_tokens, dtype=np.int64)
+    frontier = np.zeros(1, dtype=np.uint32)
+    words = trie.bitmask_words
+    expanded = 0
+    for layer in range(trie.stats().max_depth + 1):
+        next_states = []
+        for begin in range(0, frontier.size, _FEWEST_CHUNK):
+            chunk = frontier[begin:begin + _FEWEST_CHUNK]
+            rows = np.zeros((chunk.size, words), dtype=np.int32)
+            trie.fill_states(chunk, rows)
+            if ((rows[:, stops >> 5].view(np.uint32) >> (stops & 31).astype(np.uint32)) & 1).any():
+                return layer
+            # The allowed tokens, from the nonzero words only (a row is
+            # mostly zeros).
+            which, word = np.nonzero(rows)
+            values = rows[which, word].view(np.uint32)
+            hit = (values[:, None] >> np.arange(32, dtype=np.uint32)) & 1
+            row_of, bit = np.nonzero(hit)
+            states = chunk[which[row_of]]
+            tokens = word[row_of].astype(np.int64) * 32 + bit
+            trie.advance_states(states, tokens.astype(np.int32))
+            next_states.append(states)
+        expanded += frontier.size
+        frontier = np.unique(np.concatenate(next_states)) if next_states else frontier[:0]
+        frontier = frontier[frontier < 0xFFFFFFFE]
+        if frontier.size == 0 or expanded + frontier.size > _FEWEST_MAX_STATES:
+            return layer + 1
+    return trie.stats().max_depth
 
 
 class _PathArg:

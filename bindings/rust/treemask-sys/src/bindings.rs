@@ -22,7 +22,7 @@ pub const TREEMASK_LOG_WARNING: i32 = 2;
 pub const TREEMASK_LOG_ERROR: i32 = 3;
 pub const TREEMASK_RTP_DEFAULT_START_TOKEN: i32 = 225;
 pub const TREEMASK_RTP_DEFAULT_END_TOKEN: i32 = 2;
-pub const TREEMASK_TMTRIE_FORMAT_VERSION: i32 = 3;
+pub const TREEMASK_TMTRIE_FORMAT_VERSION: i32 = 4;
 pub const TREEMASK_LOAD_TRUSTED: i32 = 1;
 pub const TREEMASK_FAILURE_REJECT: i32 = 0;
 pub const TREEMASK_FAILURE_FAIL_CLOSED: i32 = 1;
@@ -32,6 +32,7 @@ pub const TREEMASK_FILL_INCREMENTAL: i32 = 1;
 pub const TREEMASK_STATE_ROOT: i32 = 0;
 pub const TREEMASK_STATE_TERMINATED: i64 = 4294967294;
 pub const TREEMASK_STATE_FAILED: i64 = 4294967295;
+pub const TREEMASK_TOKEN_SPECIAL: i32 = 1;
 extern "C" {
     pub fn treemask_version() -> u32;
 }
@@ -438,4 +439,59 @@ extern "C" {
 }
 extern "C" {
     pub fn treemask_beam_kernel_isa() -> *const core::ffi::c_char;
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct treemask_vocab {
+    _unused: [u8; 0],
+}
+extern "C" {
+    pub fn treemask_vocab_create(bytes: *const u8, offsets: *const u64, n_tokens: usize, flags: *const u8, vocab_size: i32, out: *mut *mut treemask_vocab) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_vocab_retain(vocab: *mut treemask_vocab) -> *mut treemask_vocab;
+}
+extern "C" {
+    pub fn treemask_vocab_free(vocab: *mut treemask_vocab);
+}
+extern "C" {
+    pub fn treemask_vocab_size(vocab: *const treemask_vocab) -> i32;
+}
+extern "C" {
+    pub fn treemask_vocab_n_tokens(vocab: *const treemask_vocab) -> i32;
+}
+extern "C" {
+    pub fn treemask_vocab_fingerprint(vocab: *const treemask_vocab) -> u64;
+}
+extern "C" {
+    pub fn treemask_vocab_token_bytes(vocab: *const treemask_vocab, token: i32, out: *mut u8, cap: usize) -> usize;
+}
+extern "C" {
+    pub fn treemask_vocab_memory_bytes(vocab: *const treemask_vocab) -> u64;
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct treemask_strings_options {
+    pub struct_size: usize,
+    pub prefix: *const core::ffi::c_char,
+    pub prefix_len: usize,
+    pub label_ids: *const i64,
+}
+extern "C" {
+    pub fn treemask_strings_options_init(sopts: *mut treemask_strings_options);
+}
+extern "C" {
+    pub fn treemask_trie_from_strings(opts: *const treemask_trie_options, vocab: *const treemask_vocab, bytes: *const core::ffi::c_char, offsets: *const usize, n_strings: usize, sopts: *const treemask_strings_options, out: *mut *mut treemask_trie) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_trie_is_string_set(trie: *const treemask_trie) -> bool;
+}
+extern "C" {
+    pub fn treemask_trie_vocab(trie: *const treemask_trie) -> *mut treemask_vocab;
+}
+extern "C" {
+    pub fn treemask_trie_load_with_vocab(path: *const core::ffi::c_char, flags: u32, vocab: *const treemask_vocab, out: *mut *mut treemask_trie) -> treemask_status;
+}
+extern "C" {
+    pub fn treemask_matcher_forced_bytes(m: *const treemask_matcher, out: *mut u8, cap: usize) -> usize;
 }

@@ -461,7 +461,7 @@ fn c_string(what: &str, text: &str) -> Result<CString> {
 
 /// A path as the C library takes it: its bytes (on Unix any bytes but NUL;
 /// elsewhere it must be valid Unicode), NUL-terminated.
-fn c_path(path: &Path) -> Result<CString> {
+pub(crate) fn c_path(path: &Path) -> Result<CString> {
     #[cfg(unix)]
     let bytes = {
         use std::os::unix::ffi::OsStrExt;

@@ -48,6 +48,9 @@
 //!   and state arrays ([`Trie::fill_states`], [`Trie::advance_states`]);
 //! - observability: per-matcher counters ([`MatcherRef::counters`]) and the
 //!   library's log events ([`set_log_callback`]);
+//! - string sets at the byte level: a [`Vocab`] (each token's bytes) and
+//!   [`Trie::from_strings`], which allows any tokenization of the strings
+//!   (as engines match `choice`), where token paths allow one;
 //! - masking logits on the CPU: [`apply_token_bitmask_cpu`] (`f32`),
 //!   [`apply_token_bitmask_cpu_half`] (`f16` / `bf16` bits) and the sparse
 //!   [`apply_token_candidates_cpu`].
@@ -85,6 +88,7 @@ mod log;
 mod matcher;
 mod modes;
 mod states;
+mod strings;
 mod trie;
 
 pub use batch::{Batch, BatchOptions, FillMode};
@@ -99,6 +103,7 @@ pub use log::{clear_log_callback, set_log_callback, LogLevel};
 pub use matcher::{FailurePolicy, Matcher, MatcherCounters, MatcherOptions, MatcherRef};
 pub use modes::ExclusionSet;
 pub use states::{STATE_FAILED, STATE_ROOT, STATE_TERMINATED};
+pub use strings::{Vocab, TOKEN_SPECIAL};
 pub use trie::{Trie, TrieOptions, TrieStats};
 
 /// The types of the experimental tier (also at the crate root). The
@@ -109,14 +114,17 @@ pub use trie::{Trie, TrieOptions, TrieStats};
 /// [`MatcherRef::fill_next_token_bitmask_with_budget`],
 /// [`MatcherRef::accept_tokens`], [`MatcherRef::fill_draft_bitmasks`],
 /// [`MatcherRef::accept_forced_tokens`], [`MatcherRef::counters`],
-/// [`Trie::fill_states`], [`Trie::advance_states`], [`MatcherRef::state`] and
+/// [`Trie::fill_states`], [`Trie::advance_states`], [`MatcherRef::state`],
 /// the bound bitmask of a [`Batch`] ([`Batch::bind_bitmask`],
-/// [`Batch::fill_bound`]).
+/// [`Batch::fill_bound`]) and string sets ([`Vocab`], [`Trie::from_strings`],
+/// [`Trie::from_labeled_strings`], [`Trie::is_string_set`], [`Trie::vocab`],
+/// [`Trie::load_with_vocab`], [`MatcherRef::forced_bytes`]).
 pub mod experimental {
     pub use crate::batch::FillMode;
     pub use crate::matcher::MatcherCounters;
     pub use crate::modes::ExclusionSet;
     pub use crate::states::{STATE_FAILED, STATE_ROOT, STATE_TERMINATED};
+    pub use crate::strings::{Vocab, TOKEN_SPECIAL};
 }
 
 /// The version of the libtreemask actually loaded, as

@@ -1,0 +1,147 @@
+"""Vocab: a tokenizer's vocabulary at the byte level, for string-set tries.
+
+A :class:`Vocab` gives every token id the bytes it adds to the decoded text
+and marks the ids that are never text (special and added tokens, ids with no
+piece, and the padded rows of a model's logits past the tokenizer). It is
+built once per tokenizer (the token trie that masks walk takes ~0.1 s for a
+150k vocabulary) and shared by every :meth:`Trie.from_strings` over it.
+
+Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from . import _buffers
+from ._ffi import ffi, lib
+from ._vocab_bytes import VocabBytes, vocab_bytes
+from .errors import InvalidArgumentError, raise_status
+
+__all__ = ["Vocab"]
+
+
+class Vocab:
+    """Each token id's bytes and flags, with the token trie string-set masks
+    walk: immutable, shared by every trie built over it (a trie keeps its
+    vocabulary alive). Build one with :meth:`from_tokenizer` or
+    :meth:`from_token_bytes`.
+
+    Attributes:
+        encoding: how the tokenizer's pieces were read (``"byte_level"``,
+            ``"sentencepiece"``, ``"raw"``), or None when the bytes were given.
+    """
+
+    __slots__ = ("_ptr", "encoding", "__weakref__")
+    _ptr: Any
+    encoding: Optional[str]
+
+    def __init__(self) -> None:
+        raise TypeError("use Vocab.from_tokenizer or Vocab.from_token_bytes")
+
+    @classmethod
+    def _adopt(cls, ptr: Any, encoding: Optional[str]) -> "Vocab":
+        self = object.__new__(cls)
+        self._ptr = ffi.gc(ptr, lib.treemask_vocab_free)
+        self.encoding = encoding
+        return self
+
+    @classmethod
+    def _borrow(cls, ptr: Any) -> "Vocab":
+        """A Python handle of a vocabulary the C library holds (a trie's)."""
+        return cls._adopt(lib.treemask_vocab_retain(ptr), None)
+
+    @classmethod
+    def from_tokenizer(cls, tokenizer: Any, vocab_size: Optional[int] = None) -> "Vocab":
+        """The vocabulary of a ``tokenizers.Tokenizer``, a transformers
+        tokenizer or a tiktoken ``Encoding``.
+
+        Args:
+            tokenizer: byte-level BPE pieces are read through the GPT-2 byte
+                alphabet, SentencePiece pieces with ``▁`` as a space and
+                ``<0xNN>`` as byte NN, tiktoken tokens as their bytes. Every
+                added token (special or not) is never text: only a stop token.
+            vocab_size: the model's logits width (default: the tokenizer's
+                length). Ids from the tokenizer's length up to it are padding
+                and never allowed; a smaller width may cut off only added
+                tokens.
+
+        Raises InvalidArgumentError (naming the token or the width),
+        UnsupportedError for a decoder whose tokens have no fixed bytes
+        (WordPiece), TypeError for an object of none of the kinds above.
+        """
+        v = vocab_bytes(tokenizer, vocab_size)
+        return cls._from_vocab_bytes(v)
+
+    @classmethod
+    def from_token_bytes(cls, tokens: Sequence[bytes], vocab_size: Optional[int] = None,
+                         special: Optional[Sequence[bool]] = None) -> "Vocab":
+        """A vocabulary from each token's bytes (``tokens[i]`` for id i):
+        ``special[i]`` (default False) marks a token that is never text;
+        ``vocab_size`` (default ``len(tokens)``) is the logits width."""
+        tokens = list(tokens)
+        for i, t in enumerate(tokens):
+            if not isinstance(t, (bytes, bytearray)):
+                raise InvalidArgumentError("tokens[%d] is %s, not bytes" % (i, type(t).__name__))
+        flags = [False] * len(tokens) if special is None else [bool(s) for s in special]
+        if len(flags) != len(tokens):
+            raise InvalidArgumentError("special has %d entries for %d tokens" % (len(flags), len(tokens)))
+        width = len(tokens) if vocab_size is None else vocab_size
+        return cls._from_vocab_bytes(VocabBytes([bytes(t) for t in tokens], flags, width, "raw"), encoding=None)
+
+    @classmethod
+    def _from_vocab_bytes(cls, v: VocabBytes, encoding: Any = ...) -> "Vocab":
+        if not isinstance(v.vocab_size, (int, np.integer)) or isinstance(v.vocab_size, bool) \
+                or not 0 < v.vocab_size <= _buffers.INT32_MAX:
+            raise InvalidArgumentError("vocab_size %r: want 1 .. 2^31 - 1" % (v.vocab_size,))
+        if not v.tokens:
+            raise InvalidArgumentError("a vocabulary needs at least one token")
+        data, offsets, flags = v.packed()
+        out = ffi.new("treemask_vocab **")
+        buf = ffi.from_buffer("uint8_t[]", data) if data else ffi.NULL
+        status = lib.treemask_vocab_create(buf, _buffers.host_buffer(offsets, "uint64_t[]"), len(v.tokens),
+                                           _buffers.host_buffer(flags, "uint8_t[]"), int(v.vocab_size), out)
+        if status:
+            raise_status(status, "Vocab")
+        return cls._adopt(out[0], v.encoding if encoding is ... else encoding)
+
+    @property
+    def vocab_size(self) -> int:
+        """The logits width every mask row covers."""
+        return lib.treemask_vocab_size(self._ptr)
+
+    @property
+    def n_tokens(self) -> int:
+        """The tokenizer's tokens (ids past it are padding)."""
+        return lib.treemask_vocab_n_tokens(self._ptr)
+
+    @property
+    def fingerprint(self) -> int:
+        """XXH64 of everything a mask depends on (vocab_size, every token's
+        bytes and flags): equal fingerprints, equal masks. A saved string-set
+        trie records its vocabulary's."""
+        return int(lib.treemask_vocab_fingerprint(self._ptr))
+
+    @property
+    def memory_bytes(self) -> int:
+        """Bytes held: token bytes, offsets, flags and the token trie."""
+        return int(lib.treemask_vocab_memory_bytes(self._ptr))
+
+    def token_bytes(self, token: int) -> bytes:
+        """The bytes of a token id (b"" for padding ids and ids out of range)."""
+        n = lib.treemask_vocab_token_bytes(self._ptr, int(token), ffi.NULL, 0)
+        buf = ffi.new("uint8_t[]", max(n, 1))
+        lib.treemask_vocab_token_bytes(self._ptr, int(token), buf, n)
+        return bytes(ffi.buffer(buf, n))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Vocab) and other.fingerprint == self.fingerprint
+
+    def __hash__(self) -> int:
+        return hash(self.fingerprint)
+
+    def __repr__(self) -> str:
+        return "<treemask.Vocab vocab_size=%d n_tokens=%d fingerprint=%016x%s>" % (
+            self.vocab_size, self.n_tokens, self.fingerprint,
+            " encoding=%s" % self.encoding if self.encoding else "")

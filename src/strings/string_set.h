@@ -1,0 +1,49 @@
+// A string set as a Trie: the byte trie of strings/string_trie.h stored in
+// the trie's arrays (trie/layout.h: byte_labels .. child_ids with
+// terminal_bits, the labels as a token-path trie's, the vocabulary as the
+// kVocab arrays), so that a string-set trie is saved, loaded, validated,
+// counted and handed out through the C API like any other, while its masks
+// and steps come from the StringTrie the Trie holds (Trie::strings()).
+//
+// Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/refcount.h"
+#include "core/status.h"
+#include "strings/string_trie.h"
+#include "strings/vocab.h"
+#include "trie/trie.h"
+
+namespace treemask {
+
+struct StringSetOptions {
+  // vocab_size: 0 (the vocabulary's) or the vocabulary's; stop tokens (at
+  // least one, < vocab_size); the dense-row cache budget; no_labels.
+  TrieBuildOptions trie;
+  std::string prefix;  // put before every string
+};
+
+// Builds the trie of prefix + each string over vocab. String i carries
+// label_ids[i] (label_ids null: i; none with opts.trie.no_labels); strings
+// with the same bytes merge into one terminal that carries all their
+// labels. Errors name the argument or the string.
+Result<Ref<Trie>> build_trie_from_strings(const StringSetOptions &opts, Ref<Vocab> vocab,
+                                          const StringList &strings, const int64_t *label_ids);
+
+// A string-set trie's byte trie and vocabulary, as views of its arrays.
+ByteTrieArrays byte_trie_view(const TrieArrays &a);
+SavedVocab saved_vocab(const TrieArrays &a);
+
+// A Trie over validated arrays (validate_trie_arrays: a loaded file's),
+// completed when they hold a string set: its vocabulary is `vocab` when
+// given (its fingerprint must be the one the trie was built for, else
+// kInvalidArgument naming both), else rebuilt from the saved one. A
+// token-path trie ignores `vocab`.
+Result<Ref<Trie>> make_validated_trie(std::unique_ptr<TrieStorage> storage, const TrieArrays &a,
+                                      size_t dense_row_cache_bytes, Ref<Vocab> vocab = {});
+
+}  // namespace treemask

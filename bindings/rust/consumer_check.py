@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Builds bindings/rust/consumer-check (a crate depending on `treemask` with
-the README's build.rs) and runs its binary with LD_LIBRARY_PATH removed: it
+the build.rs of bindings/rust/treemask/README.md) and runs its binary with LD_LIBRARY_PATH removed: it
 must find libtreemask through the rpath (issue 14 item 18).
 
 usage: consumer_check.py CARGO MANIFEST

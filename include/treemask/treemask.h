@@ -879,8 +879,8 @@ TREEMASK_API const char *treemask_cpu_kernel_isa(void);
  *
  * The options of the decoding modes below, as an extension of
  * treemask_matcher_options: initialise with treemask_mode_options_init and
- * pass &opts.matcher to treemask_matcher_create. The README section
- * "Decoding modes" describes each. */
+ * pass &opts.matcher to treemask_matcher_create. The section "Decoding
+ * modes" of include/treemask/README.md describes each. */
 typedef struct treemask_mode_options {
   /* The stable options, first. init sets matcher.struct_size to
    * sizeof(treemask_mode_options), which tells the library that the fields
@@ -990,10 +990,11 @@ treemask_matcher_get_counters(const treemask_matcher *m, treemask_matcher_counte
 
 /* ---- Experimental: decoding modes ----------------------------------------
  *
- * The mode fields of treemask_matcher_options turn them on; they compose on
+ * The fields of treemask_mode_options turn them on; they compose on
  * one matcher, and fill, accept, next_tokens (always exactly the bits fill
- * sets), forced_tokens, rollback, clone and reset follow them. The README
- * section "Decoding modes" describes each with examples. In short:
+ * sets), forced_tokens, rollback, clone and reset follow them. The section
+ * "Decoding modes" of include/treemask/README.md describes each with
+ * examples. In short:
  * - Multi-label (label_separator): after a terminal node the first
  *   separator token produces its label and leads back to the root; each
  *   label is produced at most once, and a prefix or separator is offered

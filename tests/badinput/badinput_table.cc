@@ -1,11 +1,11 @@
-// The bad-input table of README.md, generated: every case below is run
+// The bad-input table of tests/README.md, generated: every case below is run
 // through the C API, must get the status it lists, and its row shows the
 // message treemask_last_error() gave. So the table cannot go stale: the test
 // `bad-input table is current` runs this with --check.
 //
 //   badinput_table                  print the table (markdown)
-//   badinput_table --check README   exit 1 unless README holds this table
-//   badinput_table --update README  rewrite the table in README
+//   badinput_table --check FILE     exit 1 unless FILE (tests/README.md) holds this table
+//   badinput_table --update FILE    rewrite the table in FILE
 //
 // It works in a scratch directory with relative file names, so the messages
 // (which name files) are the same on every machine.
@@ -521,7 +521,8 @@ class ScratchDir {
 int main(int argc, char **argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (!mode.empty() && (argc != 3 || (mode != "--check" && mode != "--update"))) {
-    std::fprintf(stderr, "usage: %s [--check README.md | --update README.md]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [--check FILE | --update FILE] (FILE: tests/README.md)\n",
+                 argv[0]);
     return 2;
   }
   std::string table;

@@ -10,7 +10,7 @@
 #      is absent) and convert it with convert_hf_to_gguf.py (f32; with the
 #      gguf-py 0.19.0 vendored beside it: PyPI's gguf 0.19.0 is older code);
 #   4. compile bindings/llama.cpp/treemask_llama.c with the C test and the
-#      README's llama.cpp example, and run them;
+#      complete program of bindings/llama.cpp/README.md, and run them;
 #   5. run treemask.llama_cpp inside llama-cpp-python: its Python package
 #      from the same sdist, loading the libllama built in step 2
 #      (LLAMA_CPP_LIB_PATH), so llama.cpp is compiled once.
@@ -122,14 +122,13 @@ LDFLAGS=(-L "$LIBTREEMASK_DIR" -ltreemask -L "$LIBDIR" -lllama -lggml -lggml-bas
 SAMPLER="$ROOT/bindings/llama.cpp/treemask_llama.c"
 "$CC" "${CFLAGS[@]}" "$SAMPLER" "$ROOT/tests/llama_cpp/test_llama_sampler.c" -o "$OUT/test_llama_sampler" "${LDFLAGS[@]}"
 "$CC" "${CFLAGS[@]}" "$SAMPLER" "$ROOT/tests/llama_cpp/bench_llama_sampler.c" -o "$OUT/bench_llama_sampler" "${LDFLAGS[@]}"
-# The README's llama.cpp example, verbatim: the first ```c block after the
-# "## llama.cpp" heading.
-awk '/^## llama.cpp/ { in_section = 1; next }
-     in_section && /^## / { exit }
-     in_section && /^```c$/ { in_code = 1; next }
+# The llama.cpp README's complete program, verbatim: the first ```c block of
+# bindings/llama.cpp/README.md.
+LLAMA_README="$ROOT/bindings/llama.cpp/README.md"
+awk '/^```c$/ { in_code = 1; next }
      in_code && /^```$/ { exit }
-     in_code { print }' "$ROOT/README.md" > "$OUT/readme_llama.c"
-[ -s "$OUT/readme_llama.c" ] || die "README.md has no \`\`\`c block under '## llama.cpp'"
+     in_code { print }' "$LLAMA_README" > "$OUT/readme_llama.c"
+[ -s "$OUT/readme_llama.c" ] || die "$LLAMA_README has no \`\`\`c block"
 "$CC" "${CFLAGS[@]}" "$SAMPLER" "$OUT/readme_llama.c" -o "$OUT/readme_llama" "${LDFLAGS[@]}"
 step_done
 
@@ -192,13 +191,13 @@ step "C sampler inside llama.cpp"
 "$OUT/test_llama_sampler" "$MODEL_DIR/model.gguf" "$MODEL_DIR/labels.txt" "$OUT/labels.tmtrie"
 step_done
 
-step "README llama.cpp example"
+step "bindings/llama.cpp/README.md program"
 readme_out=$("$OUT/readme_llama" "$MODEL_DIR/model.gguf" "$OUT/labels.tmtrie" "Topic of: sourdough bread recipes." \
-  2> "$OUT/readme_llama.log") || { tail -n 30 "$OUT/readme_llama.log"; die "the README example failed (log: $OUT/readme_llama.log)"; }
+  2> "$OUT/readme_llama.log") || { tail -n 30 "$OUT/readme_llama.log"; die "the llama.cpp README's program failed (log: $OUT/readme_llama.log)"; }
 printf '%s\n' "$readme_out"
 label=$(printf '%s\n' "$readme_out" | sed -n 's/^label: //p')
 grep -qxF -- "$label" "$MODEL_DIR/labels.txt" ||
-  die "the README example printed '$label', which is not one of the labels"
+  die "the llama.cpp README's program printed '$label', which is not one of the labels"
 step_done
 
 # ---- 5. Python: llama-cpp-python ---------------------------------------------------

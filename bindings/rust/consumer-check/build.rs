@@ -1,5 +1,5 @@
 // What a crate depending on `treemask` adds so that its binaries find the
-// libtreemask that was linked (README, "Finding libtreemask").
+// libtreemask that was linked (bindings/rust/treemask/README.md, "Finding libtreemask").
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 fn main() {

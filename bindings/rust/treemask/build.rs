@@ -3,7 +3,7 @@
 //! LD_LIBRARY_PATH. Cargo applies rustc-link-arg to the package that prints
 //! it only, so the directory is also passed on as metadata: a crate that
 //! depends on this one reads DEP_TREEMASK_RS_LIB_DIR in its build script and
-//! prints the same rpath (README, "Finding libtreemask").
+//! prints the same rpath (README.md, "Finding libtreemask").
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 use std::env;

@@ -43,8 +43,8 @@ limits or of which nothing round-trips, a ``max_tokens`` too small for the
 shortest sequence, ...) fails the request when it is submitted: a
 ``ValueError`` (:class:`~treemask.vllm.keys.RequestError`) from ``LLM``,
 HTTP 400 with the message from the server. What a client can and cannot
-make the server do, and the operator's limits, are in the README's "Serving
-safely" and :mod:`treemask.vllm.settings`.
+make the server do, and the operator's limits, are in bindings/python/README.md
+("Serving safely") and :mod:`treemask.vllm.settings`.
 
 Stop tokens: vLLM stops a request only on tokens it knows. Every stop token
 of a constrained request is added to its ``stop_token_ids`` when it is
@@ -64,8 +64,8 @@ the server refuses such a request with treemask keys (HTTP 400). Use
 :func:`treemask.vllm.beam_search`, the exact constrained beam search on a
 ``vllm.LLM`` (the same hypotheses and scores as
 :func:`treemask.hf.beam_search`), or against a server
-:func:`treemask.vllm.client.beam_search`; see the README's "Beam search on
-vLLM".
+:func:`treemask.vllm.client.beam_search`; see bindings/python/README.md
+("Beam search on vLLM").
 
 The modules, one job each: :mod:`~treemask.vllm.keys` (request keys),
 :mod:`~treemask.vllm.settings` (the operator's limits),

@@ -34,7 +34,7 @@ The same search through the OpenAI server, driven from the client:
 
 A beam request is a request like any other: its trie comes from the same
 sources under the same rules (the operator's allowed directories, the
-limits, the process's registry: README "Serving safely"), plus two checks
+limits, the process's registry: the Python README's "Serving safely"), plus two checks
 at submission (:func:`check_beam_request`): ``treemask_beam_tokens``
 holds at most the trie's depth and a stop token (what bounds the walk),
 every token allowed after the ones before it, and does not end with a
@@ -259,7 +259,7 @@ def beam_search(llm: Any, prompts: Sequence[Any], trie: Any, beam_width: int, *,
 
     Each step submits every live beam as one request for one token
     (``max_tokens=1``, greedy, ``logprobs=B``), as vLLM's own beam search
-    does; see the README's "Beam search on vLLM" for what a step costs.
+    does; see the Python README's "Beam search on vLLM" for what a step costs.
     Raises :class:`~treemask.beam_driver.EngineMismatchError` when the
     engine's answer is not a treemask beam row of this trie.
     """

@@ -25,7 +25,7 @@ plugin refuses it with treemask keys, HTTP 400).
 
 Every beam request is an ordinary request to the server: the trie the
 keys name is subject to the operator's allowed directories and limits
-(README "Serving safely"). A client names the trie with ``treemask_trie``
+(the Python README's "Serving safely"). A client names the trie with ``treemask_trie``
 or ``treemask_choices``: ``treemask_trie_id`` finds only tries that a
 process of the server's user registered on the server's machine.
 

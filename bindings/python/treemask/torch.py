@@ -478,7 +478,7 @@ class DeviceRowStates:
         if n_rows != self._n_rows or n_tokens > self._columns:
             self._allocate(n_rows, n_tokens)
         self._flip ^= 1
-        ids, states, keys, rows = self._sets[self._flip]
+        ids, states, _keys, rows = self._sets[self._flip]
         if n_tokens:
             ids.narrow(1, 0, n_tokens).copy_(generated)
         rows.n_tokens = n_tokens

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any, Callable, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union, cast
+from typing import (TYPE_CHECKING, Any, Callable, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple,
+                    Union, cast)
 
 import numpy as np
 

@@ -66,6 +66,24 @@ class _Usage(Exception):
     pass
 
 
+class _Unreadable(Exception):
+    """An input file that cannot be used (exit 1); the message says why."""
+
+
+def _nonblank_lines(path: str, what: str) -> List[str]:
+    """The lines of a UTF-8 text file that are not blank (a byte-order mark
+    is not part of the first line). Raises _Unreadable naming the file."""
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            lines = [line.rstrip("\r\n") for line in f]
+    except (OSError, UnicodeDecodeError) as e:
+        raise _Unreadable("%s: %s" % (path, e)) from None
+    lines = [line for line in lines if line.strip()]
+    if not lines:
+        raise _Unreadable("%s: no %s (the file is empty or has only blank lines)" % (path, what))
+    return lines
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # exit 2 with the usage, as the C++ CLI does
         self.print_usage(sys.stderr)
@@ -157,19 +175,11 @@ def compile_labels(argv: List[str]) -> int:
     try:
         stops = _int_list("--stop-tokens", args.stop_tokens)
         _refuse_output_that_is_an_input(args.output, args.labels, args.tokenizer)
-        try:
-            # utf-8-sig: a byte-order mark is not part of the first label.
-            with open(args.labels, encoding="utf-8-sig") as f:
-                labels = [line.rstrip("\r\n") for line in f]
-        except (OSError, UnicodeDecodeError) as e:
-            print("python -m treemask: %s: %s" % (args.labels, escape_for_terminal(str(e))), file=sys.stderr)
-            return 1
-        labels = [label for label in labels if label.strip()]
-        if not labels:
-            print("python -m treemask: %s: no labels (the file is empty or has only blank lines)"
-                  % escape_for_terminal(args.labels), file=sys.stderr)
-            return 1
+        labels = _nonblank_lines(args.labels, "labels")
         tokenizer = _load_tokenizer(args.tokenizer)
+    except _Unreadable as e:
+        print("python -m treemask: %s" % escape_for_terminal(str(e)), file=sys.stderr)
+        return 1
     except _Usage as e:
         parser.print_usage(sys.stderr)
         print("python -m treemask: %s" % escape_for_terminal(str(e)), file=sys.stderr)
@@ -210,19 +220,11 @@ def compile_strings(argv: List[str]) -> int:
     try:
         stops = _int_list("--stop-tokens", args.stop_tokens)
         _refuse_output_that_is_an_input(args.output, args.strings, args.tokenizer, "the strings file")
-        try:
-            # utf-8-sig: a byte-order mark is not part of the first string.
-            with open(args.strings, encoding="utf-8-sig") as f:
-                strings = [line.rstrip("\r\n") for line in f]
-        except (OSError, UnicodeDecodeError) as e:
-            print("python -m treemask: %s: %s" % (args.strings, escape_for_terminal(str(e))), file=sys.stderr)
-            return 1
-        strings = [s for s in strings if s.strip()]
-        if not strings:
-            print("python -m treemask: %s: no strings (the file is empty or has only blank lines)"
-                  % escape_for_terminal(args.strings), file=sys.stderr)
-            return 1
+        strings = _nonblank_lines(args.strings, "strings")
         tokenizer = _load_tokenizer(args.tokenizer)
+    except _Unreadable as e:
+        print("python -m treemask: %s" % escape_for_terminal(str(e)), file=sys.stderr)
+        return 1
     except _Usage as e:
         parser.print_usage(sys.stderr)
         print("python -m treemask: %s" % escape_for_terminal(str(e)), file=sys.stderr)

@@ -55,6 +55,7 @@ from ..errors import (CorruptFileError, Error, FileError, OutOfMemoryError, OutO
                       VersionMismatchError)
 from ..matcher import Matcher
 from ..trie import Trie
+from ..vocab import Vocab
 from . import registered
 from .choice_cache import ChoiceCache, digest_of
 from .files import OpenedFile, TrieFiles
@@ -288,50 +289,45 @@ class TrieRegistry:
     # ---- choice lists ---------------------------------------------------------
 
     def _choice_trie(self, spec: RequestSpec, model: ModelInfo) -> Trie:
+        """A choice list's trie, compiled once per (list, prefix, stops,
+        semantics) and kept in the LRU and the disk cache. "canonical":
+        each choice's tokenization by the model's tokenizer
+        (Trie.from_labels); "any": a string set over the model's
+        vocabulary (Trie.from_strings, the vocabulary shared), cached per
+        vocabulary."""
         lru, _, cache = self._parts()
         source = spec.source
         assert isinstance(source, ChoiceSource)
         stops = spec.stop_tokens or model.eos_token_ids
         if not stops:
             raise RequestError("the model names no EOS token: give %s" % KEY_STOP_TOKENS)
+        vocab: Optional[Vocab] = None
         if source.tokenization == "any":
-            return self._string_set_trie(source, model, stops)
-        key = ("choices", source, stops, model.vocab_size, model.tokenizer_id)
+            vocab = model.vocab
+            key: Tuple[Any, ...] = ("strings", source, stops, vocab.fingerprint)
+            identity = "any:%016x" % vocab.fingerprint
+        else:
+            key = ("choices", source, stops, model.vocab_size, model.tokenizer_id)
+            identity = model.tokenizer_id
+
+        def compile_choices() -> Trie:
+            if vocab is None:
+                return _compile_choices(source, model, stops)
+            try:
+                return Trie.from_strings(source.choices, vocab, stops, prefix=source.prefix)
+            except Error as e:  # the request's own strings: its message may quote them
+                raise RequestError("%s: %s" % (KEY_CHOICES, e)) from None
 
         def build() -> Tuple[Trie, int]:
-            digest = digest_of(source.choices, source.prefix, stops, model.vocab_size, model.tokenizer_id)
-            trie = cache.load(digest, source.choices, stops, model.vocab_size) if cache else None
+            digest = digest_of(source.choices, source.prefix, stops, model.vocab_size, identity)
+            trie = cache.load(digest, source.choices, stops, model.vocab_size, vocab=vocab) if cache else None
             if trie is None:
-                trie = _compile_choices(source, model, stops)
+                trie = compile_choices()
                 with self._lock:
                     self.n_choice_compiles += 1
                 if cache:
                     cache.save(digest, trie, trie.stats().bytes)
             # The label strings live in Python too.
-            return trie, trie.stats().bytes + sum(len(c) + 56 for c in source.choices)
-
-        return lru.get(key, build)
-
-    def _string_set_trie(self, source: ChoiceSource, model: ModelInfo, stops: Tuple[int, ...]) -> Trie:
-        """A choice list in any tokenization: Trie.from_strings over the
-        model's vocabulary (shared), cached per vocabulary."""
-        lru, _, cache = self._parts()
-        vocab = model.vocab
-        key = ("strings", source, stops, vocab.fingerprint)
-
-        def build() -> Tuple[Trie, int]:
-            digest = digest_of(source.choices, source.prefix, stops, model.vocab_size,
-                               "any:%016x" % vocab.fingerprint)
-            trie = cache.load(digest, source.choices, stops, model.vocab_size, vocab=vocab) if cache else None
-            if trie is None:
-                try:
-                    trie = Trie.from_strings(source.choices, vocab, stops, prefix=source.prefix)
-                except Error as e:  # the request's own strings: its message may quote them
-                    raise RequestError("%s: %s" % (KEY_CHOICES, e)) from None
-                with self._lock:
-                    self.n_choice_compiles += 1
-                if cache:
-                    cache.save(digest, trie, trie.stats().bytes)
             return trie, trie.stats().bytes + sum(len(c) + 56 for c in source.choices)
 
         return lru.get(key, build)

@@ -111,6 +111,38 @@ def test_matcher_allows_any_tokenization(trie):
         assert [trie.label(i) for i in m.label_ids()] == ["positive"]
 
 
+def test_forced_bytes_are_what_every_continuation_shares(trie, vocab):
+    """Matcher.forced_bytes along random walks equals the model's: the
+    longest common prefix of the strings' rests from the state, empty where
+    a string ends; forced_tokens spell a prefix of them, each allowed in
+    turn; a token-path trie has none."""
+    import os
+
+    model = Model(CHOICES)
+    rng = random.Random(11)
+
+    def forced(w):
+        rests = [f[len(w):] for f in model.full if f.startswith(w)]
+        return b"" if b"" in rests else os.path.commonprefix(rests)
+
+    seen = set()
+    for _ in range(scaled(40)):
+        m = treemask.Matcher(trie)
+        for w, t in walk(model, rng):
+            assert m.forced_bytes() == forced(w), w
+            seen.add(forced(w))
+            tokens = m.forced_tokens()
+            assert b"".join(PIECES[k] for k in tokens) == forced(w)[:len(b"".join(PIECES[k] for k in tokens))]
+            probe = m.clone()
+            assert all(probe.accept_token(k) for k in tokens)
+            assert m.accept_token(t)
+    assert len(seen) > 2  # the walks met forced bytes of several lengths
+    m = treemask.Matcher(treemask.Trie.from_strings(["neutral", "negative"], vocab, EOS))
+    assert m.forced_bytes() == b"ne" and m.accept_tokens([8, 6]) == 2 and m.forced_bytes() == b""
+    assert m.accept_token(14) and m.forced_bytes() == b"ative"  # "g"
+    assert treemask.Matcher(treemask.Trie.from_paths([[3, 4]], 8, [0])).forced_bytes() == b""
+
+
 def test_repr_labels_prefix_and_duplicates(vocab):
     t = treemask.Trie.from_strings(["pos", b"neg", "pos"], vocab, [EOS, PAD_ID], prefix=" ", labels=[5, 6, 7])
     assert t.is_string_set and "string set" in repr(t)

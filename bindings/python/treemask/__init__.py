@@ -62,6 +62,7 @@ EXPERIMENTAL = frozenset({
     "torch.DeviceTrie",
     # string sets at the byte level
     "Vocab", "Trie.from_strings", "Trie.is_string_set", "Trie.vocab", "Trie.load(vocab=)",
+    "Matcher.forced_bytes",
 })
 
 __all__ = [

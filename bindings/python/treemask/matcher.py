@@ -211,6 +211,21 @@ class _MatcherMethods:
         (stop tokens never included)."""
         return self._list(lib.treemask_matcher_forced_tokens)
 
+    def forced_bytes(self) -> bytes:
+        """Jump-forward over a string set (:meth:`Trie.from_strings`): the
+        bytes every continuation from here begins with (empty once a string
+        may end here, and for a token-path trie). An engine that must feed
+        the model its tokenizer's own tokens tokenizes these itself;
+        :meth:`forced_tokens` is their longest-match tokenization, cut where
+        an allowed token could run past them."""
+        m = self._m
+        n = lib.treemask_matcher_forced_bytes(m, ffi.NULL, 0)
+        if n == 0:
+            return b""
+        buf = ffi.new("uint8_t[]", n)
+        n = min(n, lib.treemask_matcher_forced_bytes(m, buf, n))
+        return ffi.unpack(ffi.cast("char *", buf), n)
+
     def accept_forced_tokens(self) -> List[int]:
         """Accepts the whole :meth:`forced_tokens` chain and returns it."""
         n = lib.treemask_matcher_forced_tokens(self._m, ffi.NULL, 0)

@@ -59,7 +59,7 @@ EXPERIMENTAL = frozenset({
     "Beam", "BeamStep", "TopK", "beam_step_states", "topk_states", "initial_scores", "beam_kernel_isa",
     "BatchMatcher.beam_step",
     # the CUDA device trie and its steps
-    "torch.DeviceTrie",
+    "torch.DeviceTrie", "torch.DeviceBeam", "torch.DeviceRowStates",
     # string sets at the byte level
     "Vocab", "Trie.from_strings", "Trie.is_string_set", "Trie.vocab", "Trie.load(vocab=)",
     "Matcher.forced_bytes",

@@ -113,6 +113,7 @@ Result<bridge::BeamLogitsArg> beam_logits_arg(const treemask_logits *in, int32_t
   if (n_rows > 0 && !a.data) return error(Code::kInvalidArgument, "logits data is NULL");
   TM_TRY(check_extent("logits", n_rows, a.row_stride, a.n_columns,
                       treemask::kernels::dtype_bytes(dtype)));
+  TM_TRY(treemask::kernels::check_element_aligned("logits data", a.data, dtype));
   return a;
 }
 

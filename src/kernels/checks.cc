@@ -23,6 +23,13 @@ Status check_extent(const char *name, size_t n_rows, size_t stride, size_t row, 
   return Status::Ok();
 }
 
+Status check_element_aligned(const char *name, const void *data, int32_t dtype) {
+  const size_t bytes = dtype_bytes(dtype);
+  if (reinterpret_cast<uintptr_t>(data) % bytes == 0) return Status::Ok();
+  return error(Code::kInvalidArgument, name, " ", data, " is not aligned to its ", bytes,
+               "-byte elements (a device load there faults)");
+}
+
 Status check_rows(const LogitsRows &a, Where where) {
   TM_TRY(check_dtype(a.dtype));
   if (a.vocab_size <= 0) {
@@ -40,6 +47,7 @@ Status check_rows(const LogitsRows &a, Where where) {
     return error(Code::kInvalidArgument, "logits is NULL");
   }
   TM_TRY(check_extent("logits", a.n_rows, a.row_stride, a.width, dtype_bytes(a.dtype)));
+  if (where == Where::kDevice) TM_TRY(check_element_aligned("logits", a.logits, a.dtype));
   if (where == Where::kHost) {
     for (size_t i = 0; i < a.n_indices; ++i) {
       if (a.indices[i] < 0 || static_cast<size_t>(a.indices[i]) >= a.n_rows) {

@@ -25,6 +25,10 @@ Status check_dtype(int32_t dtype);
 // n_rows rows of `row` elements (of elem_bytes), `stride` apart, must be
 // addressable with signed 64-bit byte offsets.
 Status check_extent(const char *name, size_t n_rows, size_t stride, size_t row, size_t elem_bytes);
+// A device pointer to logits of dtype must be aligned to its element size: a
+// GPU faults on a misaligned load (cudaErrorMisalignedAddress, which ruins
+// the context). The host kernels read unaligned data and take any pointer.
+Status check_element_aligned(const char *name, const void *data, int32_t dtype);
 
 // Where a call's index, offset and candidate arrays live.
 enum class Where { kHost, kDevice };

@@ -287,6 +287,16 @@ void test_pointer_errors(cudaStream_t stream) {
   CHECK_MSG(error_mentions(s, TREEMASK_ERR_INVALID_ARGUMENT, "row_offsets is host memory"),
             treemask_last_error());
 
+  // Logits not aligned to their element size: refused before any launch (a
+  // GPU faults on such a load, and the fault ruins the context).
+  auto *odd = reinterpret_cast<float *>(reinterpret_cast<char *>(d_logits.get()) + 2);
+  s = treemask_cuda_apply_token_bitmask(odd, cudatest::kF32, 1, 32, 32, d_mask.get(), 2, 1, 32,
+                                        nullptr, 0, stream);
+  CHECK_MSG(error_mentions(s, TREEMASK_ERR_INVALID_ARGUMENT, "not aligned"), treemask_last_error());
+  s = treemask_cuda_apply_token_bitmask(odd, cudatest::kBF16, 1, 32, 32, d_mask.get(), 2, 1, 32,
+                                        nullptr, 0, stream);
+  CHECK_MSG(s == TREEMASK_OK, treemask_last_error());  // 2-byte elements at a 2-byte offset
+
   // Pinned host memory is addressable by the device: accepted.
   void *pinned_memory = nullptr;
   CHECK_CUDA(cudaMallocHost(&pinned_memory, 2 * sizeof(int32_t)));

@@ -847,6 +847,10 @@ void argument_errors() {
   treemask_logits bad_dtype = lg;
   bad_dtype.dtype = 5;
   CHECK(step(2, 3, &bad_dtype, d.workspace_bytes, d.states.get()) == TREEMASK_ERR_INVALID_ARGUMENT);
+  treemask_logits odd = lg;  // f32 logits 2 bytes into the allocation: a device load would fault
+  odd.data = reinterpret_cast<char *>(rows.get()) + 2;
+  CHECK(step(2, 3, &odd, d.workspace_bytes, d.states.get()) == TREEMASK_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(treemask_last_error()).find("not aligned") != std::string::npos);
   CHECK(step(0, 3, &lg, 0, d.states.get()) == TREEMASK_OK);
   DeviceArray<size_t> counts(2);
   CHECK(treemask_cuda_trie_topk_states(

@@ -273,8 +273,8 @@ struct OnlineLse {
     }
   }
 
-  // Symmetric in its two operands, so that every lane of a butterfly
-  // reduction ends with the same bits.
+  // Symmetric in its two operands up to fma contraction (group_logsumexp
+  // broadcasts lane 0's result after its butterfly).
   __device__ __forceinline__ void merge(float m2, float s2, bool nan2) {
     const float mm = fmaxf(m, m2);
     nan_seen |= nan2;
@@ -389,6 +389,13 @@ __device__ float group_logsumexp(const void *row, int32_t dtype, size_t n, LseSl
     const int nan2 = __shfl_xor_sync(kFullWarp, acc.nan_seen ? 1 : 0, offset);
     acc.merge(m2, s2, nan2 != 0);
   }
+  // merge() is symmetric as written, but nvcc contracts it into an fma
+  // whose operand order differs between partner lanes (1 ulp apart): take
+  // lane 0's, so that every lane scores with the same normalizer and equal
+  // logits tie by (beam, token) alone.
+  acc.m = __shfl_sync(kFullWarp, acc.m, 0);
+  acc.s = __shfl_sync(kFullWarp, acc.s, 0);
+  acc.nan_seen = __shfl_sync(kFullWarp, acc.nan_seen ? 1 : 0, 0) != 0;
   if constexpr (G::kSize > 32) {
     if (lane_of() == 0) {
       slots->m[warp_of()] = acc.m;

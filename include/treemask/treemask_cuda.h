@@ -24,7 +24,9 @@
  * - Device arrays must be device memory of the current device (cudaMalloc,
  *   managed or pinned host memory also work). A plain host pointer is
  *   TREEMASK_ERR_INVALID_ARGUMENT, and so is memory of another device: call
- *   cudaSetDevice (torch.cuda.device) first.
+ *   cudaSetDevice (torch.cuda.device) first. Logits must be aligned to
+ *   their element size (4 bytes for f32, 2 for f16 / bf16; any allocation
+ *   or tensor is): a misaligned pointer is TREEMASK_ERR_INVALID_ARGUMENT.
  * - Calls only enqueue work on `stream` and return: they never synchronise,
  *   allocate or copy to the host, so they may be captured in a CUDA graph
  *   (treemask_cuda_trie_upload and treemask_cuda_trie_free excepted). An

@@ -57,12 +57,12 @@ Result<std::shared_ptr<const LabelFilter>> make_label_filter(const Trie &trie, b
     }
     TM_ASSIGN_OR_RETURN(base, shared->filter(leaves_only));
   }
-  const NodeStats *stats = &node_stats(trie, leaves_only);
   TM_ASSIGN_OR_RETURN(std::vector<uint32_t> banned_ends, terminals_with_keys(trie, banned));
-  if (!allowed) {
-    if (banned_ends.empty()) return base;
-    return LabelFilter::blocking(trie, *stats, std::move(base), std::move(banned_ends));
-  }
+  // No filter (a clear, the one filter call a string-set trie takes): no
+  // node statistics either, which walk token paths.
+  if (!allowed && banned_ends.empty()) return base;
+  const NodeStats *stats = &node_stats(trie, leaves_only);
+  if (!allowed) return LabelFilter::blocking(trie, *stats, std::move(base), std::move(banned_ends));
   std::vector<int64_t> subset = *allowed;
   std::sort(subset.begin(), subset.end());
   TM_ASSIGN_OR_RETURN(std::vector<uint32_t> candidates, terminals_with_keys(trie, subset));

@@ -287,8 +287,13 @@ TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_trie_follow_rows(
  * - lse is computed on the device in float (exp2 of a fused multiply-add,
  *   logf, a different summation order): it agrees with the CPU's normalizer to about 1e-6
  *   relative, not bit for bit, so scores may differ in the last bits and
- *   two candidates within that distance may rank differently. With
- *   log_probs (lse = 0) the results equal the CPU's bit for bit.
+ *   two candidates within that distance may rank differently. The
+ *   summation order also depends on the kernel the step picks (one warp or
+ *   one block per slot, by the number of slots against the device's
+ *   multiprocessors), so the last bits may differ between devices and batch
+ *   sizes too; within one step every candidate of a slot is scored with the
+ *   same normalizer. With log_probs (lse = 0) the results equal the CPU's
+ *   bit for bit.
  * - A logits row that a live slot reads holding NaN or +inf cannot fail the
  *   call. The device behaviour instead: that slot offers no candidate in
  *   this step (as if its score were -inf; the other slots of its request

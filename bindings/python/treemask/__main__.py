@@ -38,7 +38,7 @@ import argparse
 import os
 import sys
 import time
-from typing import Any, List, NoReturn, Optional
+from typing import Any, List, NoReturn, Optional, Tuple
 
 from . import Error, Trie, Vocab
 
@@ -161,6 +161,33 @@ def _refuse_output_that_is_an_input(output: str, labels: str, tokenizer: str,
             raise _Usage("-o %s is %s; refusing to overwrite an input" % (output, what))
 
 
+class _Exit(Exception):
+    """Ends a command with this exit status, its reason already printed."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+def _compile_inputs(parser: argparse.ArgumentParser, args: argparse.Namespace, path: str, what: str,
+                    input_name: str) -> Tuple[List[int], List[str], Any]:
+    """The stop tokens, the input file's non-blank lines and the tokenizer
+    of a compile command; raises _Exit(2) for a usage error (with the
+    usage) and _Exit(1) for an input that cannot be read, having said why."""
+    try:
+        stops = _int_list("--stop-tokens", args.stop_tokens)
+        _refuse_output_that_is_an_input(args.output, path, args.tokenizer, input_name)
+        lines = _nonblank_lines(path, what)
+        return stops, lines, _load_tokenizer(args.tokenizer)
+    except _Unreadable as e:
+        print("python -m treemask: %s" % escape_for_terminal(str(e)), file=sys.stderr)
+        raise _Exit(1) from None
+    except _Usage as e:
+        parser.print_usage(sys.stderr)
+        print("python -m treemask: %s" % escape_for_terminal(str(e)), file=sys.stderr)
+        raise _Exit(2) from None
+
+
 def compile_labels(argv: List[str]) -> int:
     parser = _Parser(prog="python -m treemask compile-labels",
                      description="Label strings (one per line) -> a .tmtrie with the label names.")
@@ -173,17 +200,9 @@ def compile_labels(argv: List[str]) -> int:
     parser.add_argument("--strict", action="store_true", help="a label that does not round-trip is an error")
     args = parser.parse_args(argv)
     try:
-        stops = _int_list("--stop-tokens", args.stop_tokens)
-        _refuse_output_that_is_an_input(args.output, args.labels, args.tokenizer)
-        labels = _nonblank_lines(args.labels, "labels")
-        tokenizer = _load_tokenizer(args.tokenizer)
-    except _Unreadable as e:
-        print("python -m treemask: %s" % escape_for_terminal(str(e)), file=sys.stderr)
-        return 1
-    except _Usage as e:
-        parser.print_usage(sys.stderr)
-        print("python -m treemask: %s" % escape_for_terminal(str(e)), file=sys.stderr)
-        return 2
+        stops, labels, tokenizer = _compile_inputs(parser, args, args.labels, "labels", "the labels file")
+    except _Exit as e:
+        return e.code
     progress = _Progress(len(labels) >= 10000 and sys.stderr.isatty())
     started = time.monotonic()
     try:
@@ -218,17 +237,9 @@ def compile_strings(argv: List[str]) -> int:
                         " that follows a word)")
     args = parser.parse_args(argv)
     try:
-        stops = _int_list("--stop-tokens", args.stop_tokens)
-        _refuse_output_that_is_an_input(args.output, args.strings, args.tokenizer, "the strings file")
-        strings = _nonblank_lines(args.strings, "strings")
-        tokenizer = _load_tokenizer(args.tokenizer)
-    except _Unreadable as e:
-        print("python -m treemask: %s" % escape_for_terminal(str(e)), file=sys.stderr)
-        return 1
-    except _Usage as e:
-        parser.print_usage(sys.stderr)
-        print("python -m treemask: %s" % escape_for_terminal(str(e)), file=sys.stderr)
-        return 2
+        stops, strings, tokenizer = _compile_inputs(parser, args, args.strings, "strings", "the strings file")
+    except _Exit as e:
+        return e.code
     started = time.monotonic()
     try:
         vocab = Vocab.from_tokenizer(tokenizer, args.vocab_size)

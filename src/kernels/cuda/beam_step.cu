@@ -798,25 +798,31 @@ __device__ void fixed_list(const BeamStep &p, int64_t slot, uint64_t *list, uint
   pad_list<G>(list, count, p.beam_width);
 }
 
-// Phase 1 of the warp kernel, by one warp: the slot's list and the state
-// each of its keys leads to.
+// One warp's selection memory in the warp kernel (select_slot's space).
 struct WarpSpace {
   uint64_t keys[kWarpKeys];
   uint32_t hist[kWarpBins];
   SelectState st;
 };
 
-__device__ void warp_select_slot(const BeamStep &p, int64_t slot, WarpSpace &ws) {
+// Phase 1 of both kernels, by one group G (a warp or the block): the best
+// min(B, candidates) keys of one slot and the state each leads to, its list
+// in the workspace. A selection that tracks where its survivors came from
+// (sp.idx: the block's) writes global keys from the start; one that does not
+// (a warp's) selects slot-local keys that carry the candidate's index, and
+// makes them global as it writes them.
+template <class G, bool kIndexInKey>
+__device__ void select_slot(const BeamStep &p, int64_t slot, LseSlots *lse, const SelectSpace &sp) {
   const uint32_t B = p.beam_width;
   uint64_t *list = p.ws_keys + slot * B;
   uint32_t *next = p.ws_next + slot * B;
   const float s = p.scores[slot];
   const uint32_t state = p.states[slot];
   if (!(s > -INFINITY) || state == kStateTerminated) {
-    fixed_list<WarpGroup>(p, slot, list, next);
+    fixed_list<G>(p, slot, list, next);
     return;
   }
-  const float z = slot_normalizer<WarpGroup>(p, slot, nullptr);
+  const float z = slot_normalizer<G>(p, slot, lse);
   uint32_t count = 0;
   if (z == z) {  // uniform: a bad row offers nothing
     const Candidates allowed(p.t, state);
@@ -824,20 +830,28 @@ __device__ void warp_select_slot(const BeamStep &p, int64_t slot, WarpSpace &ws)
     const launch::BeamLogits &l = p.l;
     const launch::KeyLayout &layout = p.layout;
     const launch::TrieView &t = p.t;
+    const auto beam = static_cast<uint32_t>(slot % B);
     auto gen = [&](uint32_t i) -> uint64_t {
       const int32_t token = allowed.token(t, i);
       const float score = s + (load_logit(row, l.dtype, static_cast<size_t>(token)) - z);
-      return make_local_key(score, token, i, layout);
+      if constexpr (kIndexInKey) {
+        return make_local_key(score, token, i, layout);
+      } else {
+        return make_key(score, beam, token, layout);
+      }
     };
-    const auto beam = static_cast<uint32_t>(slot % B);
-    auto write = [&](uint32_t pos, uint64_t key, uint32_t) {
-      list[pos] = global_key(key, beam, layout);
-      next[pos] = allowed.next_state(local_index(key, layout));
+    auto write = [&](uint32_t pos, uint64_t key, uint32_t i) {
+      if constexpr (kIndexInKey) {
+        list[pos] = global_key(key, beam, layout);
+        next[pos] = allowed.next_state(local_index(key, layout));
+      } else {
+        list[pos] = key;
+        next[pos] = allowed.next_state(i);
+      }
     };
-    const SelectSpace sp{ws.keys, kWarpKeys, ws.hist, &ws.st, nullptr};
-    count = group_select<WarpGroup>(gen, allowed.n_total, B, write, sp);
+    count = group_select<G>(gen, allowed.n_total, B, write, sp);
   }
-  pad_list<WarpGroup>(list, count, B);
+  pad_list<G>(list, count, B);
 }
 
 // Writes request `base / B`'s outputs from its sorted winners and their
@@ -911,45 +925,10 @@ struct BlockShared : SelectShared<kMaxK> {
   int last;
 };
 
-// Phase 1 of the block kernel: the best min(B, candidates) keys of one
-// slot and their next states, its list in the workspace.
-__device__ void block_select_slot(const BeamStep &p, int64_t slot, BlockShared &sh) {
-  const uint32_t B = p.beam_width;
-  uint64_t *list = p.ws_keys + slot * B;
-  uint32_t *next = p.ws_next + slot * B;
-  const float s = p.scores[slot];
-  const uint32_t state = p.states[slot];
-  if (!(s > -INFINITY) || state == kStateTerminated) {
-    fixed_list<BlockGroup>(p, slot, list, next);
-    return;
-  }
-  const float z = slot_normalizer<BlockGroup>(p, slot, &sh.lse);
-  uint32_t count = 0;
-  if (z == z) {  // uniform: a bad row offers nothing
-    const Candidates allowed(p.t, state);
-    const void *row = row_of(p.l, static_cast<size_t>(slot));
-    const launch::BeamLogits &l = p.l;
-    const launch::KeyLayout &layout = p.layout;
-    const launch::TrieView &t = p.t;
-    const auto beam = static_cast<uint32_t>(slot % B);
-    auto gen = [&](uint32_t i) -> uint64_t {
-      const int32_t token = allowed.token(t, i);
-      const float score = s + (load_logit(row, l.dtype, static_cast<size_t>(token)) - z);
-      return make_key(score, beam, token, layout);
-    };
-    auto write = [&](uint32_t pos, uint64_t key, uint32_t i) {
-      list[pos] = key;
-      next[pos] = allowed.next_state(i);
-    };
-    count = group_select<BlockGroup>(gen, allowed.n_total, B, write, sh.space(true));
-  }
-  pad_list<BlockGroup>(list, count, B);
-}
-
 __global__ void __launch_bounds__(kBlock) beam_step_kernel(BeamStep p) {
   __shared__ BlockShared sh;
   for (int64_t slot = blockIdx.x; slot < p.n_slots; slot += gridDim.x) {
-    block_select_slot(p, slot, sh);
+    select_slot<BlockGroup, false>(p, slot, &sh.lse, sh.space(true));
     // Count this slot in; the block completing its request merges it. Each
     // thread fences its own writes to the list (device scope) before the
     // barrier, so they are visible to the merging block before the count.
@@ -998,7 +977,11 @@ __global__ void __launch_bounds__(kBlock, 4) warp_beam_step_kernel(BeamStep p) {
   for (int64_t group = blockIdx.x; group < n_groups; group += gridDim.x) {
     const int64_t first = group * kWarps;
     const int64_t slot = first + warp_of();
-    if (slot < p.n_slots) warp_select_slot(p, slot, sh.u.warps[warp_of()]);
+    if (slot < p.n_slots) {
+      WarpSpace &ws = sh.u.warps[warp_of()];
+      select_slot<WarpGroup, true>(p, slot, nullptr,
+                                   SelectSpace{ws.keys, kWarpKeys, ws.hist, &ws.st, nullptr});
+    }
     // As in beam_step_kernel: every thread fences its own writes, then the
     // block counts its slots in.
     __threadfence();

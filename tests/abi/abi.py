@@ -334,7 +334,6 @@ def check(baseline_dir: Path, library: str, headers: list[str], quiet_ok: bool =
         work = Path(tmp)
         current = work / "current.abi"
         abidw(library, current)
-        extra = []
         soname_note = ""
         old_soname, new_soname = read_soname(baseline_abi), read_soname(current)
         if old_soname != new_soname:
@@ -531,7 +530,7 @@ def selfcheck(workdir: Path, cc: str, headers: list[str]) -> int:
             sys.stdout = stdout
     failed = []
     # The unchanged headers must pass with nothing to report.
-    cases = [("unchanged headers", None, None, None, False)] + MUTATIONS
+    cases = [("unchanged headers", None, None, None, False), *MUTATIONS]
     for label, header, old, new, must_fail in cases:
         case_dir = workdir / re.sub(r"\W+", "-", label).strip("-") / "treemask"
         shutil.copytree(src_dir, case_dir)

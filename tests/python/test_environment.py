@@ -35,12 +35,15 @@ def test_cuda_unavailable_reason_leaves_the_package_usable():
 
 
 def test_a_library_that_does_not_load_is_a_clear_import_error(tmp_path):
-    # A copy of the package whose libtreemask.so is not a shared object: the
-    # loader's message plus what the wheel needs, as an ImportError.
+    # A copy of the package whose libtreemask.so and compiled module are not
+    # shared objects (what a foreign architecture or a damaged install gives
+    # the loader): its message plus what the wheel needs, as an ImportError.
     copy = tmp_path / "treemask"
     shutil.copytree(PACKAGE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    (copy / "libtreemask.so").write_bytes(b"not an ELF file\n" * 64)
-    env = dict(os.environ, PYTHONPATH=str(tmp_path), PYTHONDONTWRITEBYTECODE="1")
+    for name in ("libtreemask.so", "_treemask_cffi.abi3.so"):
+        (copy / name).write_bytes(b"not an ELF file\n" * 64)
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    env.update(PYTHONPATH=str(tmp_path), PYTHONDONTWRITEBYTECODE="1")
     r = subprocess.run([sys.executable, "-c", "import treemask"], cwd=str(tmp_path), env=env,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 1, r.stderr

@@ -606,6 +606,36 @@ TEST_F(Fixture, BadArgumentsNameTheProblem) {
   EXPECT_EQ(bad, nullptr);
 }
 
+// Only empty strings: no bytes at all (NULL bytes, as a binding passes for
+// an empty buffer). The sort of the strings compared them with memcmp(NULL,
+// NULL, 0), undefined behaviour that UBSan reported (this suite runs under
+// ASan+UBSan); the set is the root alone, terminal, with both labels.
+TEST_F(Fixture, OnlyEmptyStringsWithNoBytes) {
+  for (const size_t n : {size_t{1}, size_t{2}, size_t{40}}) {
+    const std::vector<size_t> offsets(n + 1, 0);
+    const treemask_trie_options opts = testutil::trie_options(0, spec.stops);
+    TrieHandle t;
+    ASSERT_EQ(treemask_trie_from_strings(&opts, vocab.p, nullptr, offsets.data(), n, nullptr, &t.p),
+              TREEMASK_OK)
+        << last_error();
+    treemask_trie_stats st;
+    st.struct_size = sizeof(st);
+    ASSERT_EQ(treemask_trie_get_stats(t.p, &st), TREEMASK_OK);
+    EXPECT_EQ(st.n_nodes, 1u);
+    EXPECT_EQ(st.n_terminals, 1u);
+    treemask_matcher *raw = nullptr;
+    ASSERT_EQ(treemask_matcher_create(t.p, nullptr, &raw), TREEMASK_OK);
+    MatcherHandle m(raw);
+    EXPECT_EQ(testutil::next_tokens(m.p), spec.stops);
+    bool ok = false;
+    ASSERT_EQ(treemask_matcher_accept_token(m.p, spec.stops[0], &ok), TREEMASK_OK);
+    EXPECT_TRUE(ok);
+    std::vector<int64_t> want(n);
+    for (size_t i = 0; i < n; ++i) want[i] = static_cast<int64_t>(i);
+    EXPECT_EQ(testutil::label_ids(m.p), want);
+  }
+}
+
 TEST_F(Fixture, VocabularyQueries) {
   EXPECT_EQ(treemask_vocab_size(vocab.p), 40);
   EXPECT_EQ(treemask_vocab_n_tokens(vocab.p), 17);

@@ -699,9 +699,15 @@ typedef struct treemask_batch_options {
 /* Sets struct_size and every field to its default. */
 TREEMASK_API void treemask_batch_options_init(treemask_batch_options *opts);
 
-/* Creates a batch with every slot empty and starts its threads.
+/* Creates a batch with every slot empty and starts its threads. Memory:
+ * about 48 bytes a slot before any matcher (its tables are written at
+ * creation), each slot's matcher apart.
  * Errors: NULL opts or out, n_slots outside [1, 2^31 - 1], n_threads > 256;
- * TREEMASK_ERR_INTERNAL when a thread cannot be started. Thread-safe. */
+ * TREEMASK_ERR_OUT_OF_MEMORY when n_slots x 48 bytes is more than the
+ * machine's physical memory (a cheap check before anything is allocated, so
+ * that a huge n_slots is refused instead of ending the process), or an
+ * allocation fails; TREEMASK_ERR_INTERNAL when a thread cannot be started.
+ * Thread-safe. */
 TREEMASK_NODISCARD TREEMASK_API treemask_status
 treemask_batch_create(const treemask_batch_options *opts, treemask_batch **out);
 

@@ -1274,7 +1274,29 @@ treemask_matcher_get_state(const treemask_matcher *m, uint32_t *state);
  *
  * First step: all beams of a request start identical, so pass scores
  * {0, -inf, ..., -inf} per request (transformers' convention); otherwise the
- * same hypothesis would fill every beam. */
+ * same hypothesis would fill every beam.
+ *
+ * String sets: distinct strings. Over a string set (the section below) many token
+ * sequences spell one string ("red", "re" + "d", "r" + "e" + "d"), and a
+ * search over {"red", "blue"} with B = 3 would fill every beam with "red".
+ * So a string set's step ranks the candidates as above and then merges the
+ * ones whose hypotheses spell the same bytes, keeping the best (the first in
+ * that order): the B winners are the B best distinct hypotheses (fewer, the
+ * rest dead, when fewer exist). A live hypothesis is the string spelled so
+ * far, which its state (a byte-trie node) identifies; a finished hypothesis
+ * (a stop token chosen) is the complete string, distinct from a live one
+ * with the same bytes (that one may still continue), and merges with any
+ * other finished one of the same string, whether it finishes in this step
+ * or finished earlier and carries over. Its state is
+ * TREEMASK_STATE_TERMINATED, which does not say which string it was, so the
+ * state-array form keeps a second array beside the states, ends: the node at
+ * which each finished string ended (treemask_beam_step_strings);
+ * treemask_beam_step_states refuses a string set. In the batch form each
+ * slot's matcher knows where it ended. Merging is the Viterbi rule for a
+ * string: the best tokenization of each hypothesis is kept, and the search
+ * spends its B beams on B different items. Token-path tries are never
+ * merged (each candidate is its own token sequence), and their steps are
+ * unchanged. */
 
 /* Where a step's logits are: row i (slot i) starts at element
  * i * row_stride of data. Initialise with treemask_logits_init. */
@@ -1325,11 +1347,36 @@ TREEMASK_API void treemask_beam_free(treemask_beam *beam);
  * Errors (nothing is written): NULL arguments, n_columns or row_stride too
  * small, an unknown dtype, a state out of range (its index named), a logits
  * row that a live slot would read holding NaN or +inf
- * (TREEMASK_ERR_INVALID_ARGUMENT naming the row). */
+ * (TREEMASK_ERR_INVALID_ARGUMENT naming the row), a string-set trie
+ * (TREEMASK_ERR_UNSUPPORTED: it needs treemask_beam_step_strings). */
 TREEMASK_NODISCARD TREEMASK_API treemask_status
 treemask_beam_step_states(treemask_beam *beam, const treemask_trie *trie, size_t n_requests,
                           const treemask_logits *logits, uint32_t *states, float *scores,
                           int32_t *parents, int32_t *tokens);
+
+/* treemask_beam_step_states with the ends of finished strings, so that a
+ * string set's search returns distinct strings (above); it takes a
+ * token-path trie too (then ends is only written, every entry
+ * TREEMASK_STATE_FAILED, and the step is treemask_beam_step_states').
+ * ends has n_requests * beam_width entries, updated in place like states:
+ * for a slot in TREEMASK_STATE_TERMINATED, the byte-trie node at which its
+ * string ended, or TREEMASK_STATE_FAILED when unknown (such a hypothesis is
+ * never merged); entries of other slots are ignored. The step writes every
+ * entry: the end node of a finished slot, TREEMASK_STATE_FAILED for live
+ * and dead ones. Start a search with every entry TREEMASK_STATE_FAILED (no
+ * slot has finished) and pass the array back at each step.
+ * Errors: as treemask_beam_step_states, plus NULL ends
+ * (TREEMASK_ERR_INVALID_ARGUMENT) and, for a string set, an entry of a
+ * finished slot that is neither TREEMASK_STATE_FAILED nor a node where a
+ * string ends (TREEMASK_ERR_OUT_OF_RANGE naming its index). Cost: as
+ * treemask_beam_step_states, plus one byte walk per candidate ranked among
+ * the B best; a step whose best candidates merge gathers again with twice
+ * the room until B distinct are found (its candidate heap keeps that
+ * size). */
+TREEMASK_NODISCARD TREEMASK_API treemask_status
+treemask_beam_step_strings(treemask_beam *beam, const treemask_trie *trie, size_t n_requests,
+                           const treemask_logits *logits, uint32_t *states, uint32_t *ends,
+                           float *scores, int32_t *parents, int32_t *tokens);
 
 /* The same step over the first n_requests * beam_width slots of a batch
  * (section 6), each holding a matcher: a slot's candidates are its
@@ -1341,7 +1388,9 @@ treemask_beam_step_states(treemask_beam *beam, const treemask_trie *trie, size_t
  * allocates; the state-array form does not). A dead slot keeps its old
  * matcher; its score -inf keeps it out of every later step. Slots past
  * n_requests * beam_width are untouched. n_columns 0 means the largest
- * vocab_size among the slots' tries.
+ * vocab_size among the slots' tries. A request whose slots hold a string set
+ * returns distinct strings (above; a terminated matcher knows where its
+ * string ended, so no ends array is needed).
  * Errors: as treemask_beam_step_states, plus an empty slot or more slots
  * than the batch holds (nothing changed). */
 TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_beam_step_batch(

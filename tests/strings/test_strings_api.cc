@@ -354,15 +354,15 @@ TEST(StringSetApi, RandomSetsAgainstTheModel) {
       treemask_logits_init(&lg);
       lg.data = logits.data();
       lg.dtype = TREEMASK_F32;
-      std::vector<uint32_t> states(B, 0);
+      std::vector<uint32_t> states(B, 0), ends(B, TREEMASK_STATE_FAILED);
       std::vector<float> scores{0.0f, -INFINITY, -INFINITY};
       std::vector<std::string> text(B);
       for (int step = 0; step < 6; ++step) {
         std::vector<int32_t> parents(B), tokens(B);
         const std::vector<uint32_t> before = states;
         const std::vector<std::string> text_before = text;
-        ASSERT_EQ(treemask_beam_step_states(beam.get(), trie, 1, &lg, states.data(), scores.data(),
-                                            parents.data(), tokens.data()),
+        ASSERT_EQ(treemask_beam_step_strings(beam.get(), trie, 1, &lg, states.data(), ends.data(),
+                                             scores.data(), parents.data(), tokens.data()),
                   TREEMASK_OK)
             << last_error();
         for (size_t i = 0; i < B; ++i) {

@@ -432,6 +432,9 @@ extern "C" {
     pub fn treemask_beam_step_states(beam: *mut treemask_beam, trie: *const treemask_trie, n_requests: usize, logits: *const treemask_logits, states: *mut u32, scores: *mut f32, parents: *mut i32, tokens: *mut i32) -> treemask_status;
 }
 extern "C" {
+    pub fn treemask_beam_step_strings(beam: *mut treemask_beam, trie: *const treemask_trie, n_requests: usize, logits: *const treemask_logits, states: *mut u32, ends: *mut u32, scores: *mut f32, parents: *mut i32, tokens: *mut i32) -> treemask_status;
+}
+extern "C" {
     pub fn treemask_beam_step_batch(beam: *mut treemask_beam, batch: *mut treemask_batch, n_requests: usize, logits: *const treemask_logits, scores: *mut f32, parents: *mut i32, tokens: *mut i32) -> treemask_status;
 }
 extern "C" {

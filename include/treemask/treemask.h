@@ -1521,6 +1521,16 @@ TREEMASK_API uint64_t treemask_vocab_fingerprint(const treemask_vocab *vocab);
 TREEMASK_API size_t treemask_vocab_token_bytes(const treemask_vocab *vocab, int32_t token,
                                                uint8_t *out, size_t cap);
 
+/* The vocabulary's tokens as treemask_vocab_create takes them, to ship or
+ * store one (Python pickles a Vocab with it): every token's bytes to
+ * bytes[0 .. n) when bytes_cap >= n, offsets[0 .. n_tokens] (n_tokens + 1
+ * entries, from 0 to n) and flags[0 .. n_tokens); each of the three may be
+ * NULL (not written). Returns n, the bytes of all tokens (0 for NULL vocab):
+ * call once with bytes NULL for the size. Thread-safe. */
+TREEMASK_API uint64_t treemask_vocab_copy_tokens(const treemask_vocab *vocab, uint8_t *bytes,
+                                                 uint64_t bytes_cap, uint64_t *offsets,
+                                                 uint8_t *flags);
+
 /* Bytes the vocabulary holds (tokens, offsets, flags, token trie); 0 for
  * NULL. */
 TREEMASK_API uint64_t treemask_vocab_memory_bytes(const treemask_vocab *vocab);
@@ -1563,12 +1573,36 @@ TREEMASK_API bool treemask_trie_is_string_set(const treemask_trie *trie);
  * retain it to keep it); NULL for a token-path trie or NULL. */
 TREEMASK_API treemask_vocab *treemask_trie_vocab(const treemask_trie *trie);
 
+/* Whether trie fits the model whose vocabulary is vocab (the model's
+ * tokenizer, read as treemask_vocab_create wants it: see the Python
+ * Vocab.from_tokenizer and the llama.cpp sampler's treemask_llama_vocab):
+ * - the trie is no wider than the model (vocab_size <= vocab's), for both
+ *   kinds: a wider trie has ids the model does not have;
+ * - a string set's masks are the same over both vocabularies: their
+ *   fingerprints are equal, or else every id is text with the same bytes in
+ *   both, or text in neither (special tokens' names and padding may differ:
+ *   they are never text). A string set compiled for another tokenizer (other
+ *   bytes at the same width, or a smaller vocabulary) would mask by other
+ *   tokens' bytes: a model would write text outside the set.
+ * Errors: NULL arguments; TREEMASK_ERR_INVALID_ARGUMENT naming both
+ * fingerprints and vocab sizes and the first token that differs. Cost: O(1)
+ * when the fingerprints are equal, else one pass over both vocabularies'
+ * bytes. Thread-safe. */
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_trie_check_vocab(const treemask_trie *trie,
+                                                                          const treemask_vocab *vocab);
+
 /* treemask_trie_load, sharing vocab: a string-set file's vocabulary is
  * vocab (its fingerprint must be the one the file records, else
  * TREEMASK_ERR_INVALID_ARGUMENT naming both), so the token trie is not
  * built again. A .tmtrie file holds its vocabulary too, which
  * treemask_trie_load rebuilds (checked against its fingerprint at load). A
- * token-path file ignores vocab; NULL vocab is treemask_trie_load. */
+ * token-path file has no vocabulary to compare: it is refused only when its
+ * vocab_size is larger than vocab's (TREEMASK_ERR_INVALID_ARGUMENT: ids
+ * past the model's width), else vocab is not used; NULL vocab is
+ * treemask_trie_load. An engine that holds its model's vocabulary loads
+ * every file through this function, so that a string set compiled for
+ * another tokenizer (same width, other bytes, or a smaller width) is
+ * refused at load instead of masking by other tokens' bytes. */
 TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_trie_load_with_vocab(
     const char *path, uint32_t flags, const treemask_vocab *vocab, treemask_trie **out);
 

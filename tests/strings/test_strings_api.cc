@@ -673,6 +673,117 @@ TEST_F(Fixture, VocabularyQueries) {
   EXPECT_EQ(testutil::next_tokens(m.p), (std::vector<int32_t>{1, 2, 4, 5, 7, 14}));
 }
 
+// A vocabulary's tokens copied out give it back (same fingerprint).
+TEST_F(Fixture, CopyTokensRebuildsTheSameVocabulary) {
+  const uint64_t n = treemask_vocab_copy_tokens(vocab.p, nullptr, 0, nullptr, nullptr);
+  std::string bytes(n, '\0');
+  std::vector<uint64_t> offsets(v.tokens.size() + 1, 7);
+  std::vector<uint8_t> flags(v.tokens.size(), 9);
+  // Too small a buffer: the bytes are not written, the rest is.
+  EXPECT_EQ(treemask_vocab_copy_tokens(vocab.p, reinterpret_cast<uint8_t *>(bytes.data()), n - 1,
+                                       offsets.data(), flags.data()),
+            n);
+  EXPECT_EQ(bytes, std::string(n, '\0'));
+  EXPECT_EQ(treemask_vocab_copy_tokens(vocab.p, reinterpret_cast<uint8_t *>(bytes.data()), n,
+                                       offsets.data(), flags.data()),
+            n);
+  std::string want;
+  for (const auto &t : v.tokens) want += t;
+  EXPECT_EQ(bytes, want);
+  EXPECT_EQ(offsets.front(), 0u);
+  EXPECT_EQ(offsets.back(), n);
+  EXPECT_EQ(flags, v.flags);
+  treemask_vocab *again = nullptr;
+  ASSERT_EQ(treemask_vocab_create(reinterpret_cast<const uint8_t *>(bytes.data()), offsets.data(),
+                                  v.tokens.size(), flags.data(), v.vocab_size, &again),
+            TREEMASK_OK);
+  EXPECT_EQ(treemask_vocab_fingerprint(again), treemask_vocab_fingerprint(vocab.p));
+  treemask_vocab_free(again);
+  EXPECT_EQ(treemask_vocab_copy_tokens(nullptr, nullptr, 0, nullptr, nullptr), 0u);
+}
+
+// Issue 29 item 2: a trie meets the model's vocabulary. Equal masks pass
+// (other names of special tokens, more padding); other bytes at the same
+// width, a smaller vocabulary, or a wider trie are refused, naming both
+// fingerprints and the first token that differs.
+TEST_F(Fixture, CheckVocabComparesMasksNotNames) {
+  auto fingerprint_hex = [](const treemask_vocab *x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "0x%llx",
+                  static_cast<unsigned long long>(treemask_vocab_fingerprint(x)));
+    return std::string(buf);
+  };
+  EXPECT_EQ(treemask_trie_check_vocab(trie.p, vocab.p), TREEMASK_OK) << last_error();
+  VocabModel renamed = v;
+  renamed.tokens[0] = "<|end|>";  // special: never text, its name does not matter
+  renamed.vocab_size = 64;         // more padding past the tokenizer
+  VocabHandle rh;
+  ASSERT_EQ(make_vocab(renamed, rh), TREEMASK_OK);
+  ASSERT_NE(treemask_vocab_fingerprint(rh.p), treemask_vocab_fingerprint(vocab.p));
+  EXPECT_EQ(treemask_trie_check_vocab(trie.p, rh.p), TREEMASK_OK) << last_error();
+
+  VocabModel swapped = v;
+  std::swap(swapped.tokens[2], swapped.tokens[5]);  // "pos" <-> "neg"
+  VocabHandle sh;
+  ASSERT_EQ(make_vocab(swapped, sh), TREEMASK_OK);
+  EXPECT_EQ(treemask_trie_check_vocab(trie.p, sh.p), TREEMASK_ERR_INVALID_ARGUMENT);
+  std::string why = last_error();
+  EXPECT_NE(why.find(fingerprint_hex(vocab.p)), std::string::npos) << why;
+  EXPECT_NE(why.find(fingerprint_hex(sh.p)), std::string::npos) << why;
+  EXPECT_NE(why.find("token 2 is text \"pos\" in the trie's and text \"neg\" in the model's"),
+            std::string::npos)
+      << why;
+
+  // Compiled over a smaller vocabulary than the model's: the model's token
+  // 16 ("a") would never be allowed.
+  VocabModel small = v;
+  small.tokens.resize(16);
+  small.flags.resize(16);
+  small.vocab_size = 16;
+  VocabHandle smh;
+  ASSERT_EQ(make_vocab(small, smh), TREEMASK_OK);
+  TrieHandle small_set;
+  ASSERT_EQ(make_strings(smh.p, spec, small_set), TREEMASK_OK) << last_error();
+  EXPECT_EQ(treemask_trie_check_vocab(small_set.p, vocab.p), TREEMASK_ERR_INVALID_ARGUMENT);
+  why = last_error();
+  EXPECT_NE(why.find("token 16 is past its vocab_size 16 in the trie's and text \"a\""),
+            std::string::npos)
+      << why;
+  // The other way round the trie is wider than the model: refused, for both
+  // kinds.
+  EXPECT_EQ(treemask_trie_check_vocab(trie.p, smh.p), TREEMASK_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("vocab_size 40, wider than the model's vocabulary (vocab_size 16"),
+            std::string::npos)
+      << last_error();
+  TrieHandle paths;
+  ASSERT_EQ(testutil::make_trie({{1, 2}}, 40, {0}, paths), TREEMASK_OK);
+  EXPECT_EQ(treemask_trie_check_vocab(paths.p, vocab.p), TREEMASK_OK);
+  EXPECT_EQ(treemask_trie_check_vocab(paths.p, smh.p), TREEMASK_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(treemask_trie_check_vocab(nullptr, vocab.p), TREEMASK_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(treemask_trie_check_vocab(trie.p, nullptr), TREEMASK_ERR_INVALID_ARGUMENT);
+}
+
+TEST_F(Fixture, LoadWithVocabRefusesATokenPathFileWiderThanIt) {
+  const std::string file = testing::TempDir() + "wide_paths.tmtrie";
+  for (const int32_t width : {40, 41}) {
+    TrieHandle paths;
+    ASSERT_EQ(testutil::make_trie({{1, 2}}, width, {0}, paths), TREEMASK_OK);
+    ASSERT_EQ(treemask_trie_save(paths.p, file.c_str(), nullptr), TREEMASK_OK);
+    TrieHandle loaded;
+    const treemask_status s = treemask_trie_load_with_vocab(file.c_str(), 0, vocab.p, &loaded.p);
+    if (width == 40) {
+      EXPECT_EQ(s, TREEMASK_OK) << last_error();
+    } else {
+      EXPECT_EQ(s, TREEMASK_ERR_INVALID_ARGUMENT);
+      EXPECT_NE(last_error().find("vocab_size 41, wider than the vocabulary given (vocab_size 40"),
+                std::string::npos)
+          << last_error();
+      EXPECT_EQ(loaded.p, nullptr);
+    }
+  }
+  std::remove(file.c_str());
+}
+
 // The file of a string set: the vocabulary travels with it and is checked
 // against its fingerprint; a vocabulary given at load must be the one it was
 // built for; corruptions of the new sections are refused, naming them.

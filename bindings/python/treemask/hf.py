@@ -456,6 +456,12 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
     beams (and normalizes their scores by length); here they share the B
     slots.
 
+    Over a string set (:meth:`Trie.from_strings`) the hypotheses are
+    distinct strings: candidates that spell the same bytes (another
+    tokenization of the same text) merge, the best kept, so the
+    ``num_return_sequences`` results are different items (fewer live ones
+    when the search finds fewer; the rest are dead, score ``-inf``).
+
     Args:
         model: a transformers causal LM (``model(input_ids=...,
             attention_mask=..., position_ids=..., past_key_values=...,
@@ -483,7 +489,7 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
     """
     import torch
 
-    from .beam import Beam, DeviceTensorError, topk_states
+    from .beam import Beam, DeviceTensorError, initial_ends, initial_scores, topk_states
 
     if not isinstance(trie, Trie):
         raise InvalidArgumentError("trie must be a treemask.Trie, got %s" % type(trie).__name__)
@@ -537,17 +543,34 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
     request_base = np.repeat(np.arange(n_requests, dtype=np.int64) * B, B)
     generated = np.empty((n_slots, max_new_tokens), dtype=np.int64)
 
+    # A string set's step merges hypotheses that spell the same string
+    # (treemask.h): ends records where each finished one ended.
+    ends = initial_ends(n_requests, B) if trie.is_string_set else None
+
     with torch.no_grad():
         out = model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True,
                     logits_to_keep=1)
-        first = topk_states(trie, np.full(n_requests, STATE_ROOT, dtype=np.uint32), out.logits[:, -1, :], B)
+        last = out.logits[:, -1, :]
         cache = out.past_key_values
         del out
-        tokens = first.tokens.reshape(-1)
-        scores = np.ascontiguousarray(first.scores.reshape(-1))
         states = np.full(n_slots, STATE_ROOT, dtype=np.uint32)
-        trie.advance_states(states, tokens)  # -1 (dead slot): no token
-        states[tokens < 0] = STATE_TERMINATED
+        if ends is None:
+            first = topk_states(trie, np.full(n_requests, STATE_ROOT, dtype=np.uint32), last, B)
+            tokens = first.tokens.reshape(-1)
+            scores = np.ascontiguousarray(first.scores.reshape(-1))
+            trie.advance_states(states, tokens)  # -1 (dead slot): no token
+            states[tokens < 0] = STATE_TERMINATED
+        else:
+            # Top-B at the root could hold two tokens that spell the same
+            # bytes: the beam step from scores [0, -inf, ...] merges them.
+            # It reads only row r * B of each request (the others' scores
+            # are -inf), so the rest stay unwritten.
+            rows = last.new_empty((n_slots, last.shape[1]))
+            rows[::B] = last
+            scores = initial_scores(n_requests, B)
+            _, tokens = beam.step_states(trie, states, rows, scores, ends=ends)
+            del rows
+        del last
         tok = np.where(tokens < 0, pad_token_id, tokens).astype(np.int64)
         generated[:, 0] = tok
         src = np.repeat(np.arange(n_requests, dtype=np.int64), B)
@@ -560,7 +583,7 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
             logits, cache, mask, positions = _next_logits(model, cache, torch.from_numpy(src),
                                                           torch.from_numpy(tok).view(n_slots, 1), mask, positions)
             was_finished = states == STATE_TERMINATED
-            parents, tokens = beam.step_states(trie, states, logits, scores)
+            parents, tokens = beam.step_states(trie, states, logits, scores, ends=ends)
             del logits
             src = request_base + np.maximum(parents, 0)
             # A carried-over finished hypothesis (or a dead slot) gets padding.

@@ -276,11 +276,17 @@ def test_save_load_and_share_the_vocabulary(trie, vocab, tmp_path):
         treemask.Trie.load(path, vocab="qwen")
 
 
-def test_llama_cpp_processor_takes_a_string_set(trie):
+def test_llama_cpp_processor_takes_a_string_set(trie, vocab):
     from treemask.llama_cpp import TrieLogitsProcessor
 
     model = Model(CHOICES)
-    proc = TrieLogitsProcessor(trie)
+    # The model's vocabulary is required for a string set, and checked.
+    with pytest.raises(treemask.InvalidArgumentError, match="vocab=llm"):
+        TrieLogitsProcessor(trie)
+    other = treemask.Vocab.from_token_bytes(PIECES[:-1] + [b"zz"], WIDTH, SPECIAL)
+    with pytest.raises(treemask.InvalidArgumentError, match="0x%x" % other.fingerprint):
+        TrieLogitsProcessor(trie, vocab=other)
+    proc = TrieLogitsProcessor(trie, vocab=vocab)
     rng = random.Random(5)
     prompt = [3, 4]
     ids = list(prompt)

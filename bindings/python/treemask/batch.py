@@ -112,6 +112,12 @@ class BatchMatcher:
     def n_slots(self) -> int:
         return self._n
 
+    def __reduce__(self):
+        raise UnsupportedError(
+            "a treemask.BatchMatcher cannot be pickled: it holds C matchers and worker threads of this process."
+            " Send the tries (a Trie pickles by value) and each slot's accepted tokens, and build a BatchMatcher"
+            " of Matchers in the receiver")
+
     def __len__(self) -> int:
         return self._n
 

@@ -25,6 +25,7 @@ from .bitmask import apply_token_bitmask, cuda_available
 from .errors import InvalidArgumentError, UnsupportedError
 from .failure_policy import ADAPTER_DEFAULT, failure_policy_code
 from .trie import STATE_ROOT, STATE_TERMINATED, Trie
+from .vocab import model_vocab
 
 try:  # Subclassing lets transformers' LogitsProcessorList treat it as its own.
     from transformers import LogitsProcessor as _LogitsProcessorBase
@@ -97,12 +98,24 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
     its masks come from a walk of the vocabulary's token trie, which only the
     host runs; the device applies them (a pinned bitmask copied up, then the
     CUDA apply kernel).
+
+    ``vocab``: the model's vocabulary, to check the trie against at
+    construction (:meth:`Trie.check_vocab`): the model's tokenizer (read
+    with :meth:`Vocab.from_tokenizer` at ``max(its length,
+    trie.vocab_size)``) or a :class:`Vocab`. A string set compiled for
+    another tokenizer (other bytes, or a smaller vocabulary) is then refused
+    with InvalidArgumentError naming both fingerprints, instead of letting
+    the model write text outside the set. The processor never sees the
+    model, so without ``vocab`` nothing is checked: pass it whenever the
+    trie comes from a file or another process.
     """
 
     def __init__(self, trie: Trie, prompt_length: Optional[int] = None, *, pad_token_id: Optional[int] = None,
-                 failure_policy: Union[str, int] = ADAPTER_DEFAULT, n_threads: int = 1) -> None:
+                 failure_policy: Union[str, int] = ADAPTER_DEFAULT, n_threads: int = 1, vocab: Any = None) -> None:
         if not isinstance(trie, Trie):
             raise InvalidArgumentError("trie must be a treemask.Trie, got %s" % type(trie).__name__)
+        if vocab is not None:
+            trie.check_vocab(model_vocab(vocab, trie.vocab_size))
         if prompt_length is not None and prompt_length < 0:
             raise InvalidArgumentError("prompt_length %d must be >= 0" % prompt_length)
         if pad_token_id is not None and not 0 <= pad_token_id < trie.vocab_size:
@@ -429,7 +442,7 @@ def _check_beam_memory(model: Any, trie: Trie, n_requests: int, num_beams: int, 
 
 def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_new_tokens: Optional[int] = None,
                 attention_mask: Any = None, num_return_sequences: Optional[int] = None,
-                pad_token_id: Optional[int] = None, n_threads: int = 1) -> BeamSearchOutput:
+                pad_token_id: Optional[int] = None, n_threads: int = 1, vocab: Any = None) -> BeamSearchOutput:
     """Constrained beam search for a transformers causal LM, with the exact
     beam step of :class:`treemask.Beam` instead of full-vocabulary masks:
     the prompt runs once per request (all beams start identical, so the
@@ -479,6 +492,10 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
         pad_token_id: fills finished hypotheses (default the model's
             generation_config.pad_token_id, else the trie's first stop token).
         n_threads: threads of the beam step (requests are split between them).
+        vocab: the model's tokenizer or :class:`Vocab`: the trie is checked
+            against it first (:meth:`Trie.check_vocab`, the tokenizer read
+            at the model's logits width), so that a string set compiled for
+            another tokenizer is refused naming both fingerprints.
 
     With ``input_ids`` on a CUDA device (and the model there too) every
     step runs on the device: a :class:`treemask.torch.DeviceBeam` (the trie
@@ -500,6 +517,9 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
         raise DeviceTensorError("input_ids: %s is on a device treemask has no beam step for (CPU and CUDA only)"
                                 % _buffers.describe(input_ids))
     num_beams = _buffers.positive_int(num_beams, "num_beams")
+    if vocab is not None:
+        width = int(getattr(getattr(model, "config", None), "vocab_size", 0) or 0)
+        trie.check_vocab(model_vocab(vocab, width or trie.vocab_size))
     n_requests, prompt_length = input_ids.shape
     B = num_beams
     R = B if num_return_sequences is None else num_return_sequences

@@ -57,12 +57,12 @@ EXPERIMENTAL = frozenset({
     "STATE_FAILED",
     # the beam step and top-k
     "Beam", "BeamStep", "TopK", "beam_step_states", "topk_states", "initial_scores", "initial_ends",
-    "beam_kernel_isa", "BatchMatcher.beam_step",
+    "beam_kernel_isa", "BatchMatcher.beam_step", "Beam.step_states(ends=)", "torch.batch_beam_step",
     # the CUDA device trie and its steps
     "torch.DeviceTrie", "torch.DeviceBeam", "torch.DeviceRowStates",
     # string sets at the byte level
     "Vocab", "Trie.from_strings", "Trie.is_string_set", "Trie.vocab", "Trie.load(vocab=)",
-    "Matcher.forced_bytes",
+    "Matcher.forced_bytes", "Trie.check_vocab",
 })
 
 __all__ = [

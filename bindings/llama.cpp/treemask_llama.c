@@ -309,7 +309,8 @@ struct llama_sampler *treemask_llama_sampler_init_vocab(const treemask_vocab *mo
                                                         const treemask_matcher_options *opts) {
   tm_llama_error[0] = '\0';
   if (!model_vocab) {
-    return tm_llama_init_failed(NULL, "model_vocab is NULL (treemask_llama_vocab of the model's vocabulary)");
+    return tm_llama_init_failed(
+        NULL, "model_vocab is NULL (treemask_llama_vocab of the model's vocabulary)");
   }
   if (!trie) return tm_llama_init_failed(NULL, "trie is NULL");
   if (treemask_trie_check_vocab(trie, model_vocab) != TREEMASK_OK) {

@@ -1588,8 +1588,8 @@ TREEMASK_API treemask_vocab *treemask_trie_vocab(const treemask_trie *trie);
  * fingerprints and vocab sizes and the first token that differs. Cost: O(1)
  * when the fingerprints are equal, else one pass over both vocabularies'
  * bytes. Thread-safe. */
-TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_trie_check_vocab(const treemask_trie *trie,
-                                                                          const treemask_vocab *vocab);
+TREEMASK_NODISCARD TREEMASK_API treemask_status
+treemask_trie_check_vocab(const treemask_trie *trie, const treemask_vocab *vocab);
 
 /* treemask_trie_load, sharing vocab: a string-set file's vocabulary is
  * vocab (its fingerprint must be the one the file records, else

@@ -331,8 +331,8 @@ Status check_ends(const StringTrie &strings, std::span<const uint32_t> states,
 }  // namespace
 
 Status BeamStepper::step_states(const Trie &trie, size_t n_requests, const LogitsView &logits,
-                                uint32_t *states, uint32_t *ends, float *scores,
-                                int32_t *parents, int32_t *tokens) {
+                                uint32_t *states, uint32_t *ends, float *scores, int32_t *parents,
+                                int32_t *tokens) {
   size_t n_slots = 0;
   TM_TRY(check_step(n_requests, beam_width_, scores, parents, tokens, n_slots));
   if (n_slots == 0) return Status::Ok();
@@ -349,8 +349,9 @@ Status BeamStepper::step_states(const Trie &trie, size_t n_requests, const Logit
   // keep() overwrites a request's slots while its candidates were gathered
   // from them: the gather of a request finishes before its keep(), and
   // requests touch disjoint slots.
-  StateSlots slots{trie,  plain_rules(trie, trie.stop_tokens()), beam_width_, states, ends, scores,
-                   parents, tokens};
+  StateSlots slots{
+      trie,  plain_rules(trie, trie.stop_tokens()), beam_width_, states, ends, scores, parents,
+      tokens};
   return step_core(n_requests, lv, scores, slots);
 }
 
@@ -544,8 +545,9 @@ Status topk_states(const Trie &trie, const uint32_t *states, size_t n_rows, cons
   // A terminated state allows its stop tokens, as fill does: gather it as
   // FAILED (stop tokens only).
   std::vector<uint32_t> one(1);
-  StateSlots slots{trie,    plain_rules(trie, trie.stop_tokens()), 1, one.data(), nullptr, nullptr,
-                   nullptr, nullptr};
+  StateSlots slots{
+      trie,   plain_rules(trie, trie.stop_tokens()), 1, one.data(), nullptr, nullptr, nullptr,
+      nullptr};
   BeamStepper::Scratch unused;
   for (size_t i = 0; i < n_rows; ++i) {
     TopK top(heap, k);

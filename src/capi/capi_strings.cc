@@ -102,8 +102,8 @@ treemask_status treemask_trie_check_vocab(const treemask_trie *trie, const treem
   });
 }
 
-uint64_t treemask_vocab_copy_tokens(const treemask_vocab *vocab, uint8_t *bytes,
-                                    uint64_t bytes_cap, uint64_t *offsets, uint8_t *flags) {
+uint64_t treemask_vocab_copy_tokens(const treemask_vocab *vocab, uint8_t *bytes, uint64_t bytes_cap,
+                                    uint64_t *offsets, uint8_t *flags) {
   if (!vocab) return 0;
   const treemask::Vocab &v = *to_vocab(vocab);
   const auto n = static_cast<size_t>(v.n_tokens());

@@ -565,7 +565,8 @@ static treemask_vocab *other_vocab(const treemask_vocab *v, int32_t shrink) {
   const uint64_t total = treemask_vocab_copy_tokens(v, NULL, 0, NULL, NULL);
   uint8_t *bytes = (uint8_t *)malloc(total + 1);
   uint8_t *shifted = (uint8_t *)malloc(total + 1);
-  uint64_t *offsets = (uint64_t *)malloc(((size_t)treemask_vocab_n_tokens(v) + 1) * sizeof(uint64_t));
+  uint64_t *offsets =
+      (uint64_t *)malloc(((size_t)treemask_vocab_n_tokens(v) + 1) * sizeof(uint64_t));
   uint64_t *shifted_offsets = (uint64_t *)malloc(((size_t)n + 1) * sizeof(uint64_t));
   uint8_t *flags = (uint8_t *)malloc((size_t)treemask_vocab_n_tokens(v));
   uint8_t *shifted_flags = (uint8_t *)malloc((size_t)n);

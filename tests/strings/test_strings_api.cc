@@ -716,7 +716,7 @@ TEST_F(Fixture, CheckVocabComparesMasksNotNames) {
   EXPECT_EQ(treemask_trie_check_vocab(trie.p, vocab.p), TREEMASK_OK) << last_error();
   VocabModel renamed = v;
   renamed.tokens[0] = "<|end|>";  // special: never text, its name does not matter
-  renamed.vocab_size = 64;         // more padding past the tokenizer
+  renamed.vocab_size = 64;        // more padding past the tokenizer
   VocabHandle rh;
   ASSERT_EQ(make_vocab(renamed, rh), TREEMASK_OK);
   ASSERT_NE(treemask_vocab_fingerprint(rh.p), treemask_vocab_fingerprint(vocab.p));

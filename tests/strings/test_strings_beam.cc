@@ -149,9 +149,11 @@ RefStep reference_step(const SetModel &m, const VocabModel &v, const std::vector
       const float score = s + rows[b * static_cast<size_t>(v.vocab_size) + static_cast<size_t>(t)];
       if (!(score > kNegInf)) continue;
       const bool stop = m.is_stop(t);
-      cands.push_back({score, static_cast<int32_t>(b), t,
-                       {stop ? hyps[b].text : hyps[b].text + v.tokens[static_cast<size_t>(t)],
-                        stop}});
+      cands.push_back(
+          {score,
+           static_cast<int32_t>(b),
+           t,
+           {stop ? hyps[b].text : hyps[b].text + v.tokens[static_cast<size_t>(t)], stop}});
     }
   }
   std::stable_sort(cands.begin(), cands.end(), [](const Cand &a, const Cand &b) {
@@ -274,10 +276,10 @@ TEST(StringSetBeam, RandomSearchesAgainstTheBruteForce) {
                 TREEMASK_OK)
           << last_error();
       std::vector<int32_t> batch_parents(n_slots), batch_tokens(n_slots);
-      ASSERT_EQ(treemask_beam_step_batch(batch_beam.p, batch.p, n_requests, &lg,
-                                         batch_scores.data(), batch_parents.data(),
-                                         batch_tokens.data()),
-                TREEMASK_OK)
+      ASSERT_EQ(
+          treemask_beam_step_batch(batch_beam.p, batch.p, n_requests, &lg, batch_scores.data(),
+                                   batch_parents.data(), batch_tokens.data()),
+          TREEMASK_OK)
           << last_error();
       // Both forms choose the same, bit for bit.
       EXPECT_EQ(batch_parents, parents);

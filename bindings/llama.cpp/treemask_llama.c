@@ -1,6 +1,9 @@
 /* treemask for llama.cpp: the llama_sampler (see treemask_llama.h).
  *
  * Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0 */
+/* The string-set functions (treemask_llama_vocab and the check) are in the
+ * experimental tier, as string sets are. */
+#define TREEMASK_EXPERIMENTAL
 #include "treemask_llama.h"
 
 #include <stdint.h>

@@ -62,7 +62,11 @@
 extern "C" {
 #endif
 
-/* The model's vocabulary at the byte level, for string sets: token t's
+#ifdef TREEMASK_EXPERIMENTAL
+/* Experimental, as string sets are (define TREEMASK_EXPERIMENTAL before
+ * including this header).
+ *
+ * The model's vocabulary at the byte level, for string sets: token t's
  * bytes are its piece as llama.cpp decodes it (llama_token_to_piece with
  * special = false: what it adds to the text); control, user-defined (added),
  * unused, unknown and undefined tokens are flagged TREEMASK_TOKEN_SPECIAL
@@ -92,6 +96,7 @@ treemask_status treemask_llama_vocab(const struct llama_vocab *vocab, treemask_v
 struct llama_sampler *treemask_llama_sampler_init_vocab(const treemask_vocab *model_vocab,
                                                         const treemask_trie *trie,
                                                         const treemask_matcher_options *opts);
+#endif /* TREEMASK_EXPERIMENTAL */
 
 /* A new sampler at the root of trie, for a model of n_vocab tokens
  * (llama_vocab_n_tokens(llama_model_get_vocab(model)); the first argument,
@@ -108,7 +113,7 @@ struct llama_sampler *treemask_llama_sampler_init_vocab(const treemask_vocab *mo
  * Such a trie could offer, or end a sequence with, a token the model does not
  * have. A string-set trie is refused here: n_vocab cannot tell whether it was
  * compiled for this model's tokenizer, so use
- * treemask_llama_sampler_init_vocab, which checks. Free the sampler with
+ * treemask_llama_sampler_init_vocab (experimental tier), which checks. Free the sampler with
  * llama_sampler_free, or let the chain it was added to free it. */
 struct llama_sampler *treemask_llama_sampler_init(int32_t n_vocab, const treemask_trie *trie,
                                                   const treemask_matcher_options *opts);

@@ -51,25 +51,39 @@ _NEVER_TEXT = _ATTR_UNKNOWN | _ATTR_UNUSED | _ATTR_CONTROL | _ATTR_USER_DEFINED
 def vocab_of(llm: Any) -> Vocab:
     """The vocabulary of a ``llama_cpp.Llama`` at the byte level, read as the
     llama.cpp sampler's ``treemask_llama_vocab`` reads it: token t's bytes
-    are its piece (``token_to_piece`` without specials: what it adds to the
-    text); control, user-defined (added), unused, unknown and undefined
+    are its piece (``llama_token_to_piece`` without specials: what it adds to
+    the text); control, user-defined (added), unused, unknown and undefined
     tokens are never text; the width is ``n_vocab()``. Build it once per
     model (~0.5 s for 150k tokens) and pass it as ``vocab=``; compile string
     sets over it, or over the model's Hugging Face tokenizer
     (:meth:`Vocab.from_tokenizer`): both give the same masks."""
-    model = getattr(llm, "_model", None)
-    get_attr = getattr(model, "token_get_attr", None)
-    to_piece = getattr(model, "token_to_piece", None)
-    if model is None or get_attr is None or to_piece is None:
+    import ctypes
+
+    try:
+        import llama_cpp as engine
+    except ImportError:
+        raise InvalidArgumentError("vocab_of: llama_cpp (llama-cpp-python) is not importable") from None
+    vocab_p = getattr(getattr(llm, "_model", None), "vocab", None)
+    if vocab_p is None or not hasattr(llm, "n_vocab"):
         raise InvalidArgumentError("vocab_of: want a llama_cpp.Llama (llama-cpp-python >= 0.3), got %s"
                                    % type(llm).__name__)
     n = int(llm.n_vocab())
+    buf = ctypes.create_string_buffer(256)
     tokens = []
     special = []
     for t in range(n):
-        attr = int(get_attr(t))
+        attr = int(engine.llama_vocab_get_attr(vocab_p, t))
         text = attr != 0 and not attr & _NEVER_TEXT
-        tokens.append(bytes(to_piece(t, False)) if text else b"")
+        piece = b""
+        if text:
+            # llama-cpp-python's own token_to_piece returns its whole 32-byte
+            # buffer; the C function returns the length (or -needed).
+            k = int(engine.llama_token_to_piece(vocab_p, t, buf, len(buf), 0, False))
+            if k < 0:
+                buf = ctypes.create_string_buffer(-k)
+                k = int(engine.llama_token_to_piece(vocab_p, t, buf, len(buf), 0, False))
+            piece = buf.raw[:k] if k > 0 else b""
+        tokens.append(piece)
         special.append(not text)
     return Vocab.from_token_bytes(tokens, n, special)
 
@@ -128,7 +142,7 @@ class TrieLogitsProcessor:
                 " made once)")
         if vocab is not None:
             if not isinstance(vocab, Vocab) and hasattr(vocab, "n_vocab") and hasattr(vocab, "_model"):
-                vocab = vocab_of(vocab)
+                vocab = vocab_of(vocab)  # a llama_cpp.Llama
             trie.check_vocab(model_vocab(vocab, trie.vocab_size))
         if prompt_length is not None and prompt_length < 0:
             raise InvalidArgumentError("prompt_length %d must be >= 0" % prompt_length)

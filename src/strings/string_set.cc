@@ -219,7 +219,12 @@ std::string describe_token(const Vocab &v, int32_t t) {
   if (t >= v.n_tokens()) return "padding (never text)";
   if (!v.is_text_token(t)) return "special or empty (never text)";
   const std::string_view b = v.token_bytes(t);
-  return cat("text \"", escape_control(b.substr(0, 40)), b.size() > 40 ? "...\"" : "\"");
+  std::string text;
+  for (const char c : escape_control(b.substr(0, 40))) {
+    if (c == '"') text += '\\';  // a quote inside the quotes stays readable
+    text += c;
+  }
+  return cat("text \"", text, b.size() > 40 ? "...\"" : "\"");
 }
 
 }  // namespace

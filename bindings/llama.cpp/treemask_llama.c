@@ -1,6 +1,9 @@
 /* treemask for llama.cpp: the llama_sampler (see treemask_llama.h).
  *
  * Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0 */
+/* The string-set functions (treemask_llama_vocab and the check) are in the
+ * experimental tier, as string sets are. */
+#define TREEMASK_EXPERIMENTAL
 #include "treemask_llama.h"
 
 #include <stdint.h>
@@ -246,11 +249,96 @@ static struct llama_sampler *tm_llama_init_failed(treemask_matcher *matcher, con
   return NULL;
 }
 
+treemask_status treemask_llama_vocab(const struct llama_vocab *vocab, treemask_vocab **out) {
+  if (!vocab || !out) return TREEMASK_ERR_INVALID_ARGUMENT;
+  *out = NULL;
+  const int32_t n = llama_vocab_n_tokens(vocab);
+  const int never_text = LLAMA_TOKEN_ATTR_CONTROL | LLAMA_TOKEN_ATTR_USER_DEFINED |
+                         LLAMA_TOKEN_ATTR_UNUSED | LLAMA_TOKEN_ATTR_UNKNOWN;
+  uint64_t *offsets = (uint64_t *)malloc(((size_t)(n > 0 ? n : 0) + 1) * sizeof(uint64_t));
+  uint8_t *flags = (uint8_t *)malloc((size_t)(n > 0 ? n : 1));
+  size_t cap = (size_t)(n > 0 ? n : 1) * 8, used = 0;
+  uint8_t *bytes = (uint8_t *)malloc(cap);
+  char *piece = (char *)malloc(256);
+  int32_t piece_cap = 256;
+  treemask_status status = TREEMASK_OK;
+  if (!offsets || !flags || !bytes || !piece) goto no_memory;
+  offsets[0] = 0;
+  for (int32_t t = 0; t < n; ++t) {
+    const int attr = (int)llama_vocab_get_attr(vocab, t);
+    const bool text = !(attr & never_text) && attr != LLAMA_TOKEN_ATTR_UNDEFINED;
+    int32_t k = 0;
+    if (text) {
+      k = llama_token_to_piece(vocab, t, piece, piece_cap, 0, false);
+      if (k < 0) { /* -k bytes needed */
+        char *grown = (char *)realloc(piece, (size_t)-k);
+        if (!grown) goto no_memory;
+        piece = grown;
+        piece_cap = -k;
+        k = llama_token_to_piece(vocab, t, piece, piece_cap, 0, false);
+        if (k < 0) k = 0; /* no piece llama.cpp gives: never text */
+      }
+    }
+    if (used + (size_t)k > cap) {
+      while (used + (size_t)k > cap) cap *= 2;
+      uint8_t *grown = (uint8_t *)realloc(bytes, cap);
+      if (!grown) goto no_memory;
+      bytes = grown;
+    }
+    if (k > 0) memcpy(bytes + used, piece, (size_t)k);
+    used += (size_t)k;
+    offsets[t + 1] = used;
+    flags[t] = text ? 0 : TREEMASK_TOKEN_SPECIAL;
+  }
+  status = treemask_vocab_create(bytes, offsets, (size_t)(n > 0 ? n : 0), flags, n, out);
+  goto done;
+no_memory:
+  status = TREEMASK_ERR_OUT_OF_MEMORY;
+done:
+  free(piece);
+  free(bytes);
+  free(flags);
+  free(offsets);
+  return status;
+}
+
+/* The checks and the sampler of both inits; *checked: the caller has
+ * checked a string set against the model's vocabulary. */
+static struct llama_sampler *tm_llama_init(int32_t n_vocab, const treemask_trie *trie,
+                                           const treemask_matcher_options *opts, bool checked);
+
+struct llama_sampler *treemask_llama_sampler_init_vocab(const treemask_vocab *model_vocab,
+                                                        const treemask_trie *trie,
+                                                        const treemask_matcher_options *opts) {
+  tm_llama_error[0] = '\0';
+  if (!model_vocab) {
+    return tm_llama_init_failed(
+        NULL, "model_vocab is NULL (treemask_llama_vocab of the model's vocabulary)");
+  }
+  if (!trie) return tm_llama_init_failed(NULL, "trie is NULL");
+  if (treemask_trie_check_vocab(trie, model_vocab) != TREEMASK_OK) {
+    return tm_llama_init_failed(NULL, treemask_last_error());
+  }
+  return tm_llama_init(treemask_vocab_size(model_vocab), trie, opts, true);
+}
+
 struct llama_sampler *treemask_llama_sampler_init(int32_t n_vocab, const treemask_trie *trie,
                                                   const treemask_matcher_options *opts) {
   tm_llama_error[0] = '\0';
+  return tm_llama_init(n_vocab, trie, opts, false);
+}
+
+static struct llama_sampler *tm_llama_init(int32_t n_vocab, const treemask_trie *trie,
+                                           const treemask_matcher_options *opts, bool checked) {
   char why[256];
   if (!trie) return tm_llama_init_failed(NULL, "trie is NULL");
+  if (!checked && treemask_trie_is_string_set(trie)) {
+    return tm_llama_init_failed(
+        NULL,
+        "a string-set trie needs the model's vocabulary, to check that it was compiled for this "
+        "model's tokenizer: create the sampler with treemask_llama_sampler_init_vocab("
+        "treemask_llama_vocab(llama_model_get_vocab(model)), trie, opts)");
+  }
   if (n_vocab < 1) {
     snprintf(why, sizeof(why), "n_vocab %d: want the model's vocabulary size (>= 1)", (int)n_vocab);
     return tm_llama_init_failed(NULL, why);

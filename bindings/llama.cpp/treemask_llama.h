@@ -62,6 +62,42 @@
 extern "C" {
 #endif
 
+#ifdef TREEMASK_EXPERIMENTAL
+/* Experimental, as string sets are (define TREEMASK_EXPERIMENTAL before
+ * including this header).
+ *
+ * The model's vocabulary at the byte level, for string sets: token t's
+ * bytes are its piece as llama.cpp decodes it (llama_token_to_piece with
+ * special = false: what it adds to the text); control, user-defined (added),
+ * unused, unknown and undefined tokens are flagged TREEMASK_TOKEN_SPECIAL
+ * (never text) with no bytes; vocab_size = n_tokens =
+ * llama_vocab_n_tokens(vocab). Build it once per model (~0.1 s for 150k
+ * tokens: the token trie) and keep it: compile string sets over it
+ * (treemask_trie_from_strings) and give it to
+ * treemask_llama_sampler_init_vocab. Free it with treemask_vocab_free.
+ * Errors: TREEMASK_ERR_INVALID_ARGUMENT for NULL arguments,
+ * TREEMASK_ERR_OUT_OF_MEMORY, or treemask_vocab_create's (its message in
+ * treemask_last_error()). A token whose piece llama.cpp cannot give is
+ * never text. */
+treemask_status treemask_llama_vocab(const struct llama_vocab *vocab, treemask_vocab **out);
+
+/* A new sampler at the root of trie for the model whose vocabulary is
+ * model_vocab (treemask_llama_vocab of the model's llama_vocab), with
+ * n_vocab = its vocab_size. The trie must fit that model
+ * (treemask_trie_check_vocab): no wider than it, and a string set's masks
+ * the same over the model's vocabulary as over the one it was compiled for
+ * (equal fingerprints, or the same bytes at every text token). A string set
+ * compiled for another tokenizer (other bytes at the same width, or a
+ * smaller vocabulary) is refused, naming both fingerprints: it would let
+ * the model write text outside the set. Otherwise as
+ * treemask_llama_sampler_init. The check costs O(1) when the trie was
+ * compiled over model_vocab itself, one pass over the token bytes (~1 ms
+ * for 150k tokens) otherwise. */
+struct llama_sampler *treemask_llama_sampler_init_vocab(const treemask_vocab *model_vocab,
+                                                        const treemask_trie *trie,
+                                                        const treemask_matcher_options *opts);
+#endif /* TREEMASK_EXPERIMENTAL */
+
 /* A new sampler at the root of trie, for a model of n_vocab tokens
  * (llama_vocab_n_tokens(llama_model_get_vocab(model)); the first argument,
  * as llama.cpp's llama_sampler_init_logit_bias takes it). trie is retained
@@ -75,8 +111,10 @@ extern "C" {
  * model: its vocab_size larger than n_vocab (build it with vocab_size =
  * n_vocab), or a stop token (the trie's or override_stop_tokens) >= n_vocab.
  * Such a trie could offer, or end a sequence with, a token the model does not
- * have. Free the sampler with llama_sampler_free, or let the chain it was
- * added to free it. */
+ * have. A string-set trie is refused here: n_vocab cannot tell whether it was
+ * compiled for this model's tokenizer, so use
+ * treemask_llama_sampler_init_vocab (experimental tier), which checks. Free the sampler with
+ * llama_sampler_free, or let the chain it was added to free it. */
 struct llama_sampler *treemask_llama_sampler_init(int32_t n_vocab, const treemask_trie *trie,
                                                   const treemask_matcher_options *opts);
 

@@ -699,9 +699,15 @@ typedef struct treemask_batch_options {
 /* Sets struct_size and every field to its default. */
 TREEMASK_API void treemask_batch_options_init(treemask_batch_options *opts);
 
-/* Creates a batch with every slot empty and starts its threads.
+/* Creates a batch with every slot empty and starts its threads. Memory:
+ * about 48 bytes a slot before any matcher (its tables are written at
+ * creation), each slot's matcher apart.
  * Errors: NULL opts or out, n_slots outside [1, 2^31 - 1], n_threads > 256;
- * TREEMASK_ERR_INTERNAL when a thread cannot be started. Thread-safe. */
+ * TREEMASK_ERR_OUT_OF_MEMORY when n_slots x 48 bytes is more than the
+ * machine's physical memory (a cheap check before anything is allocated, so
+ * that a huge n_slots is refused instead of ending the process), or an
+ * allocation fails; TREEMASK_ERR_INTERNAL when a thread cannot be started.
+ * Thread-safe. */
 TREEMASK_NODISCARD TREEMASK_API treemask_status
 treemask_batch_create(const treemask_batch_options *opts, treemask_batch **out);
 
@@ -1268,7 +1274,29 @@ treemask_matcher_get_state(const treemask_matcher *m, uint32_t *state);
  *
  * First step: all beams of a request start identical, so pass scores
  * {0, -inf, ..., -inf} per request (transformers' convention); otherwise the
- * same hypothesis would fill every beam. */
+ * same hypothesis would fill every beam.
+ *
+ * String sets: distinct strings. Over a string set (the section below) many token
+ * sequences spell one string ("red", "re" + "d", "r" + "e" + "d"), and a
+ * search over {"red", "blue"} with B = 3 would fill every beam with "red".
+ * So a string set's step ranks the candidates as above and then merges the
+ * ones whose hypotheses spell the same bytes, keeping the best (the first in
+ * that order): the B winners are the B best distinct hypotheses (fewer, the
+ * rest dead, when fewer exist). A live hypothesis is the string spelled so
+ * far, which its state (a byte-trie node) identifies; a finished hypothesis
+ * (a stop token chosen) is the complete string, distinct from a live one
+ * with the same bytes (that one may still continue), and merges with any
+ * other finished one of the same string, whether it finishes in this step
+ * or finished earlier and carries over. Its state is
+ * TREEMASK_STATE_TERMINATED, which does not say which string it was, so the
+ * state-array form keeps a second array beside the states, ends: the node at
+ * which each finished string ended (treemask_beam_step_strings);
+ * treemask_beam_step_states refuses a string set. In the batch form each
+ * slot's matcher knows where it ended. Merging is the Viterbi rule for a
+ * string: the best tokenization of each hypothesis is kept, and the search
+ * spends its B beams on B different items. Token-path tries are never
+ * merged (each candidate is its own token sequence), and their steps are
+ * unchanged. */
 
 /* Where a step's logits are: row i (slot i) starts at element
  * i * row_stride of data. Initialise with treemask_logits_init. */
@@ -1319,11 +1347,36 @@ TREEMASK_API void treemask_beam_free(treemask_beam *beam);
  * Errors (nothing is written): NULL arguments, n_columns or row_stride too
  * small, an unknown dtype, a state out of range (its index named), a logits
  * row that a live slot would read holding NaN or +inf
- * (TREEMASK_ERR_INVALID_ARGUMENT naming the row). */
+ * (TREEMASK_ERR_INVALID_ARGUMENT naming the row), a string-set trie
+ * (TREEMASK_ERR_UNSUPPORTED: it needs treemask_beam_step_strings). */
 TREEMASK_NODISCARD TREEMASK_API treemask_status
 treemask_beam_step_states(treemask_beam *beam, const treemask_trie *trie, size_t n_requests,
                           const treemask_logits *logits, uint32_t *states, float *scores,
                           int32_t *parents, int32_t *tokens);
+
+/* treemask_beam_step_states with the ends of finished strings, so that a
+ * string set's search returns distinct strings (above); it takes a
+ * token-path trie too (then ends is only written, every entry
+ * TREEMASK_STATE_FAILED, and the step is treemask_beam_step_states').
+ * ends has n_requests * beam_width entries, updated in place like states:
+ * for a slot in TREEMASK_STATE_TERMINATED, the byte-trie node at which its
+ * string ended, or TREEMASK_STATE_FAILED when unknown (such a hypothesis is
+ * never merged); entries of other slots are ignored. The step writes every
+ * entry: the end node of a finished slot, TREEMASK_STATE_FAILED for live
+ * and dead ones. Start a search with every entry TREEMASK_STATE_FAILED (no
+ * slot has finished) and pass the array back at each step.
+ * Errors: as treemask_beam_step_states, plus NULL ends
+ * (TREEMASK_ERR_INVALID_ARGUMENT) and, for a string set, an entry of a
+ * finished slot that is neither TREEMASK_STATE_FAILED nor a node where a
+ * string ends (TREEMASK_ERR_OUT_OF_RANGE naming its index). Cost: as
+ * treemask_beam_step_states, plus one byte walk per candidate ranked among
+ * the B best; a step whose best candidates merge gathers again with twice
+ * the room until B distinct are found (its candidate heap keeps that
+ * size). */
+TREEMASK_NODISCARD TREEMASK_API treemask_status
+treemask_beam_step_strings(treemask_beam *beam, const treemask_trie *trie, size_t n_requests,
+                           const treemask_logits *logits, uint32_t *states, uint32_t *ends,
+                           float *scores, int32_t *parents, int32_t *tokens);
 
 /* The same step over the first n_requests * beam_width slots of a batch
  * (section 6), each holding a matcher: a slot's candidates are its
@@ -1335,7 +1388,9 @@ treemask_beam_step_states(treemask_beam *beam, const treemask_trie *trie, size_t
  * allocates; the state-array form does not). A dead slot keeps its old
  * matcher; its score -inf keeps it out of every later step. Slots past
  * n_requests * beam_width are untouched. n_columns 0 means the largest
- * vocab_size among the slots' tries.
+ * vocab_size among the slots' tries. A request whose slots hold a string set
+ * returns distinct strings (above; a terminated matcher knows where its
+ * string ended, so no ends array is needed).
  * Errors: as treemask_beam_step_states, plus an empty slot or more slots
  * than the batch holds (nothing changed). */
 TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_beam_step_batch(
@@ -1466,6 +1521,16 @@ TREEMASK_API uint64_t treemask_vocab_fingerprint(const treemask_vocab *vocab);
 TREEMASK_API size_t treemask_vocab_token_bytes(const treemask_vocab *vocab, int32_t token,
                                                uint8_t *out, size_t cap);
 
+/* The vocabulary's tokens as treemask_vocab_create takes them, to ship or
+ * store one (Python pickles a Vocab with it): every token's bytes to
+ * bytes[0 .. n) when bytes_cap >= n, offsets[0 .. n_tokens] (n_tokens + 1
+ * entries, from 0 to n) and flags[0 .. n_tokens); each of the three may be
+ * NULL (not written). Returns n, the bytes of all tokens (0 for NULL vocab):
+ * call once with bytes NULL for the size. Thread-safe. */
+TREEMASK_API uint64_t treemask_vocab_copy_tokens(const treemask_vocab *vocab, uint8_t *bytes,
+                                                 uint64_t bytes_cap, uint64_t *offsets,
+                                                 uint8_t *flags);
+
 /* Bytes the vocabulary holds (tokens, offsets, flags, token trie); 0 for
  * NULL. */
 TREEMASK_API uint64_t treemask_vocab_memory_bytes(const treemask_vocab *vocab);
@@ -1508,12 +1573,36 @@ TREEMASK_API bool treemask_trie_is_string_set(const treemask_trie *trie);
  * retain it to keep it); NULL for a token-path trie or NULL. */
 TREEMASK_API treemask_vocab *treemask_trie_vocab(const treemask_trie *trie);
 
+/* Whether trie fits the model whose vocabulary is vocab (the model's
+ * tokenizer, read as treemask_vocab_create wants it: see the Python
+ * Vocab.from_tokenizer and the llama.cpp sampler's treemask_llama_vocab):
+ * - the trie is no wider than the model (vocab_size <= vocab's), for both
+ *   kinds: a wider trie has ids the model does not have;
+ * - a string set's masks are the same over both vocabularies: their
+ *   fingerprints are equal, or else every id is text with the same bytes in
+ *   both, or text in neither (special tokens' names and padding may differ:
+ *   they are never text). A string set compiled for another tokenizer (other
+ *   bytes at the same width, or a smaller vocabulary) would mask by other
+ *   tokens' bytes: a model would write text outside the set.
+ * Errors: NULL arguments; TREEMASK_ERR_INVALID_ARGUMENT naming both
+ * fingerprints and vocab sizes and the first token that differs. Cost: O(1)
+ * when the fingerprints are equal, else one pass over both vocabularies'
+ * bytes. Thread-safe. */
+TREEMASK_NODISCARD TREEMASK_API treemask_status
+treemask_trie_check_vocab(const treemask_trie *trie, const treemask_vocab *vocab);
+
 /* treemask_trie_load, sharing vocab: a string-set file's vocabulary is
  * vocab (its fingerprint must be the one the file records, else
  * TREEMASK_ERR_INVALID_ARGUMENT naming both), so the token trie is not
  * built again. A .tmtrie file holds its vocabulary too, which
  * treemask_trie_load rebuilds (checked against its fingerprint at load). A
- * token-path file ignores vocab; NULL vocab is treemask_trie_load. */
+ * token-path file has no vocabulary to compare: it is refused only when its
+ * vocab_size is larger than vocab's (TREEMASK_ERR_INVALID_ARGUMENT: ids
+ * past the model's width), else vocab is not used; NULL vocab is
+ * treemask_trie_load. An engine that holds its model's vocabulary loads
+ * every file through this function, so that a string set compiled for
+ * another tokenizer (same width, other bytes, or a smaller width) is
+ * refused at load instead of masking by other tokens' bytes. */
 TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_trie_load_with_vocab(
     const char *path, uint32_t flags, const treemask_vocab *vocab, treemask_trie **out);
 

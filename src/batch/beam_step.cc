@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <new>
 #include <span>
@@ -14,6 +15,7 @@
 #include "batch/state_array.h"
 #include "batch/worker_pool.h"
 #include "kernels/checks.h"
+#include "matcher/matcher.h"
 #include "rules/rules.h"
 #include "rules/string_rules.h"
 
@@ -76,6 +78,48 @@ BeamStepper::BeamStepper(size_t beam_width, size_t n_threads)
 
 BeamStepper::~BeamStepper() = default;
 
+namespace {
+
+using Key = BeamStepper::HypothesisKey;
+
+// The bucket of a key in a table of 2^n buckets (mask = 2^n - 1).
+size_t key_bucket(const Key &k, size_t mask) {
+  uint64_t h = reinterpret_cast<uintptr_t>(k.space) ^ (uint64_t{k.node} << 2) ^ k.kind;
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  return static_cast<size_t>(h) & mask;
+}
+
+// The first B candidates of heap[0 .. n) (sorted best first) whose
+// hypotheses differ, moved to the front in order, their keys to
+// sc.keys; returns how many. A candidate whose key is kNone is always
+// distinct.
+template <class Slots>
+size_t select_distinct(Slots &slots, size_t r, size_t B, BeamStepper::Scratch &sc, size_t n) {
+  size_t buckets = 16;
+  while (buckets < 2 * std::min(B, n)) buckets *= 2;
+  sc.seen.assign(buckets, Key{});
+  sc.keys.clear();
+  const size_t mask = buckets - 1;
+  size_t kept = 0;
+  for (size_t i = 0; i < n && kept < B; ++i) {
+    BeamCandidate c = sc.heap[i];
+    const Key key = slots.key(r, c);  // may set c.next
+    if (key.kind != Key::kNone) {
+      size_t j = key_bucket(key, mask);
+      while (sc.seen[j].kind != Key::kNone && !(sc.seen[j] == key)) j = (j + 1) & mask;
+      if (sc.seen[j] == key) continue;  // a better candidate spells the same
+      sc.seen[j] = key;
+    }
+    sc.heap[kept++] = c;
+    sc.keys.push_back(key);
+  }
+  return kept;
+}
+
+}  // namespace
+
 template <class Slots>
 Status BeamStepper::step_core(size_t n_requests, const LogitsView &logits, const float *scores,
                               Slots &slots) {
@@ -103,9 +147,8 @@ Status BeamStepper::step_core(size_t n_requests, const LogitsView &logits, const
     }
     return true;
   };
-  auto request = [&](size_t r, Scratch &sc) {
+  auto gather = [&](size_t r, Scratch &sc, TopK &top) {
     const size_t base = r * B;
-    TopK top(sc.heap.data(), B);
     for (size_t b = 0; b < B; ++b) {
       const size_t slot = base + b;
       const float s = scores[slot];
@@ -124,8 +167,31 @@ Status BeamStepper::step_core(size_t n_requests, const LogitsView &logits, const
         }
       });
     }
-    slots.keep(r, sc.heap.data(), top.finish());
-    return true;
+  };
+  auto request = [&](size_t r, Scratch &sc) {
+    if (!slots.merges(r)) {
+      TopK top(sc.heap.data(), B);
+      gather(r, sc, top);
+      slots.keep(r, sc.heap.data(), top.finish(), nullptr);
+      return true;
+    }
+    // Distinct hypotheses: the best k candidates, merged; when merges leave
+    // fewer than B and the heap was full, candidates further down may be
+    // distinct: gather again with twice the room (each hypothesis has at
+    // most B parents x the tokens spelling the same bytes, so this ends
+    // after a few rounds; the heap keeps the largest size reached).
+    for (size_t k = B;;) {
+      if (sc.heap.size() < k) sc.heap.resize(k);
+      TopK top(sc.heap.data(), k);
+      gather(r, sc, top);
+      const size_t n = top.finish();
+      const size_t kept = select_distinct(slots, r, B, sc, n);
+      if (kept == B || n < k) {
+        slots.keep(r, sc.heap.data(), kept, sc.keys.data());
+        return true;
+      }
+      k *= 2;  // n == k <= the candidates (B x the vocabulary at most): no overflow
+    }
   };
   TM_TRY(for_each_request(n_requests, normalize));
   return for_each_request(n_requests, request);
@@ -155,6 +221,7 @@ struct StateSlots {
   PlainRules rules;
   size_t B;
   uint32_t *states;
+  uint32_t *ends;  // null for a token-path trie without them (and top-k)
   float *scores;
   int32_t *parents, *tokens;
 
@@ -190,7 +257,27 @@ struct StateSlots {
       for (const int32_t t : trie.stop_tokens()) offer(t, kStateTerminated);
     }
   }
-  void keep(size_t r, BeamCandidate *best, size_t kept) {
+  // A string set's candidates merge by the string they spell.
+  bool merges(size_t) const { return trie.strings() != nullptr; }
+  Key key(size_t r, BeamCandidate &c) const {
+    const StringTrie *strings = trie.strings();
+    const size_t parent = r * B + static_cast<size_t>(c.beam);
+    const uint32_t s = states[parent];
+    if (s == kStateTerminated) {  // carried over: the string it ended with, if known
+      const uint32_t end = ends[parent];
+      return end == kStateFailed ? Key{} : Key{strings, end, Key::kFinished};
+    }
+    if (s >= trie.n_nodes()) return {};  // FAILED: stop tokens after an unknown string
+    if (c.next == kStateTerminated) return {strings, s, Key::kFinished};  // a stop token
+    const TokenStep step = strings->step_token(s, c.token, trie.stop_tokens());
+    if (step.kind != TokenStep::kAdvanced) {
+      c.next = kStateTerminated;
+      return {};
+    }
+    c.next = step.node;
+    return {strings, step.node, Key::kLive};
+  }
+  void keep(size_t r, BeamCandidate *best, size_t kept, const Key *keys) {
     const size_t base = r * B;
     if (const StringTrie *strings = trie.strings()) {
       // Every winner's parent state is read before any slot is written.
@@ -213,27 +300,58 @@ struct StateSlots {
         scores[base + i] = kNegInf;
         states[base + i] = kStateTerminated;
       }
+      // The keys were made before this loop, so a carried-over end is read
+      // before its slot is written.
+      if (ends) {
+        ends[base + i] =
+            i < kept && keys && keys[i].kind == Key::kFinished ? keys[i].node : kStateFailed;
+      }
     }
   }
 };
 
 }  // namespace
 
+namespace {
+
+// A string set's ends: each finished slot's is unknown (kStateFailed) or a
+// node where a string ends (the index named otherwise).
+Status check_ends(const StringTrie &strings, std::span<const uint32_t> states,
+                  const uint32_t *ends) {
+  for (size_t i = 0; i < states.size(); ++i) {
+    if (states[i] != kStateTerminated || ends[i] == kStateFailed) continue;
+    if (ends[i] >= strings.n_nodes() || !strings.is_terminal(ends[i])) {
+      return error(Code::kOutOfRange, "ends[", i, "] = ", ends[i],
+                   " is neither a node where a string ends nor TREEMASK_STATE_FAILED (unknown)");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status BeamStepper::step_states(const Trie &trie, size_t n_requests, const LogitsView &logits,
-                                uint32_t *states, float *scores, int32_t *parents,
+                                uint32_t *states, uint32_t *ends, float *scores, int32_t *parents,
                                 int32_t *tokens) {
   size_t n_slots = 0;
   TM_TRY(check_step(n_requests, beam_width_, scores, parents, tokens, n_slots));
   if (n_slots == 0) return Status::Ok();
   if (!states) return error(Code::kInvalidArgument, "states is NULL");
+  if (trie.strings() && !ends) {
+    return error(Code::kUnsupported,
+                 "the beam step of a string set needs the ends of its finished strings, to "
+                 "return distinct strings: use treemask_beam_step_strings");
+  }
   const LogitsView lv = logits.resolved(trie.vocab_size());
   TM_TRY(check_logits(trie.vocab_size(), lv, n_slots));
   TM_TRY(check_states(trie, {states, n_slots}));
+  if (trie.strings()) TM_TRY(check_ends(*trie.strings(), {states, n_slots}, ends));
   // keep() overwrites a request's slots while its candidates were gathered
   // from them: the gather of a request finishes before its keep(), and
   // requests touch disjoint slots.
   StateSlots slots{
-      trie, plain_rules(trie, trie.stop_tokens()), beam_width_, states, scores, parents, tokens};
+      trie,  plain_rules(trie, trie.stop_tokens()), beam_width_, states, ends, scores, parents,
+      tokens};
   return step_core(n_requests, lv, scores, slots);
 }
 
@@ -266,7 +384,32 @@ struct MatcherSlots {
     }
     for (size_t j = 0; j < n; ++j) offer(sc.allowed[j], 0);
   }
-  void keep(size_t r, const BeamCandidate *best, size_t kept) {
+  // A request with a string-set slot merges its candidates by the string
+  // they spell (a token-path slot's candidates are never merged).
+  bool merges(size_t r) const {
+    for (size_t i = r * B; i < (r + 1) * B; ++i) {
+      if (batch.matcher(i)->trie().strings()) return true;
+    }
+    return false;
+  }
+  Key key(size_t r, BeamCandidate &c) const {
+    const Matcher &m = *batch.matcher(r * B + static_cast<size_t>(c.beam));
+    const StringTrie *strings = m.trie().strings();
+    if (!strings) return {};
+    const MatcherState &at = m.state();
+    if (m.is_terminated()) {  // where it ended; kStateFailed after a closed state
+      return at.node < strings->n_nodes() ? Key{strings, at.node, Key::kFinished} : Key{};
+    }
+    if (at.phase != Phase::kActive) return {};  // closed or failed: an unknown string
+    const TokenStep step = strings->step_token(at.node, c.token, m.stop_tokens());
+    if (step.kind == TokenStep::kTerminated) return {strings, at.node, Key::kFinished};
+    if (step.kind != TokenStep::kAdvanced) return {};
+    if (m.options().terminate_without_stop_token && strings->child_count(step.node) == 0) {
+      return {strings, step.node, Key::kFinished};  // the matcher ends at a leaf
+    }
+    return {strings, step.node, Key::kLive};
+  }
+  void keep(size_t r, const BeamCandidate *best, size_t kept, const Key *) {
     for (size_t i = 0; i < B; ++i) {
       const size_t slot = r * B + i;
       parents[slot] = i < kept ? best[i].beam : -1;
@@ -402,8 +545,9 @@ Status topk_states(const Trie &trie, const uint32_t *states, size_t n_rows, cons
   // A terminated state allows its stop tokens, as fill does: gather it as
   // FAILED (stop tokens only).
   std::vector<uint32_t> one(1);
-  StateSlots slots{trie,   plain_rules(trie, trie.stop_tokens()), 1, one.data(), nullptr, nullptr,
-                   nullptr};
+  StateSlots slots{
+      trie,   plain_rules(trie, trie.stop_tokens()), 1, one.data(), nullptr, nullptr, nullptr,
+      nullptr};
   BeamStepper::Scratch unused;
   for (size_t i = 0; i < n_rows; ++i) {
     TopK top(heap, k);

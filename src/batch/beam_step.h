@@ -13,6 +13,12 @@
 //   by score, then lower b, then lower t; fewer than B candidates leave the
 //   remaining outputs (-1, -1, -inf) and those slots dead (terminated, -inf).
 // - slot r*B+i becomes slot r*B+parent advanced by token.
+// - over a string set, candidates whose hypotheses spell the same bytes
+//   merge, the best kept (its rank by the rules above): a live hypothesis is
+//   its byte-trie node, a finished one the node its string ended at (a
+//   carried-over finished slot's from `ends`, unknown when FAILED: never
+//   merged). The B winners are then B distinct hypotheses; token paths never
+//   merge (every candidate is its own token sequence).
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #pragma once
@@ -65,10 +71,15 @@ class BeamStepper {
 
   // One step of n_requests x beam_width slots in state-array form: states,
   // scores (in: cumulative, out: new) and the outputs parents / tokens have
-  // n_requests * beam_width entries. Every argument and state is checked
-  // before anything is written.
+  // n_requests * beam_width entries. ends (as many entries, in and out): for
+  // a finished slot of a string set, the byte-trie node its string ended at
+  // (kStateFailed: unknown); required for a string set (the step cannot
+  // tell finished strings apart without it: kUnsupported), ignored in and
+  // written kStateFailed for a token-path trie, may be null then. Every
+  // argument and state is checked before anything is written.
   Status step_states(const Trie &trie, size_t n_requests, const LogitsView &logits,
-                     uint32_t *states, float *scores, int32_t *parents, int32_t *tokens);
+                     uint32_t *states, uint32_t *ends, float *scores, int32_t *parents,
+                     int32_t *tokens);
 
   // The same step over the first n_requests * beam_width slots of a batch
   // (each must hold a matcher; decoding modes apply through the matchers'
@@ -81,16 +92,33 @@ class BeamStepper {
                     int32_t *parents, int32_t *tokens);
 
  public:
+  // What a candidate's hypothesis is, for a string set's merge: the string
+  // it spells (a node of the string trie `space`), live or finished. kNone:
+  // never merged (a token path, a string the step does not know).
+  struct HypothesisKey {
+    enum Kind : uint8_t { kNone, kLive, kFinished };
+    const void *space = nullptr;
+    uint32_t node = 0;
+    Kind kind = kNone;
+    bool operator==(const HypothesisKey &) const = default;
+  };
+
   // Per-thread working memory (public for the slot adapters in beam_step.cc).
   struct Scratch {
-    std::vector<kernels::BeamCandidate> heap;  // beam_width entries, sized by the first step
-    std::vector<int32_t> allowed;              // next_tokens of a matcher in a decoding mode
+    // beam_width entries, sized by the first step (a string set's merge
+    // grows it while duplicates push distinct candidates further down).
+    std::vector<kernels::BeamCandidate> heap;
+    std::vector<int32_t> allowed;  // next_tokens of a matcher in a decoding mode
+    // A string set's merge: the winners' keys in order, and a hash set of
+    // them (open addressing, kNone marks an empty bucket).
+    std::vector<HypothesisKey> keys, seen;
     Status status;
   };
 
  private:
   // The step both forms share: normalizers, then per request gather, exact
-  // top-B and slots.keep(r, best, n_kept) (beam_step.cc).
+  // top-B (distinct hypotheses when slots.merges(r)) and slots.keep(r, best,
+  // n_kept, keys) (beam_step.cc).
   template <class Slots>
   Status step_core(size_t n_requests, const LogitsView &logits, const float *scores, Slots &slots);
 

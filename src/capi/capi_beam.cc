@@ -82,7 +82,21 @@ treemask_status treemask_beam_step_states(treemask_beam *beam, const treemask_tr
     TM_REQUIRE_ARG(beam);
     TM_REQUIRE_ARG(trie);
     TM_ASSIGN_OR_RETURN(const LogitsView v, logits_view(logits));
-    return to_beam(beam)->step_states(*to_trie(trie), n_requests, v, states, scores, parents,
+    return to_beam(beam)->step_states(*to_trie(trie), n_requests, v, states, nullptr, scores,
+                                      parents, tokens);
+  });
+}
+
+treemask_status treemask_beam_step_strings(treemask_beam *beam, const treemask_trie *trie,
+                                           size_t n_requests, const treemask_logits *logits,
+                                           uint32_t *states, uint32_t *ends, float *scores,
+                                           int32_t *parents, int32_t *tokens) {
+  return guard(__func__, [&]() -> Status {
+    TM_REQUIRE_ARG(beam);
+    TM_REQUIRE_ARG(trie);
+    TM_ASSIGN_OR_RETURN(const LogitsView v, logits_view(logits));
+    if (n_requests > 0 && !ends) return treemask::error(Code::kInvalidArgument, "ends is NULL");
+    return to_beam(beam)->step_states(*to_trie(trie), n_requests, v, states, ends, scores, parents,
                                       tokens);
   });
 }

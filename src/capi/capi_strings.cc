@@ -94,6 +94,25 @@ size_t treemask_vocab_token_bytes(const treemask_vocab *vocab, int32_t token, ui
   return b.size();
 }
 
+treemask_status treemask_trie_check_vocab(const treemask_trie *trie, const treemask_vocab *vocab) {
+  return guard(__func__, [&]() -> Status {
+    TM_REQUIRE_ARG(trie);
+    TM_REQUIRE_ARG(vocab);
+    return treemask::check_trie_vocab(*to_trie(trie), *to_vocab(vocab));
+  });
+}
+
+uint64_t treemask_vocab_copy_tokens(const treemask_vocab *vocab, uint8_t *bytes, uint64_t bytes_cap,
+                                    uint64_t *offsets, uint8_t *flags) {
+  if (!vocab) return 0;
+  const treemask::Vocab &v = *to_vocab(vocab);
+  const auto n = static_cast<size_t>(v.n_tokens());
+  if (bytes && bytes_cap >= v.n_bytes()) std::copy_n(v.bytes_data(), v.n_bytes(), bytes);
+  if (offsets) std::copy_n(v.offsets_data(), n + 1, offsets);
+  if (flags) std::copy_n(v.flags_data(), n, flags);
+  return v.n_bytes();
+}
+
 uint64_t treemask_vocab_memory_bytes(const treemask_vocab *vocab) {
   return vocab ? to_vocab(vocab)->memory_bytes() : 0;
 }

@@ -42,8 +42,15 @@ SavedVocab saved_vocab(const TrieArrays &a);
 // completed when they hold a string set: its vocabulary is `vocab` when
 // given (its fingerprint must be the one the trie was built for, else
 // kInvalidArgument naming both), else rebuilt from the saved one. A
-// token-path trie ignores `vocab`.
+// token-path trie is refused only when wider than `vocab`.
 Result<Ref<Trie>> make_validated_trie(std::unique_ptr<TrieStorage> storage, const TrieArrays &a,
                                       size_t dense_row_cache_bytes, Ref<Vocab> vocab = {});
+
+// Whether a trie fits the model whose vocabulary is `model` (treemask.h,
+// treemask_trie_check_vocab): no wider than it, and a string set's masks
+// the same over both vocabularies (equal fingerprints, or every id the same
+// text bytes or not text in both). kInvalidArgument naming both fingerprints
+// and the first token that differs.
+Status check_trie_vocab(const Trie &trie, const Vocab &model);
 
 }  // namespace treemask

@@ -26,10 +26,13 @@ struct Strings {
   unsigned key(uint32_t i, size_t depth) const {
     return depth < size(i) ? 1u + data(i)[depth] : 0u;
   }
-  // a < b comparing from depth on (both share the bytes before it).
+  // a < b comparing from depth on (both share the bytes before it). No
+  // memcmp of nothing: the bytes of a set of empty strings may be NULL, and
+  // memcmp's pointers must be valid even for 0 bytes.
   bool less(uint32_t a, uint32_t b, size_t depth) const {
     const size_t na = size(a) - depth, nb = size(b) - depth;
-    const int c = std::memcmp(data(a) + depth, data(b) + depth, std::min(na, nb));
+    const size_t common = std::min(na, nb);
+    const int c = common == 0 ? 0 : std::memcmp(data(a) + depth, data(b) + depth, common);
     return c != 0 ? c < 0 : na < nb;
   }
 };

@@ -452,6 +452,66 @@ std::vector<Case> cases() {
         treemask_trie_free(t);
         return s;
       });
+  add("strings: a token-path `.tmtrie` of vocab_size 100 loaded with a vocabulary of 10",
+      "treemask_trie_load_with_vocab", TREEMASK_ERR_INVALID_ARGUMENT, [] {
+        treemask_vocab *v = make_vocab(10);
+        treemask_trie *t = nullptr;
+        const S s = treemask_trie_load_with_vocab("labels.tmtrie", 0, v, &t);
+        treemask_vocab_free(v);
+        treemask_trie_free(t);
+        return s;
+      });
+  add("strings: a string set checked against a model whose token 1 is \"c\"",
+      "treemask_trie_check_vocab", TREEMASK_ERR_INVALID_ARGUMENT, [] {
+        return with_string_set(0, [](treemask_trie *t) {
+          const uint64_t offsets[] = {0, 1, 2, 4};
+          treemask_vocab *model = nullptr;
+          TM_MUST(treemask_vocab_create(reinterpret_cast<const uint8_t *>("acab"), offsets, 3,
+                                        nullptr, 10, &model));
+          const S s = treemask_trie_check_vocab(t, model);
+          treemask_vocab_free(model);
+          return s;
+        });
+      });
+  add("strings: the state-array beam step of a string set without `ends`",
+      "treemask_beam_step_states", TREEMASK_ERR_UNSUPPORTED, [] {
+        return with_string_set(0, [](treemask_trie *t) {
+          treemask_beam_options bo;
+          treemask_beam_options_init(&bo);
+          treemask_beam *beam = nullptr;
+          TM_MUST(treemask_beam_create(&bo, &beam));
+          float logits[10] = {0};
+          treemask_logits lg;
+          treemask_logits_init(&lg);
+          lg.data = logits;
+          uint32_t state = TREEMASK_STATE_ROOT;
+          float score = 0.0f;
+          int32_t parent = 0, token = 0;
+          const S s = treemask_beam_step_states(beam, t, 1, &lg, &state, &score, &parent, &token);
+          treemask_beam_free(beam);
+          return s;
+        });
+      });
+  add("strings: a finished slot whose `ends` entry is no string's end",
+      "treemask_beam_step_strings", TREEMASK_ERR_OUT_OF_RANGE, [] {
+        return with_string_set(0, [](treemask_trie *t) {
+          treemask_beam_options bo;
+          treemask_beam_options_init(&bo);
+          treemask_beam *beam = nullptr;
+          TM_MUST(treemask_beam_create(&bo, &beam));
+          float logits[10] = {0};
+          treemask_logits lg;
+          treemask_logits_init(&lg);
+          lg.data = logits;
+          uint32_t state = TREEMASK_STATE_TERMINATED, end = 0;  // the root: "" is no string
+          float score = -1.0f;
+          int32_t parent = 0, token = 0;
+          const S s =
+              treemask_beam_step_strings(beam, t, 1, &lg, &state, &end, &score, &parent, &token);
+          treemask_beam_free(beam);
+          return s;
+        });
+      });
   return c;
 }
 

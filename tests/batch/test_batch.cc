@@ -8,7 +8,11 @@
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
+#include <climits>
 #include <memory>
 #include <random>
 #include <string>
@@ -452,6 +456,33 @@ TEST(Batch, ReorderMovesAndClonesShareHistory) {
     EXPECT_EQ(treemask_matcher_rollback(c, 1), TREEMASK_OK);
     EXPECT_EQ(testutil::next_tokens(c), (std::vector<int32_t>{1}));
   }
+}
+
+// A huge n_slots is refused before anything is allocated (issue: a batch of
+// 10^9 slots was granted by the kernel's overcommit, then written, and the
+// OOM killer ended the process). The refusal is cheap: it returns at once.
+TEST(Batch, ASlotTableLargerThanTheMachineIsRefused) {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  ASSERT_GT(pages, 0);
+  const uint64_t have = static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+  const uint64_t n = have / 48 + 1;
+  if (n > static_cast<uint64_t>(INT32_MAX)) {
+    GTEST_SKIP() << "this machine has " << (have >> 30)
+                 << " GiB: every n_slots up to 2^31 - 1 fits (48 bytes a slot)";
+  }
+  for (const uint64_t slots : {n, uint64_t{INT32_MAX}}) {
+    BatchHandle b;
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_EQ(make_batch(slots, 0, b), TREEMASK_ERR_OUT_OF_MEMORY);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+    EXPECT_NE(last_error().find("n_slots " + std::to_string(slots) + " needs"), std::string::npos)
+        << last_error();
+    EXPECT_NE(last_error().find("MiB of memory"), std::string::npos) << last_error();
+    EXPECT_EQ(b.p, nullptr);
+  }
+  // A size that fits is still created.
+  BatchHandle ok;
+  EXPECT_EQ(make_batch(1 << 20, 0, ok), TREEMASK_OK) << last_error();
 }
 
 TEST(Batch, BadArgumentsAreNamed) {

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import treemask
-from treemask.llama_cpp import TrieLogitsProcessor
+from treemask.llama_cpp import TrieLogitsProcessor, vocab_of
 
 llama_cpp = pytest.importorskip("llama_cpp", reason="llama_cpp is not importable (run tests/llama_cpp/run.sh)")
 
@@ -131,18 +131,48 @@ def test_readme_python_example():
     assert choice["finish_reason"] == "stop" and choice["text"][1:] in namespace["labels"], choice
 
 
-def test_a_string_set_in_any_tokenization(llm, labels):
+@pytest.fixture(scope="module")
+def model_vocab(llm):
+    return vocab_of(llm)
+
+
+def test_a_string_set_in_any_tokenization(llm, labels, model_vocab):
     """The labels as a string set (issue 23) over the model's token bytes
-    (llama.cpp's pieces; control tokens detokenize to nothing, so they are
-    never text): completions spell a label, in whatever tokenization the
-    model samples (the C test counts how often that is not the canonical)."""
-    n = llm.n_vocab()
-    vocab = treemask.Vocab.from_token_bytes([llm.detokenize([t], special=False) for t in range(n)], n)
-    strings = treemask.Trie.from_strings(labels, vocab, [llm.token_eos()], prefix=" ")
+    (treemask.llama_cpp.vocab_of: llama.cpp's pieces, control and added
+    tokens never text): completions spell a label, in whatever tokenization
+    the model samples (the C test counts how often that is not the
+    canonical)."""
+    strings = treemask.Trie.from_strings(labels, model_vocab, [llm.token_eos()], prefix=" ")
     label_set = set(labels)
     for run in range(RUNS // 4):
-        choice = complete(llm, TrieLogitsProcessor(strings), "Article %d: a recipe for sourdough bread. Topic:"
+        processor = TrieLogitsProcessor(strings, vocab=model_vocab if run % 2 else llm)
+        choice = complete(llm, processor, "Article %d: a recipe for sourdough bread. Topic:"
                           % (run % 7), temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seed=run)
         text = choice["text"]
         assert choice["finish_reason"] == "stop", (run, text, choice["finish_reason"])
         assert text.startswith(" ") and text[1:] in label_set, (run, text)
+
+
+def test_a_string_set_of_another_tokenizer_is_refused(llm, model_vocab):
+    """Issue 29 item 2: a string set compiled over another vocabulary of the
+    same width (every token's bytes moved to the next id), or a smaller one,
+    is refused naming both fingerprints; one compiled over the model's
+    Hugging Face tokenizer (python -m treemask compile-strings) gives the
+    same masks as llama.cpp's pieces, and is taken."""
+    n = llm.n_vocab()
+    pieces = [model_vocab.token_bytes(t) for t in range(n)]
+    shifted = treemask.Vocab.from_token_bytes(pieces[1:] + pieces[:1], n)
+    smaller = treemask.Vocab.from_token_bytes(pieces[:n - 2000], n - 2000)
+    for other, stop in ((shifted, llm.token_eos()), (smaller, 100)):
+        strings = treemask.Trie.from_strings(["cat"], other, [stop], prefix=" ")
+        with pytest.raises(treemask.InvalidArgumentError, match="0x%x" % other.fingerprint) as e:
+            TrieLogitsProcessor(strings, vocab=llm)
+        assert "0x%x" % model_vocab.fingerprint in str(e.value)
+    hf_dir = os.path.join(os.path.dirname(MODEL), "hf")
+    transformers = pytest.importorskip("transformers", reason="transformers is not installed")
+    if not os.path.isdir(hf_dir):
+        pytest.skip("%s is absent (the model's Hugging Face files)" % hf_dir)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(hf_dir)
+    hf_vocab = treemask.Vocab.from_tokenizer(tokenizer, n)
+    strings = treemask.Trie.from_strings(["cat", "dog"], hf_vocab, [llm.token_eos()], prefix=" ")
+    TrieLogitsProcessor(strings, vocab=llm)  # taken: the same masks

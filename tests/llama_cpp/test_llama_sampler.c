@@ -556,38 +556,104 @@ static int generate_many(struct llama_context *ctx, const struct llama_vocab *vo
   return distinct;
 }
 
-/* The model's vocabulary at the byte level (issue 23): each token's piece as
- * llama.cpp decodes it (the bytes it adds to the text), control, added
- * (user-defined), unused and unknown tokens flagged special. */
-static treemask_vocab *vocab_of(const struct llama_vocab *vocab, int32_t n_vocab) {
-  uint64_t *offsets = (uint64_t *)malloc(((size_t)n_vocab + 1) * sizeof(uint64_t));
-  uint8_t *flags = (uint8_t *)malloc((size_t)n_vocab);
-  size_t cap = (size_t)n_vocab * 8, used = 0;
-  uint8_t *bytes = (uint8_t *)malloc(cap);
-  CHECK(offsets && flags && bytes);
-  const int never_text = LLAMA_TOKEN_ATTR_CONTROL | LLAMA_TOKEN_ATTR_USER_DEFINED |
-                         LLAMA_TOKEN_ATTR_UNUSED | LLAMA_TOKEN_ATTR_UNKNOWN;
-  offsets[0] = 0;
-  for (int32_t t = 0; t < n_vocab; ++t) {
-    flags[t] = (llama_vocab_get_attr(vocab, t) & never_text) ? TREEMASK_TOKEN_SPECIAL : 0;
-    char piece[512];
-    int32_t n = flags[t] ? 0 : llama_token_to_piece(vocab, t, piece, sizeof piece, 0, false);
-    CHECK(n >= 0);
-    if (used + (size_t)n > cap) {
-      cap *= 2;
-      bytes = (uint8_t *)realloc(bytes, cap);
-      CHECK(bytes);
-    }
-    memcpy(bytes + used, piece, (size_t)n);
-    used += (size_t)n;
-    offsets[t + 1] = used;
+/* A vocabulary of the model's width whose token t has the bytes of token
+ * t + 1 (another tokenizer of the same width): a string set compiled over it
+ * is another model's (issue 29 item 2: the sampler generated "xzg" for the
+ * set {"cat"}). shrink > 0: only the first n_vocab - shrink tokens. */
+static treemask_vocab *other_vocab(const treemask_vocab *v, int32_t shrink) {
+  const int32_t n = treemask_vocab_n_tokens(v) - shrink;
+  const uint64_t total = treemask_vocab_copy_tokens(v, NULL, 0, NULL, NULL);
+  uint8_t *bytes = (uint8_t *)malloc(total + 1);
+  uint8_t *shifted = (uint8_t *)malloc(total + 1);
+  uint64_t *offsets =
+      (uint64_t *)malloc(((size_t)treemask_vocab_n_tokens(v) + 1) * sizeof(uint64_t));
+  uint64_t *shifted_offsets = (uint64_t *)malloc(((size_t)n + 1) * sizeof(uint64_t));
+  uint8_t *flags = (uint8_t *)malloc((size_t)treemask_vocab_n_tokens(v));
+  uint8_t *shifted_flags = (uint8_t *)malloc((size_t)n);
+  CHECK(bytes && shifted && offsets && shifted_offsets && flags && shifted_flags);
+  CHECK(treemask_vocab_copy_tokens(v, bytes, total, offsets, flags) == total);
+  size_t used = 0;
+  shifted_offsets[0] = 0;
+  for (int32_t t = 0; t < n; ++t) {
+    const int32_t from = shrink ? t : (t + 1) % n;
+    const size_t len = (size_t)(offsets[from + 1] - offsets[from]);
+    memcpy(shifted + used, bytes + offsets[from], len);
+    used += len;
+    shifted_offsets[t + 1] = used;
+    shifted_flags[t] = flags[from];
   }
-  treemask_vocab *v = NULL;
-  CHECK(treemask_vocab_create(bytes, offsets, (size_t)n_vocab, flags, n_vocab, &v) == TREEMASK_OK);
+  treemask_vocab *out = NULL;
+  CHECK(treemask_vocab_create(shifted, shifted_offsets, (size_t)n, shifted_flags, n, &out) ==
+        TREEMASK_OK);
   free(bytes);
-  free(flags);
+  free(shifted);
   free(offsets);
-  return v;
+  free(shifted_offsets);
+  free(flags);
+  free(shifted_flags);
+  return out;
+}
+
+static treemask_trie *strings_over(const treemask_vocab *v, const char *const *strings, size_t n,
+                                   const int32_t *stops, size_t n_stops) {
+  size_t total = 0;
+  for (size_t i = 0; i < n; ++i) total += strlen(strings[i]);
+  char *joined = (char *)malloc(total + 1);
+  size_t *offsets = (size_t *)malloc((n + 1) * sizeof(size_t));
+  CHECK(joined && offsets);
+  offsets[0] = 0;
+  for (size_t i = 0; i < n; ++i) {
+    memcpy(joined + offsets[i], strings[i], strlen(strings[i]));
+    offsets[i + 1] = offsets[i] + strlen(strings[i]);
+  }
+  treemask_trie_options o;
+  treemask_trie_options_init(&o);
+  o.stop_tokens = stops;
+  o.n_stop_tokens = n_stops;
+  treemask_strings_options so;
+  treemask_strings_options_init(&so);
+  so.prefix = " ";
+  so.prefix_len = 1;
+  treemask_trie *out = NULL;
+  CHECK(treemask_trie_from_strings(&o, v, joined, offsets, n, &so, &out) == TREEMASK_OK);
+  free(joined);
+  free(offsets);
+  return out;
+}
+
+/* A string set meets the model's vocabulary: compiled over it, it is taken;
+ * compiled over another tokenizer of the same width, or a smaller one, it
+ * is refused naming both fingerprints; the n_vocab init refuses every
+ * string set (it cannot check one). */
+static void test_string_set_vocabularies(const treemask_vocab *model_vocab, const int32_t *stops,
+                                         size_t n_stops) {
+  const char *cat[] = {"cat"};
+  treemask_trie *ours = strings_over(model_vocab, cat, 1, stops, n_stops);
+  struct llama_sampler *ok = treemask_llama_sampler_init_vocab(model_vocab, ours, NULL);
+  CHECK(ok != NULL);
+  llama_sampler_free(ok);
+  CHECK(treemask_llama_sampler_init(treemask_vocab_size(model_vocab), ours, NULL) == NULL);
+  CHECK(strstr(treemask_llama_sampler_error(), "treemask_llama_sampler_init_vocab") != NULL);
+  for (int32_t shrink = 0; shrink <= 2000; shrink += 2000) {
+    treemask_vocab *other = other_vocab(model_vocab, shrink);
+    /* The model's stop tokens are among its last ids, which the smaller
+     * vocabulary cuts off: that set ends with a low id instead. */
+    const int32_t low_stop = 100;
+    treemask_trie *theirs = shrink ? strings_over(other, cat, 1, &low_stop, 1)
+                                   : strings_over(other, cat, 1, stops, n_stops);
+    CHECK(treemask_llama_sampler_init_vocab(model_vocab, theirs, NULL) == NULL);
+    const char *why = treemask_llama_sampler_error();
+    char fp[40];
+    snprintf(fp, sizeof fp, "0x%llx", (unsigned long long)treemask_vocab_fingerprint(other));
+    CHECK(strstr(why, "compiled for another vocabulary") != NULL);
+    CHECK(strstr(why, fp) != NULL);
+    snprintf(fp, sizeof fp, "0x%llx", (unsigned long long)treemask_vocab_fingerprint(model_vocab));
+    CHECK(strstr(why, fp) != NULL);
+    printf("refused (%s): %s\n", shrink ? "smaller vocabulary" : "other bytes, same width", why);
+    treemask_trie_free(theirs);
+    treemask_vocab_free(other);
+  }
+  treemask_trie_free(ours);
 }
 
 /* Generations through a chain over a string-set trie of the labels (prefix
@@ -735,9 +801,12 @@ static void test_model(const char *model_path, const char *labels_path, const ch
   llama_sampler_free(copy);
   llama_sampler_free(chain);
 
-  /* The same labels as a string set (any tokenization), through the same
-   * sampler: it takes a string-set trie like any other. */
-  treemask_vocab *bytes_vocab = vocab_of(vocab, n_vocab);
+  /* The same labels as a string set (any tokenization), through the
+   * sampler made with the model's vocabulary (which checks the set). */
+  treemask_vocab *bytes_vocab = NULL;
+  CHECK(treemask_llama_vocab(vocab, &bytes_vocab) == TREEMASK_OK);
+  CHECK(treemask_vocab_size(bytes_vocab) == n_vocab);
+  test_string_set_vocabularies(bytes_vocab, stops, n_stops);
   size_t total = 0;
   for (size_t p = 0; p < ls.n_paths; ++p) total += strlen(ls.labels[p]);
   char *joined = (char *)malloc(total + 1);
@@ -757,9 +826,9 @@ static void test_model(const char *model_path, const char *labels_path, const ch
   treemask_trie *strings = NULL;
   CHECK(treemask_trie_from_strings(&so_trie, bytes_vocab, joined, string_offsets, ls.n_paths, &so,
                                    &strings) == TREEMASK_OK);
-  treemask_vocab_free(bytes_vocab); /* the trie keeps it */
   chain = llama_sampler_chain_init(llama_sampler_chain_default_params());
-  llama_sampler_chain_add(chain, treemask_llama_sampler_init(n_vocab, strings, NULL));
+  llama_sampler_chain_add(chain, treemask_llama_sampler_init_vocab(bytes_vocab, strings, NULL));
+  treemask_vocab_free(bytes_vocab); /* the trie keeps it */
   llama_sampler_chain_add(chain, llama_sampler_init_dist(11));
   CHECK(generate_strings(ctx, vocab, chain, &ls, runs / 2) > 0);
   llama_sampler_free(chain);

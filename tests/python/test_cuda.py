@@ -485,8 +485,10 @@ def test_device_topk_matches_the_host():
                 raise AssertionError("k = vocab + 1 was not refused by %s" % topk.__name__)
 
 
-def test_batch_matcher_routes_cuda_logits_through_the_device_trie():
-    _needs_gpu("BatchMatcher routes by the logits' device type")
+def test_batch_beam_step_on_the_device_follows_the_host_step():
+    _needs_gpu("treemask.torch.batch_beam_step steps CUDA logits through the device trie")
+    import treemask.torch as tt
+
     rng = random.Random(19)
     trie, _paths = _random_trie(rng, 1000)
     B, n_requests = 3, 2
@@ -498,7 +500,7 @@ def test_batch_matcher_routes_cuda_logits_through_the_device_trie():
     for _step in range(5):
         logits = _beam_logits(rng, n, 1000, torch.float32)
         want = on_host.beam_step(logits.numpy(), scores_h, B)
-        got = on_device.beam_step(logits.to(DEV), scores_d, B)
+        got = tt.batch_beam_step(on_device, logits.to(DEV), scores_d, B)
         assert got.parents.device.type == "cuda"
         assert got.parents.cpu().numpy().tolist() == want.parents.tolist()
         assert got.tokens.cpu().numpy().tolist() == want.tokens.tolist()
@@ -507,9 +509,17 @@ def test_batch_matcher_routes_cuda_logits_through_the_device_trie():
     with_modes = treemask.BatchMatcher([treemask.Matcher(trie, leaves_only=True)] * n)
     raised = False
     try:
-        with_modes.beam_step(_beam_logits(rng, n, 1000, torch.float32).to(DEV), treemask.initial_scores(2, B), B)
+        tt.batch_beam_step(with_modes, _beam_logits(rng, n, 1000, torch.float32).to(DEV),
+                           treemask.initial_scores(2, B), B)
     except treemask.InvalidArgumentError as e:
         raised = "decoding modes" in str(e)
+    assert raised
+    # The core class imports no adapter: CUDA logits name the device step.
+    raised = False
+    try:
+        on_host.beam_step(logits.to(DEV), scores_h, B)
+    except treemask.DeviceTensorError as e:
+        raised = "treemask.torch.batch_beam_step" in str(e)
     assert raised
 
 

@@ -207,15 +207,17 @@ def test_state_arrays_topk_and_beam_step(trie):
             top = treemask.topk_states(trie, states, np.zeros((1, WIDTH), np.float32), WIDTH)
             assert sorted(top.tokens[0, :top.counts[0]].tolist()) == model.allowed(w)
             assert trie.advance_states(states, [t]).all()
-    # A beam step over random logits: each winner is allowed at its parent.
+    # A beam step over random logits: each winner is allowed at its parent
+    # (test_strings_beam.py checks the whole step against a brute force).
     beam = treemask.Beam(4)
     states = np.zeros(4, np.uint32)
+    ends = treemask.initial_ends(1, 4)
     texts = [b""] * 4
     scores = treemask.initial_scores(1, 4)
     for _ in range(5):
         logits = np.random.default_rng(len(texts[0])).standard_normal((4, WIDTH)).astype(np.float32)
         before, old_texts = states.copy(), list(texts)
-        parents, tokens = beam.step_states(trie, states, logits, scores)
+        parents, tokens = beam.step_states(trie, states, logits, scores, ends=ends)
         for i, (p, t) in enumerate(zip(parents.tolist(), tokens.tolist())):
             if p < 0:
                 continue
@@ -274,11 +276,17 @@ def test_save_load_and_share_the_vocabulary(trie, vocab, tmp_path):
         treemask.Trie.load(path, vocab="qwen")
 
 
-def test_llama_cpp_processor_takes_a_string_set(trie):
+def test_llama_cpp_processor_takes_a_string_set(trie, vocab):
     from treemask.llama_cpp import TrieLogitsProcessor
 
     model = Model(CHOICES)
-    proc = TrieLogitsProcessor(trie)
+    # The model's vocabulary is required for a string set, and checked.
+    with pytest.raises(treemask.InvalidArgumentError, match="vocab=llm"):
+        TrieLogitsProcessor(trie)
+    other = treemask.Vocab.from_token_bytes(PIECES[:-1] + [b"zz"], WIDTH, SPECIAL)
+    with pytest.raises(treemask.InvalidArgumentError, match="0x%x" % other.fingerprint):
+        TrieLogitsProcessor(trie, vocab=other)
+    proc = TrieLogitsProcessor(trie, vocab=vocab)
     rng = random.Random(5)
     prompt = [3, 4]
     ids = list(prompt)

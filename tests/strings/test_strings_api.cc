@@ -354,15 +354,15 @@ TEST(StringSetApi, RandomSetsAgainstTheModel) {
       treemask_logits_init(&lg);
       lg.data = logits.data();
       lg.dtype = TREEMASK_F32;
-      std::vector<uint32_t> states(B, 0);
+      std::vector<uint32_t> states(B, 0), ends(B, TREEMASK_STATE_FAILED);
       std::vector<float> scores{0.0f, -INFINITY, -INFINITY};
       std::vector<std::string> text(B);
       for (int step = 0; step < 6; ++step) {
         std::vector<int32_t> parents(B), tokens(B);
         const std::vector<uint32_t> before = states;
         const std::vector<std::string> text_before = text;
-        ASSERT_EQ(treemask_beam_step_states(beam.get(), trie, 1, &lg, states.data(), scores.data(),
-                                            parents.data(), tokens.data()),
+        ASSERT_EQ(treemask_beam_step_strings(beam.get(), trie, 1, &lg, states.data(), ends.data(),
+                                             scores.data(), parents.data(), tokens.data()),
                   TREEMASK_OK)
             << last_error();
         for (size_t i = 0; i < B; ++i) {
@@ -606,6 +606,36 @@ TEST_F(Fixture, BadArgumentsNameTheProblem) {
   EXPECT_EQ(bad, nullptr);
 }
 
+// Only empty strings: no bytes at all (NULL bytes, as a binding passes for
+// an empty buffer). The sort of the strings compared them with memcmp(NULL,
+// NULL, 0), undefined behaviour that UBSan reported (this suite runs under
+// ASan+UBSan); the set is the root alone, terminal, with both labels.
+TEST_F(Fixture, OnlyEmptyStringsWithNoBytes) {
+  for (const size_t n : {size_t{1}, size_t{2}, size_t{40}}) {
+    const std::vector<size_t> offsets(n + 1, 0);
+    const treemask_trie_options opts = testutil::trie_options(0, spec.stops);
+    TrieHandle t;
+    ASSERT_EQ(treemask_trie_from_strings(&opts, vocab.p, nullptr, offsets.data(), n, nullptr, &t.p),
+              TREEMASK_OK)
+        << last_error();
+    treemask_trie_stats st;
+    st.struct_size = sizeof(st);
+    ASSERT_EQ(treemask_trie_get_stats(t.p, &st), TREEMASK_OK);
+    EXPECT_EQ(st.n_nodes, 1u);
+    EXPECT_EQ(st.n_terminals, 1u);
+    treemask_matcher *raw = nullptr;
+    ASSERT_EQ(treemask_matcher_create(t.p, nullptr, &raw), TREEMASK_OK);
+    MatcherHandle m(raw);
+    EXPECT_EQ(testutil::next_tokens(m.p), spec.stops);
+    bool ok = false;
+    ASSERT_EQ(treemask_matcher_accept_token(m.p, spec.stops[0], &ok), TREEMASK_OK);
+    EXPECT_TRUE(ok);
+    std::vector<int64_t> want(n);
+    for (size_t i = 0; i < n; ++i) want[i] = static_cast<int64_t>(i);
+    EXPECT_EQ(testutil::label_ids(m.p), want);
+  }
+}
+
 TEST_F(Fixture, VocabularyQueries) {
   EXPECT_EQ(treemask_vocab_size(vocab.p), 40);
   EXPECT_EQ(treemask_vocab_n_tokens(vocab.p), 17);
@@ -641,6 +671,117 @@ TEST_F(Fixture, VocabularyQueries) {
   MatcherHandle m;
   ASSERT_EQ(treemask_matcher_create(t.p, nullptr, &m.p), TREEMASK_OK);
   EXPECT_EQ(testutil::next_tokens(m.p), (std::vector<int32_t>{1, 2, 4, 5, 7, 14}));
+}
+
+// A vocabulary's tokens copied out give it back (same fingerprint).
+TEST_F(Fixture, CopyTokensRebuildsTheSameVocabulary) {
+  const uint64_t n = treemask_vocab_copy_tokens(vocab.p, nullptr, 0, nullptr, nullptr);
+  std::string bytes(n, '\0');
+  std::vector<uint64_t> offsets(v.tokens.size() + 1, 7);
+  std::vector<uint8_t> flags(v.tokens.size(), 9);
+  // Too small a buffer: the bytes are not written, the rest is.
+  EXPECT_EQ(treemask_vocab_copy_tokens(vocab.p, reinterpret_cast<uint8_t *>(bytes.data()), n - 1,
+                                       offsets.data(), flags.data()),
+            n);
+  EXPECT_EQ(bytes, std::string(n, '\0'));
+  EXPECT_EQ(treemask_vocab_copy_tokens(vocab.p, reinterpret_cast<uint8_t *>(bytes.data()), n,
+                                       offsets.data(), flags.data()),
+            n);
+  std::string want;
+  for (const auto &t : v.tokens) want += t;
+  EXPECT_EQ(bytes, want);
+  EXPECT_EQ(offsets.front(), 0u);
+  EXPECT_EQ(offsets.back(), n);
+  EXPECT_EQ(flags, v.flags);
+  treemask_vocab *again = nullptr;
+  ASSERT_EQ(treemask_vocab_create(reinterpret_cast<const uint8_t *>(bytes.data()), offsets.data(),
+                                  v.tokens.size(), flags.data(), v.vocab_size, &again),
+            TREEMASK_OK);
+  EXPECT_EQ(treemask_vocab_fingerprint(again), treemask_vocab_fingerprint(vocab.p));
+  treemask_vocab_free(again);
+  EXPECT_EQ(treemask_vocab_copy_tokens(nullptr, nullptr, 0, nullptr, nullptr), 0u);
+}
+
+// Issue 29 item 2: a trie meets the model's vocabulary. Equal masks pass
+// (other names of special tokens, more padding); other bytes at the same
+// width, a smaller vocabulary, or a wider trie are refused, naming both
+// fingerprints and the first token that differs.
+TEST_F(Fixture, CheckVocabComparesMasksNotNames) {
+  auto fingerprint_hex = [](const treemask_vocab *x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "0x%llx",
+                  static_cast<unsigned long long>(treemask_vocab_fingerprint(x)));
+    return std::string(buf);
+  };
+  EXPECT_EQ(treemask_trie_check_vocab(trie.p, vocab.p), TREEMASK_OK) << last_error();
+  VocabModel renamed = v;
+  renamed.tokens[0] = "<|end|>";  // special: never text, its name does not matter
+  renamed.vocab_size = 64;        // more padding past the tokenizer
+  VocabHandle rh;
+  ASSERT_EQ(make_vocab(renamed, rh), TREEMASK_OK);
+  ASSERT_NE(treemask_vocab_fingerprint(rh.p), treemask_vocab_fingerprint(vocab.p));
+  EXPECT_EQ(treemask_trie_check_vocab(trie.p, rh.p), TREEMASK_OK) << last_error();
+
+  VocabModel swapped = v;
+  std::swap(swapped.tokens[2], swapped.tokens[5]);  // "pos" <-> "neg"
+  VocabHandle sh;
+  ASSERT_EQ(make_vocab(swapped, sh), TREEMASK_OK);
+  EXPECT_EQ(treemask_trie_check_vocab(trie.p, sh.p), TREEMASK_ERR_INVALID_ARGUMENT);
+  std::string why = last_error();
+  EXPECT_NE(why.find(fingerprint_hex(vocab.p)), std::string::npos) << why;
+  EXPECT_NE(why.find(fingerprint_hex(sh.p)), std::string::npos) << why;
+  EXPECT_NE(why.find("token 2 is text \"pos\" in the trie's and text \"neg\" in the model's"),
+            std::string::npos)
+      << why;
+
+  // Compiled over a smaller vocabulary than the model's: the model's token
+  // 16 ("a") would never be allowed.
+  VocabModel small = v;
+  small.tokens.resize(16);
+  small.flags.resize(16);
+  small.vocab_size = 16;
+  VocabHandle smh;
+  ASSERT_EQ(make_vocab(small, smh), TREEMASK_OK);
+  TrieHandle small_set;
+  ASSERT_EQ(make_strings(smh.p, spec, small_set), TREEMASK_OK) << last_error();
+  EXPECT_EQ(treemask_trie_check_vocab(small_set.p, vocab.p), TREEMASK_ERR_INVALID_ARGUMENT);
+  why = last_error();
+  EXPECT_NE(why.find("token 16 is past its vocab_size 16 in the trie's and text \"a\""),
+            std::string::npos)
+      << why;
+  // The other way round the trie is wider than the model: refused, for both
+  // kinds.
+  EXPECT_EQ(treemask_trie_check_vocab(trie.p, smh.p), TREEMASK_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(last_error().find("vocab_size 40, wider than the model's vocabulary (vocab_size 16"),
+            std::string::npos)
+      << last_error();
+  TrieHandle paths;
+  ASSERT_EQ(testutil::make_trie({{1, 2}}, 40, {0}, paths), TREEMASK_OK);
+  EXPECT_EQ(treemask_trie_check_vocab(paths.p, vocab.p), TREEMASK_OK);
+  EXPECT_EQ(treemask_trie_check_vocab(paths.p, smh.p), TREEMASK_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(treemask_trie_check_vocab(nullptr, vocab.p), TREEMASK_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(treemask_trie_check_vocab(trie.p, nullptr), TREEMASK_ERR_INVALID_ARGUMENT);
+}
+
+TEST_F(Fixture, LoadWithVocabRefusesATokenPathFileWiderThanIt) {
+  const std::string file = testing::TempDir() + "wide_paths.tmtrie";
+  for (const int32_t width : {40, 41}) {
+    TrieHandle paths;
+    ASSERT_EQ(testutil::make_trie({{1, 2}}, width, {0}, paths), TREEMASK_OK);
+    ASSERT_EQ(treemask_trie_save(paths.p, file.c_str(), nullptr), TREEMASK_OK);
+    TrieHandle loaded;
+    const treemask_status s = treemask_trie_load_with_vocab(file.c_str(), 0, vocab.p, &loaded.p);
+    if (width == 40) {
+      EXPECT_EQ(s, TREEMASK_OK) << last_error();
+    } else {
+      EXPECT_EQ(s, TREEMASK_ERR_INVALID_ARGUMENT);
+      EXPECT_NE(last_error().find("vocab_size 41, wider than the vocabulary given (vocab_size 40"),
+                std::string::npos)
+          << last_error();
+      EXPECT_EQ(loaded.p, nullptr);
+    }
+  }
+  std::remove(file.c_str());
 }
 
 // The file of a string set: the vocabulary travels with it and is checked

@@ -159,6 +159,31 @@ def test_choice_list_and_n_return(llm, tiny):
     assert {tiny.tokenizer.decode(t[:-1]) for t, _ in got} <= {" " + c for c in COLORS}
 
 
+def _texts(tokenizer, hyps, eos):
+    return [tokenizer.decode(t[:-1]) for t, _ in hyps if t and t[-1] == eos]
+
+
+@pytest.mark.parametrize("B", [4, 8])
+def test_string_sets_return_distinct_strings(llm, tiny, B):
+    """Issue 29 item 5: over a string set (any tokenization), each string
+    comes back once, by its best tokenization (the same hypotheses and
+    scores as hf.beam_search over the same set), through the choice keys
+    and through a registered Trie."""
+    vocab = treemask.Vocab.from_tokenizer(tiny.tokenizer, VOCAB)
+    strings = [*COLORS, "re", "redd", "bl"]  # prefixes of one another: many spellings share bytes
+    trie = treemask.Trie.from_strings(strings, vocab, [tiny.eos], prefix=" ")
+    keys = {"treemask_choices": strings, "treemask_prefix": " ", "treemask_tokenization": "any"}
+    pad = tiny.model.generation_config.pad_token_id
+    for prompt in ("My favourite color is", [5, 6, 7, 8]):
+        want = strip_padding(reference(tiny, prompt, trie, B), pad)
+        for source in (keys, trie):
+            got = tv.beam_search(llm, [prompt], source, B)[0]
+            assert_same(got, want, (B, prompt, type(source).__name__))
+            texts = _texts(tiny.tokenizer, got, tiny.eos)
+            assert len(texts) == len(set(texts)), texts
+            assert set(texts) <= {" " + s for s in strings}
+
+
 def test_beams_are_served_from_the_prefix_cache(llm, catalogue, prompts):
     long_prompt = prompts[2]
     hyps = tv.beam_search(llm, [long_prompt], catalogue, 4)[0]
@@ -340,6 +365,17 @@ def test_server_without_prefix_caching_gives_the_same_results(server, llm, tiny,
         context = (B, prompt if isinstance(prompt, str) else len(prompt))
         assert_same(hyps, cached, context)
         assert_same(hyps, reference(tiny, prompt, catalogue, B), context)
+
+
+def test_server_string_sets_return_distinct_strings(server, llm, tiny):
+    vocab = treemask.Vocab.from_tokenizer(tiny.tokenizer, VOCAB)
+    strings = [*COLORS, "re", "redd", "bl"]
+    trie = treemask.Trie.from_strings(strings, vocab, [tiny.eos], prefix=" ")
+    keys = {"treemask_choices": strings, "treemask_prefix": " ", "treemask_tokenization": "any"}
+    got = vllm_client.beam_search(server, "tiny", ["My favourite color is"], trie, 8, keys=keys)[0]
+    assert_same(got, tv.beam_search(llm, ["My favourite color is"], keys, 8)[0], "server vs offline")
+    texts = _texts(tiny.tokenizer, got, tiny.eos)
+    assert len(texts) == len(set(texts)), texts
 
 
 def completion(server, xargs):

@@ -19,8 +19,8 @@ import os as _os
 
 from ._ffi import ffi as _ffi, lib as _lib
 from .batch import BatchMatcher
-from .beam import (Beam, BeamStep, DeviceTensorError, TopK, beam_kernel_isa, beam_step_states, initial_scores,
-                   topk_states)
+from .beam import (Beam, BeamStep, DeviceTensorError, TopK, beam_kernel_isa, beam_step_states, initial_ends,
+                   initial_scores, topk_states)
 from .bitmask import (allocate_token_bitmask, apply_token_bitmask, apply_token_bitmask_inplace, cpu_kernel_isa,
                       cuda_available, get_bitmask_shape, reset_token_bitmask)
 from .errors import (BufferTooSmallError, CorruptFileError, Error, FileError, InternalError, InvalidArgumentError,
@@ -56,13 +56,13 @@ EXPERIMENTAL = frozenset({
     "Trie.fill_states", "Trie.advance_states", "Matcher.state", "STATE_ROOT", "STATE_TERMINATED",
     "STATE_FAILED",
     # the beam step and top-k
-    "Beam", "BeamStep", "TopK", "beam_step_states", "topk_states", "initial_scores", "beam_kernel_isa",
-    "BatchMatcher.beam_step",
+    "Beam", "BeamStep", "TopK", "beam_step_states", "topk_states", "initial_scores", "initial_ends",
+    "beam_kernel_isa", "BatchMatcher.beam_step", "Beam.step_states(ends=)", "torch.batch_beam_step",
     # the CUDA device trie and its steps
     "torch.DeviceTrie", "torch.DeviceBeam", "torch.DeviceRowStates",
     # string sets at the byte level
     "Vocab", "Trie.from_strings", "Trie.is_string_set", "Trie.vocab", "Trie.load(vocab=)",
-    "Matcher.forced_bytes",
+    "Matcher.forced_bytes", "Trie.check_vocab",
 })
 
 __all__ = [
@@ -76,7 +76,7 @@ __all__ = [
     "OutOfMemoryError", "ParseError", "FileError", "CorruptFileError", "VersionMismatchError",
     "UnsupportedError", "InternalError",
     "Beam", "BeamStep", "TopK", "DeviceTensorError", "beam_step_states", "topk_states", "initial_scores",
-    "beam_kernel_isa", "EXPERIMENTAL",
+    "initial_ends", "beam_kernel_isa", "EXPERIMENTAL",
 ]
 
 

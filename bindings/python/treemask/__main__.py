@@ -111,6 +111,20 @@ def _load_tokenizer(spec: str) -> Any:
         raise _Usage("--tokenizer %s: not a tokenizer.json the tokenizers package can read: %s" % (spec, e)) from None
 
 
+def _text_flag(flag: str, text: str) -> str:
+    """A flag's value as text: the shell hands over bytes, and Python keeps
+    the ones that are not UTF-8 as lone surrogates, which no tokenizer or
+    encoder takes; refused here, naming the byte."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raw = os.fsencode(text)
+        at = len(os.fsencode(text[:e.start]))
+        raise _Usage("%s %s is not UTF-8 text (byte 0x%02x at offset %d)"
+                     % (flag, escape_for_terminal(repr(raw)), raw[at], at)) from None
+    return text
+
+
 def _int_list(flag: str, text: str) -> List[int]:
     try:
         return [int(part) for part in text.split(",")]
@@ -176,6 +190,7 @@ def _compile_inputs(parser: argparse.ArgumentParser, args: argparse.Namespace, p
     usage) and _Exit(1) for an input that cannot be read, having said why."""
     try:
         stops = _int_list("--stop-tokens", args.stop_tokens)
+        args.prefix = _text_flag("--prefix", args.prefix)
         _refuse_output_that_is_an_input(args.output, path, args.tokenizer, input_name)
         lines = _nonblank_lines(path, what)
         return stops, lines, _load_tokenizer(args.tokenizer)

@@ -11,10 +11,10 @@ import numpy as np
 
 from . import _buffers
 from ._ffi import ffi, lib
-from .beam import Beam, BeamStep, _float32_scores, _rows_per_request, logits_struct
-from .errors import InternalError, InvalidArgumentError, InvalidStateError, OutOfRangeError, last_error, raise_status
+from .beam import Beam, BeamStep, DeviceTensorError, _float32_scores, logits_struct
+from .errors import InvalidArgumentError, InvalidStateError, OutOfRangeError, UnsupportedError, raise_status
 from .matcher import Matcher, _MatcherMethods
-from .trie import STATE_FAILED, Trie
+from .trie import Trie
 
 __all__ = ["BatchMatcher"]
 
@@ -111,6 +111,12 @@ class BatchMatcher:
     @property
     def n_slots(self) -> int:
         return self._n
+
+    def __reduce__(self):
+        raise UnsupportedError(
+            "a treemask.BatchMatcher cannot be pickled: it holds C matchers and worker threads of this process."
+            " Send the tries (a Trie pickles by value) and each slot's accepted tokens, and build a BatchMatcher"
+            " of Matchers in the receiver")
 
     def __len__(self) -> int:
         return self._n
@@ -247,14 +253,10 @@ class BatchMatcher:
                 bfloat16, a numpy array or CPU torch tensor (rows may be
                 strided; the vocab dimension contiguous); width >= every
                 slot's trie vocab_size. Read, never written. A CUDA tensor
-                runs the step on its device (:meth:`DeviceTrie.beam_step
-                <treemask.torch.DeviceTrie.beam_step>` over the slots' trie
-                states, uploaded once per trie and device); every slot then
-                needs a matcher without decoding modes and all one trie, and
-                the host matchers follow the result (one copy of the states
-                up and of parents and tokens down per step). Engines that
-                keep their states on the device call DeviceTrie.beam_step
-                directly and never synchronise.
+                raises :class:`treemask.DeviceTensorError` (a TypeError)
+                naming the device step of the torch adapter,
+                :func:`treemask.torch.batch_beam_step` (this core class
+                imports no adapter).
             beam_scores: the slots' cumulative scores (float32-convertible,
                 n_requests * beam_width); not modified.
             beam_width: B.
@@ -265,8 +267,12 @@ class BatchMatcher:
         ``treemask.Beam`` per beam width is kept, so steps do not allocate
         in C).
         """
-        if getattr(getattr(logits, "device", None), "type", "cpu") == "cuda":
-            return self._beam_step_device(logits, beam_scores, beam_width, log_probs)
+        if getattr(getattr(logits, "device", None), "type", "cpu") != "cpu" and \
+                _buffers.torch_tensor_module(logits) is not None:
+            raise DeviceTensorError(
+                "beam_step: %s is on a device; this is the host step: pass logits.cpu(), or step on the device"
+                " with treemask.torch.batch_beam_step(batch, logits, beam_scores, beam_width)"
+                % _buffers.describe(logits))
         lg, n_rows, _view, torch = logits_struct(logits)  # _view keeps the buffer alive
         lg.log_probs = bool(log_probs)
         if n_rows > self._n:
@@ -283,73 +289,6 @@ class BatchMatcher:
         if torch is not None:
             return BeamStep(torch.from_numpy(parents), torch.from_numpy(tokens), torch.from_numpy(scores))
         return BeamStep(parents, tokens, scores)
-
-    def _beam_step_device(self, logits: Any, beam_scores: Any, beam_width: Any, log_probs: bool) -> BeamStep:
-        """beam_step for CUDA logits: the slots' trie states through the
-        device trie, then the host matchers follow."""
-        import torch
-
-        from .torch import DeviceTrie
-
-        if logits.dim() != 2:
-            raise InvalidArgumentError("logits: want shape (rows, vocab), got %s" % _buffers.describe(logits))
-        n_rows = int(logits.shape[0])
-        if n_rows > self._n:
-            raise InvalidArgumentError("logits have %d rows, the batch %d slots" % (n_rows, self._n))
-        _rows_per_request(n_rows, beam_width)
-        beam_width = int(beam_width)
-        tries = self._tries[:n_rows]
-        for slot, trie in enumerate(tries):
-            if trie is None:
-                raise InvalidStateError("batch slot %d is empty" % slot)
-            if trie is not tries[0]:
-                raise InvalidArgumentError(
-                    "slots 0 and %d hold matchers of different tries; the device beam step follows one trie"
-                    " (pass CPU logits for the host step, which takes any mix)" % slot)
-        states = np.empty(n_rows, dtype=np.uint32)
-        out = ffi.new("uint32_t *")
-        for slot in range(n_rows):
-            status = lib.treemask_matcher_get_state(lib.treemask_batch_get_matcher(self._ptr, slot), out)
-            if status:
-                raise InvalidArgumentError(
-                    "slot %d: the device beam step follows plain trie states, and this matcher has decoding"
-                    " modes (%s); pass CPU logits for the host step" % (slot, last_error()))
-            if out[0] == STATE_FAILED:
-                raise InvalidStateError("slot %d: its matcher has failed (a failure policy closed it); the"
-                                        " device beam step needs live or finished sequences" % slot)
-            states[slot] = out[0]
-        device = logits.device
-        trie = tries[0]
-        assert trie is not None  # checked above
-        key = (id(trie), str(device))
-        dev = self._device_tries.get(key)
-        if dev is None:
-            dev = self._device_tries[key] = DeviceTrie(trie, device)
-        states_t = torch.from_numpy(states.view(np.int32)).to(device)
-        scores_t = torch.from_numpy(_float32_scores(beam_scores, n_rows)).to(device)
-        parents, tokens, scores_t = dev.beam_step(states_t, logits, scores_t, beam_width, log_probs=log_probs)
-        # The host matchers follow: slot r*B+i <- slot r*B+parent (a dead slot
-        # keeps its own), then accepts its token.
-        p = parents.cpu().numpy()
-        t = tokens.cpu().numpy()
-        src = np.arange(self._n, dtype=np.int32)
-        live = p >= 0
-        src[:n_rows] = np.where(live, np.arange(n_rows) - np.arange(n_rows) % beam_width + p, src[:n_rows])
-        status = lib.treemask_batch_reorder(self._ptr, _buffers.host_buffer(src, "int32_t[]"), src.size)
-        if status:
-            raise_status(status)
-        self._tries = [self._tries[i] for i in src.tolist()]
-        feed = np.full(self._n, -1, dtype=np.int32)
-        feed[:n_rows] = np.where(live, t, -1)
-        accepted = np.ones(self._n, dtype=np.bool_)
-        status = lib.treemask_batch_accept_tokens(self._ptr, _buffers.host_buffer(feed, "int32_t[]"), feed.size,
-                                                  _buffers.host_buffer(accepted, "bool[]"))
-        if status:
-            raise_status(status)
-        if not accepted.all():
-            raise InternalError("the device beam step chose token %d for slot %d, which its matcher rejects"
-                                % (int(feed[~accepted][0]), int(np.flatnonzero(~accepted)[0])))
-        return BeamStep(parents, tokens, scores_t)
 
     def __repr__(self) -> str:
         used = sum(t is not None for t in self._tries)

@@ -18,7 +18,15 @@ the slots' states reordered and advanced. See section 8 of
   those slots are dead;
 - the first step of a search passes scores ``[0, -inf, ..., -inf]`` per
   request (transformers' convention), else the identical initial beams
-  would fill every beam with the same hypothesis (:func:`initial_scores`).
+  would fill every beam with the same hypothesis (:func:`initial_scores`);
+- over a string set (:meth:`Trie.from_strings`) the winners are distinct
+  strings: candidates whose hypotheses spell the same bytes merge, the
+  best kept (a live one is the string spelled so far, a finished one the
+  whole string). A finished slot's state is ``STATE_TERMINATED``, which
+  does not say which string it was, so the state-array step of a string
+  set takes an ``ends`` array beside the states (:func:`initial_ends`),
+  where the step records the node each finished string ended at;
+  token-path tries never merge.
 
 These functions take CPU logits (numpy arrays, CPU torch tensors); CUDA
 tensors raise :class:`DeviceTensorError` (a ``TypeError``) naming the
@@ -40,10 +48,10 @@ from . import _buffers
 from ._ffi import ffi, lib
 from .bitmask import _logits_view
 from .errors import InvalidArgumentError, UnsupportedError, raise_status
-from .trie import Trie, _state_array
+from .trie import STATE_FAILED, Trie, _state_array
 
 __all__ = ["Beam", "BeamStep", "TopK", "DeviceTensorError", "beam_step_states", "topk_states",
-           "initial_scores", "beam_kernel_isa"]
+           "initial_scores", "initial_ends", "beam_kernel_isa"]
 
 
 class DeviceTensorError(UnsupportedError, TypeError):
@@ -87,6 +95,15 @@ def initial_scores(n_requests: int, beam_width: int) -> np.ndarray:
     scores = np.full(n_requests * beam_width, -np.inf, dtype=np.float32)
     scores[::beam_width] = 0.0
     return scores
+
+
+def initial_ends(n_requests: int, beam_width: int) -> np.ndarray:
+    """The ``ends`` of a search's first step (no slot has finished):
+    ``STATE_FAILED`` everywhere (uint32, ``n_requests * beam_width``)."""
+    if n_requests < 0 or beam_width < 1:
+        raise InvalidArgumentError("initial_ends: n_requests %d must be >= 0 and beam_width %d >= 1"
+                                   % (n_requests, beam_width))
+    return np.full(n_requests * beam_width, STATE_FAILED, dtype=np.uint32)
 
 
 def logits_struct(logits: Any, what: str = "logits"):
@@ -171,14 +188,22 @@ class Beam:
         self.n_threads = n_threads
 
     def step_states(self, trie: Trie, states: np.ndarray, logits: Any, scores: np.ndarray, *,
-                    log_probs: bool = False) -> Tuple[np.ndarray, np.ndarray]:
+                    ends: Optional[np.ndarray] = None, log_probs: bool = False) -> Tuple[np.ndarray, np.ndarray]:
         """One step over a state array: ``states`` (writable C-contiguous
         numpy uint32, ``n_requests * B``) and ``scores`` (writable
         C-contiguous numpy float32, same length: cumulative scores in, new
         scores out) are updated in place; slot ``r*B+i`` becomes slot
         ``r*B+parent`` advanced by its token. ``logits``: (n_requests * B,
         width) with width >= trie.vocab_size; every column is in the
-        normalizer. Returns (parents, tokens), int32 numpy arrays."""
+        normalizer. Returns (parents, tokens), int32 numpy arrays.
+
+        ``ends`` (writable C-contiguous numpy uint32, same length, updated in
+        place; start with :func:`initial_ends`): where each finished slot's
+        string ended, so that a string set's winners are distinct strings
+        across steps (the module docstring). Required for a string set
+        (:class:`UnsupportedError` without it); optional for token paths,
+        whose steps it does not change (every entry is written
+        ``STATE_FAILED``)."""
         if not isinstance(trie, Trie):
             raise InvalidArgumentError("trie must be a treemask.Trie, got %s" % type(trie).__name__)
         lg, n_rows, _view, _ = logits_struct(logits)  # _view keeps the buffer alive
@@ -192,17 +217,42 @@ class Beam:
         if st.size != n_rows or scores.size != n_rows:
             raise InvalidArgumentError("states has %d entries and scores %d for %d logits rows"
                                        % (st.size, scores.size, n_rows))
+        if ends is None and trie.is_string_set:
+            raise UnsupportedError(
+                "beam step: a string set's step needs ends=, where each finished string ended, to keep the"
+                " winners distinct strings: pass ends=treemask.initial_ends(n_requests, beam_width) at the"
+                " first step and the same array after")
+        en = None
+        if ends is not None:
+            if not isinstance(ends, np.ndarray) or ends.dtype != np.uint32 or not ends.flags.c_contiguous \
+                    or not ends.flags.writeable:
+                raise InvalidArgumentError("ends: want a writable C-contiguous numpy uint32 array (it is updated in"
+                                           " place), got %s" % _buffers.describe(ends))
+            if ends.size != n_rows:
+                raise InvalidArgumentError("ends has %d entries for %d logits rows" % (ends.size, n_rows))
+            en = ends
         parents = np.empty(n_rows, dtype=np.int32)
         tokens = np.empty(n_rows, dtype=np.int32)
         if n_rows == 0:
             return parents, tokens
-        status = lib.treemask_beam_step_states(
-            self._ptr, trie._ptr, n_requests, lg, ffi.from_buffer("uint32_t[]", st),
-            ffi.from_buffer("float[]", scores), ffi.from_buffer("int32_t[]", parents),
-            ffi.from_buffer("int32_t[]", tokens))
+        if en is None:
+            status = lib.treemask_beam_step_states(
+                self._ptr, trie._ptr, n_requests, lg, ffi.from_buffer("uint32_t[]", st),
+                ffi.from_buffer("float[]", scores), ffi.from_buffer("int32_t[]", parents),
+                ffi.from_buffer("int32_t[]", tokens))
+        else:
+            status = lib.treemask_beam_step_strings(
+                self._ptr, trie._ptr, n_requests, lg, ffi.from_buffer("uint32_t[]", st),
+                ffi.from_buffer("uint32_t[]", en), ffi.from_buffer("float[]", scores),
+                ffi.from_buffer("int32_t[]", parents), ffi.from_buffer("int32_t[]", tokens))
         if status:
             raise_status(status, "beam step")
         return parents, tokens
+
+    def __reduce__(self):
+        """Pickles by value: a Beam holds only scratch, so the receiver gets
+        a new one of the same width and threads."""
+        return (_new_beam, (self.beam_width, self.n_threads))
 
     def _step_batch(self, batch: Any, n_rows: int, lg, scores: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         """The batch form: the step over a BatchMatcher's first n_rows slots
@@ -227,6 +277,10 @@ class Beam:
 _buffers.exclusive(Beam)
 
 
+def _new_beam(beam_width: int, n_threads: int) -> Beam:
+    return Beam(beam_width, n_threads=n_threads)
+
+
 _local = threading.local()
 
 
@@ -243,12 +297,13 @@ def _cached_beam(beam_width: int, n_threads: int) -> Beam:
 
 
 def beam_step_states(trie: Trie, states: np.ndarray, logits: Any, scores: np.ndarray, beam_width: int, *,
-                     log_probs: bool = False, n_threads: int = 1) -> Tuple[np.ndarray, np.ndarray]:
+                     ends: Optional[np.ndarray] = None, log_probs: bool = False,
+                     n_threads: int = 1) -> Tuple[np.ndarray, np.ndarray]:
     """:meth:`Beam.step_states` with a per-thread cached :class:`Beam` for
-    (beam_width, n_threads): ``states`` and ``scores`` are updated in
-    place; returns (parents, tokens)."""
+    (beam_width, n_threads): ``states``, ``scores`` (and ``ends``, required
+    for a string set) are updated in place; returns (parents, tokens)."""
     beam = _cached_beam(_buffers.positive_int(beam_width, "beam_width"), _buffers.thread_count(n_threads))
-    return beam.step_states(trie, states, logits, scores, log_probs=log_probs)
+    return beam.step_states(trie, states, logits, scores, ends=ends, log_probs=log_probs)
 
 
 def check_topk_k(k: Any, vocab_size: int) -> int:

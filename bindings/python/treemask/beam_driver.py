@@ -16,17 +16,27 @@ over with their score and compete in the B slots, ties go to the lower beam
 then the lower token, and when fewer than B candidates exist the remaining
 slots are dead (``-inf``).
 
+Over a string set the step merges candidates that spell the same string
+(treemask.h's beam step): a beam's B best candidates can then hold fewer
+than B distinct strings (tokens with the same bytes, several stop tokens),
+and a winner can lie further down its list. The exactness argument holds
+again with "its B best distinct hypotheses" in place of "its B best
+continuations": :meth:`BeamSearchState.more_candidates` names the beams
+whose returned candidates hold fewer, with how many log-probabilities to
+ask for again, and :meth:`BeamSearchState.step` refuses a step that needs
+them (its result could differ from the dense step's).
+
 Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
 from __future__ import annotations
 
 import threading
-from typing import Dict, Iterable, List, Mapping, Sequence, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from . import _buffers
-from .beam import Beam, initial_scores
+from .beam import Beam, initial_ends, initial_scores
 from .errors import InvalidArgumentError, InvalidStateError
 from .trie import STATE_ROOT, STATE_TERMINATED, Trie
 
@@ -69,6 +79,9 @@ class BeamSearchState:
         self.beam_width = B = beam_width
         self.states = np.full(n_requests * B, STATE_ROOT, dtype=np.uint32)
         self.scores = initial_scores(n_requests, B)
+        # Where each finished slot's string ended (a string set's step merges
+        # finished strings by it; written STATE_FAILED for token paths).
+        self.ends = initial_ends(n_requests, B)
         self.tokens: List[List[int]] = [[] for _ in range(n_requests * B)]
         self.steps = 0
         self._beam = Beam(B)
@@ -92,7 +105,13 @@ class BeamSearchState:
         missing = [s for s in live if s not in returned]
         if missing:
             raise InvalidArgumentError("no candidates for live slot %d" % missing[0])
-        checked = self._checked(live, returned)
+        checked, short = self._checked(live, returned)
+        if short:
+            slot = min(short)
+            raise InvalidArgumentError(
+                "the candidates returned for beam %d hold %d distinct strings, fewer than the beam width %d and"
+                " fewer than its state allows: the step could differ from the exact one; ask the engine again"
+                " for the slots more_candidates() names" % (slot, short[slot][0], B))
         was_finished = self.states == STATE_TERMINATED
         rows = self._rows
         for r in range(self.n_requests):
@@ -104,11 +123,12 @@ class BeamSearchState:
                 continue
             states = self.states[first:first + B]
             scores = self.scores[first:first + B]
+            ends = self.ends[first:first + B]
             try:
                 for slot in live_here:
                     tokens, values = checked[slot]
                     rows[slot - first, tokens] = values
-                parents, chosen = self._beam.step_states(self.trie, states, rows, scores, log_probs=True)
+                parents, chosen = self._beam.step_states(self.trie, states, rows, scores, ends=ends, log_probs=True)
             finally:
                 for slot in live_here:
                     rows[slot - first, checked[slot][0]] = -np.inf
@@ -123,10 +143,41 @@ class BeamSearchState:
                     self.tokens[first + i] = old[p] + [int(chosen[i])]
         self.steps += 1
 
+    def more_candidates(self, returned: Mapping[int, Candidates], limit: Optional[int] = None) -> Dict[int, int]:
+        """Before :meth:`step`: the live slots whose returned candidates are
+        too few for an exact step, each with how many log-probabilities to
+        ask the engine for instead (``{}``: step now). Only a string set can
+        need more (module docstring): a beam whose list is cut (its state
+        allows more tokens) and holds fewer than B distinct hypotheses.
+        ``limit``: the most the engine gives (vLLM's ``max_logprobs``);
+        :class:`InvalidStateError` when a slot already has that many and
+        still needs more. Raises :class:`EngineMismatchError` as
+        :meth:`step` does."""
+        live = self.live_slots()
+        missing = [s for s in live if s not in returned]
+        if missing:
+            raise InvalidArgumentError("no candidates for live slot %d" % missing[0])
+        _, short = self._checked(live, returned)
+        out: Dict[int, int] = {}
+        for slot, (distinct, have, allowed) in sorted(short.items()):
+            want = min(allowed, 2 * max(have, 1))
+            if limit is not None:
+                if have >= limit:
+                    raise InvalidStateError(
+                        "beam %d: the engine's %d log-probabilities hold %d distinct strings, fewer than the beam"
+                        " width %d (its vocabulary spells one string with several tokens, or the trie has several"
+                        " stop tokens): raise the engine's max_logprobs (--max-logprobs) to %d or more"
+                        % (slot, have, distinct, self.beam_width, want))
+                want = min(want, limit)
+            out[slot] = want
+        return out
+
     def _checked(self, live: Sequence[int], returned: Mapping[int, Candidates]
-                 ) -> Dict[int, Tuple[np.ndarray, np.ndarray]]:
+                 ) -> Tuple[Dict[int, Tuple[np.ndarray, np.ndarray]], Dict[int, Tuple[int, int, int]]]:
         """Per live slot its finite candidates as (tokens, values) arrays,
-        after checking that a beam row of this trie produced them."""
+        after checking that a beam row of this trie produced them; and for a
+        string set, the slots short of candidates as {slot: (distinct
+        hypotheses, candidates, allowed tokens)}."""
         out: Dict[int, Tuple[np.ndarray, np.ndarray]] = {}
         slots: List[int] = []
         tokens: List[int] = []
@@ -147,9 +198,10 @@ class BeamSearchState:
             out[slot] = (tok, val)
             slots.extend([slot] * len(best))
             tokens.extend(best)
+        nexts = np.empty(0, dtype=np.uint32)
         if tokens:
-            states = self.states[np.array(slots, dtype=np.int64)].copy()
-            accepted = self.trie.advance_states(states, np.array(tokens, dtype=np.int32))
+            nexts = self.states[np.array(slots, dtype=np.int64)].copy()
+            accepted = self.trie.advance_states(nexts, np.array(tokens, dtype=np.int32))
             if not accepted.all():
                 i = int(np.flatnonzero(~accepted)[0])
                 raise EngineMismatchError(
@@ -161,14 +213,24 @@ class BeamSearchState:
         bitmask = np.zeros((len(live), self._words), dtype=np.int32)
         self.trie.fill_states(self.states[np.array(live, dtype=np.int64)], bitmask)
         allowed = _popcount_rows(bitmask)
+        short: Dict[int, Tuple[int, int, int]] = {}
+        at = 0
         for i, slot in enumerate(live):
+            have = out[slot][0].size
             want = min(self.beam_width, int(allowed[i]))
-            if out[slot][0].size < want:
+            if have < want:
                 raise EngineMismatchError(
                     "the engine returned %d candidates for beam %d, whose state allows %d (want >= %d): it"
                     " constrains with another trie, or asked for fewer log-probabilities than the beam width"
-                    % (out[slot][0].size, slot, int(allowed[i]), want))
-        return out
+                    % (have, slot, int(allowed[i]), want))
+            if self.trie.is_string_set and have < int(allowed[i]):
+                # A cut list: exact only with B distinct hypotheses in it (a
+                # stop token's next state is TERMINATED: the string ends here).
+                distinct = len(set(nexts[at:at + have].tolist()))
+                if distinct < self.beam_width:
+                    short[slot] = (distinct, have, int(allowed[i]))
+            at += have
+        return out, short
 
     def results(self, n_return: int) -> List[List[Tuple[List[int], float]]]:
         """Per request its best ``n_return`` hypotheses, best first, as

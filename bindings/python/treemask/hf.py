@@ -25,6 +25,7 @@ from .bitmask import apply_token_bitmask, cuda_available
 from .errors import InvalidArgumentError, UnsupportedError
 from .failure_policy import ADAPTER_DEFAULT, failure_policy_code
 from .trie import STATE_ROOT, STATE_TERMINATED, Trie
+from .vocab import model_vocab
 
 try:  # Subclassing lets transformers' LogitsProcessorList treat it as its own.
     from transformers import LogitsProcessor as _LogitsProcessorBase
@@ -97,12 +98,24 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
     its masks come from a walk of the vocabulary's token trie, which only the
     host runs; the device applies them (a pinned bitmask copied up, then the
     CUDA apply kernel).
+
+    ``vocab``: the model's vocabulary, to check the trie against at
+    construction (:meth:`Trie.check_vocab`): the model's tokenizer (read
+    with :meth:`Vocab.from_tokenizer` at ``max(its length,
+    trie.vocab_size)``) or a :class:`Vocab`. A string set compiled for
+    another tokenizer (other bytes, or a smaller vocabulary) is then refused
+    with InvalidArgumentError naming both fingerprints, instead of letting
+    the model write text outside the set. The processor never sees the
+    model, so without ``vocab`` nothing is checked: pass it whenever the
+    trie comes from a file or another process.
     """
 
     def __init__(self, trie: Trie, prompt_length: Optional[int] = None, *, pad_token_id: Optional[int] = None,
-                 failure_policy: Union[str, int] = ADAPTER_DEFAULT, n_threads: int = 1) -> None:
+                 failure_policy: Union[str, int] = ADAPTER_DEFAULT, n_threads: int = 1, vocab: Any = None) -> None:
         if not isinstance(trie, Trie):
             raise InvalidArgumentError("trie must be a treemask.Trie, got %s" % type(trie).__name__)
+        if vocab is not None:
+            trie.check_vocab(model_vocab(vocab, trie.vocab_size))
         if prompt_length is not None and prompt_length < 0:
             raise InvalidArgumentError("prompt_length %d must be >= 0" % prompt_length)
         if pad_token_id is not None and not 0 <= pad_token_id < trie.vocab_size:
@@ -429,7 +442,7 @@ def _check_beam_memory(model: Any, trie: Trie, n_requests: int, num_beams: int, 
 
 def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_new_tokens: Optional[int] = None,
                 attention_mask: Any = None, num_return_sequences: Optional[int] = None,
-                pad_token_id: Optional[int] = None, n_threads: int = 1) -> BeamSearchOutput:
+                pad_token_id: Optional[int] = None, n_threads: int = 1, vocab: Any = None) -> BeamSearchOutput:
     """Constrained beam search for a transformers causal LM, with the exact
     beam step of :class:`treemask.Beam` instead of full-vocabulary masks:
     the prompt runs once per request (all beams start identical, so the
@@ -456,6 +469,12 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
     beams (and normalizes their scores by length); here they share the B
     slots.
 
+    Over a string set (:meth:`Trie.from_strings`) the hypotheses are
+    distinct strings: candidates that spell the same bytes (another
+    tokenization of the same text) merge, the best kept, so the
+    ``num_return_sequences`` results are different items (fewer live ones
+    when the search finds fewer; the rest are dead, score ``-inf``).
+
     Args:
         model: a transformers causal LM (``model(input_ids=...,
             attention_mask=..., position_ids=..., past_key_values=...,
@@ -473,6 +492,10 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
         pad_token_id: fills finished hypotheses (default the model's
             generation_config.pad_token_id, else the trie's first stop token).
         n_threads: threads of the beam step (requests are split between them).
+        vocab: the model's tokenizer or :class:`Vocab`: the trie is checked
+            against it first (:meth:`Trie.check_vocab`, the tokenizer read
+            at the model's logits width), so that a string set compiled for
+            another tokenizer is refused naming both fingerprints.
 
     With ``input_ids`` on a CUDA device (and the model there too) every
     step runs on the device: a :class:`treemask.torch.DeviceBeam` (the trie
@@ -483,7 +506,7 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
     """
     import torch
 
-    from .beam import Beam, DeviceTensorError, topk_states
+    from .beam import Beam, DeviceTensorError, initial_ends, initial_scores, topk_states
 
     if not isinstance(trie, Trie):
         raise InvalidArgumentError("trie must be a treemask.Trie, got %s" % type(trie).__name__)
@@ -494,6 +517,9 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
         raise DeviceTensorError("input_ids: %s is on a device treemask has no beam step for (CPU and CUDA only)"
                                 % _buffers.describe(input_ids))
     num_beams = _buffers.positive_int(num_beams, "num_beams")
+    if vocab is not None:
+        width = int(getattr(getattr(model, "config", None), "vocab_size", 0) or 0)
+        trie.check_vocab(model_vocab(vocab, width or trie.vocab_size))
     n_requests, prompt_length = input_ids.shape
     B = num_beams
     R = B if num_return_sequences is None else num_return_sequences
@@ -537,17 +563,34 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
     request_base = np.repeat(np.arange(n_requests, dtype=np.int64) * B, B)
     generated = np.empty((n_slots, max_new_tokens), dtype=np.int64)
 
+    # A string set's step merges hypotheses that spell the same string
+    # (treemask.h): ends records where each finished one ended.
+    ends = initial_ends(n_requests, B) if trie.is_string_set else None
+
     with torch.no_grad():
         out = model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True,
                     logits_to_keep=1)
-        first = topk_states(trie, np.full(n_requests, STATE_ROOT, dtype=np.uint32), out.logits[:, -1, :], B)
+        last = out.logits[:, -1, :]
         cache = out.past_key_values
         del out
-        tokens = first.tokens.reshape(-1)
-        scores = np.ascontiguousarray(first.scores.reshape(-1))
         states = np.full(n_slots, STATE_ROOT, dtype=np.uint32)
-        trie.advance_states(states, tokens)  # -1 (dead slot): no token
-        states[tokens < 0] = STATE_TERMINATED
+        if ends is None:
+            first = topk_states(trie, np.full(n_requests, STATE_ROOT, dtype=np.uint32), last, B)
+            tokens = first.tokens.reshape(-1)
+            scores = np.ascontiguousarray(first.scores.reshape(-1))
+            trie.advance_states(states, tokens)  # -1 (dead slot): no token
+            states[tokens < 0] = STATE_TERMINATED
+        else:
+            # Top-B at the root could hold two tokens that spell the same
+            # bytes: the beam step from scores [0, -inf, ...] merges them.
+            # It reads only row r * B of each request (the others' scores
+            # are -inf), so the rest stay unwritten.
+            rows = last.new_empty((n_slots, last.shape[1]))
+            rows[::B] = last
+            scores = initial_scores(n_requests, B)
+            _, tokens = beam.step_states(trie, states, rows, scores, ends=ends)
+            del rows
+        del last
         tok = np.where(tokens < 0, pad_token_id, tokens).astype(np.int64)
         generated[:, 0] = tok
         src = np.repeat(np.arange(n_requests, dtype=np.int64), B)
@@ -560,7 +603,7 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
             logits, cache, mask, positions = _next_logits(model, cache, torch.from_numpy(src),
                                                           torch.from_numpy(tok).view(n_slots, 1), mask, positions)
             was_finished = states == STATE_TERMINATED
-            parents, tokens = beam.step_states(trie, states, logits, scores)
+            parents, tokens = beam.step_states(trie, states, logits, scores, ends=ends)
             del logits
             src = request_base + np.maximum(parents, 0)
             # A carried-over finished hypothesis (or a dead slot) gets padding.

@@ -11,7 +11,7 @@ import numpy as np
 
 from . import _buffers
 from ._ffi import ffi, lib
-from .errors import InvalidArgumentError, OutOfRangeError, raise_status
+from .errors import InvalidArgumentError, OutOfRangeError, UnsupportedError, raise_status
 from .failure_policy import LIBRARY_DEFAULT, failure_policy_code
 from .trie import Trie
 
@@ -53,6 +53,11 @@ class ExclusionSet:
         """How many terminal nodes (label paths) the set bans."""
         return lib.treemask_exclusion_set_n_terminals(self._ptr)
 
+    def __reduce__(self):
+        raise UnsupportedError("a treemask.ExclusionSet cannot be pickled (it is a C object of this process):"
+                               " send its trie (a Trie pickles by value) and the label ids, and build"
+                               " ExclusionSet(trie, label_ids) in the receiver")
+
 
 def _optional_tokens(values: Optional[Iterable[int]], what: str):
     if values is None:
@@ -69,6 +74,12 @@ class _MatcherMethods:
     __slots__ = ()
     _m: Any
     _trie: Trie
+
+    def __reduce__(self):
+        raise UnsupportedError(
+            "a treemask.Matcher cannot be pickled: it is a position in a C object of this process. Send its trie"
+            " (a Trie pickles by value) and the tokens the matcher accepted, and rebuild it in the receiver:"
+            " m = Matcher(trie, <the same options>); m.accept_tokens(tokens)")
 
     # Per-object scratch for out-parameters, so a step allocates nothing.
     _flag: Any

@@ -16,9 +16,9 @@ import torch
 
 from . import _buffers
 from ._ffi import ffi, lib
-from .beam import check_topk_k, initial_scores
+from .beam import BeamStep, _float32_scores, _rows_per_request, check_topk_k, initial_scores
 from .bitmask import apply_token_bitmask_inplace, cuda_available, get_bitmask_shape, reset_token_bitmask
-from .errors import InvalidArgumentError, UnsupportedError, raise_status
+from .errors import InternalError, InvalidArgumentError, InvalidStateError, UnsupportedError, last_error, raise_status
 from .failure_policy import LIBRARY_DEFAULT, failure_policy_code
 from .trie import STATE_FAILED, STATE_ROOT, STATE_TERMINATED, Trie
 
@@ -30,6 +30,7 @@ __all__ = [
     "DeviceTrie",
     "DeviceBeam",
     "DeviceRowStates",
+    "batch_beam_step",
     "STATE_ROOT",
     "STATE_TERMINATED",
     "STATE_FAILED",
@@ -645,3 +646,86 @@ class DeviceBeam:
 
     def __repr__(self) -> str:
         return "<treemask.torch.DeviceBeam %d x %d on %s>" % (self.n_requests, self.beam_width, self.device)
+
+
+def batch_beam_step(batch: Any, logits: Any, beam_scores: Any, beam_width: Any, *, log_probs: bool = False) -> Any:
+    """:meth:`treemask.BatchMatcher.beam_step` on the logits' CUDA device:
+    the slots' trie states through :meth:`DeviceTrie.beam_step` (the trie
+    uploaded once per trie and device), then the host matchers follow the
+    result (one copy of the states up and of parents and tokens down per
+    step). Every slot needs a matcher without decoding modes, all of one
+    trie. Returns :class:`treemask.BeamStep` of tensors on the logits'
+    device. Engines that keep their states on the device call
+    DeviceTrie.beam_step directly and never synchronise."""
+    from .batch import BatchMatcher
+
+    if not isinstance(batch, BatchMatcher):
+        raise InvalidArgumentError("batch must be a treemask.BatchMatcher, got %s" % type(batch).__name__)
+    if not batch._busy.acquire(False):
+        raise InvalidStateError("batch_beam_step: the BatchMatcher is being used by another thread right now")
+    try:
+        return _batch_beam_step(batch, logits, beam_scores, beam_width, log_probs)
+    finally:
+        batch._busy.release()
+
+
+def _batch_beam_step(batch: Any, logits: Any, beam_scores: Any, beam_width: Any, log_probs: bool) -> Any:
+    if logits.dim() != 2:
+        raise InvalidArgumentError("logits: want shape (rows, vocab), got %s" % _buffers.describe(logits))
+    n_rows = int(logits.shape[0])
+    if n_rows > batch._n:
+        raise InvalidArgumentError("logits have %d rows, the batch %d slots" % (n_rows, batch._n))
+    _rows_per_request(n_rows, beam_width)
+    beam_width = int(beam_width)
+    tries = batch._tries[:n_rows]
+    for slot, trie in enumerate(tries):
+        if trie is None:
+            raise InvalidStateError("batch slot %d is empty" % slot)
+        if trie is not tries[0]:
+            raise InvalidArgumentError(
+                "slots 0 and %d hold matchers of different tries; the device beam step follows one trie"
+                " (pass CPU logits for the host step, which takes any mix)" % slot)
+    states = np.empty(n_rows, dtype=np.uint32)
+    out = ffi.new("uint32_t *")
+    for slot in range(n_rows):
+        status = lib.treemask_matcher_get_state(lib.treemask_batch_get_matcher(batch._ptr, slot), out)
+        if status:
+            raise InvalidArgumentError(
+                "slot %d: the device beam step follows plain trie states, and this matcher has decoding"
+                " modes (%s); pass CPU logits for the host step" % (slot, last_error()))
+        if out[0] == STATE_FAILED:
+            raise InvalidStateError("slot %d: its matcher has failed (a failure policy closed it); the"
+                                    " device beam step needs live or finished sequences" % slot)
+        states[slot] = out[0]
+    device = logits.device
+    trie = tries[0]
+    assert trie is not None  # checked above
+    key = (id(trie), str(device))
+    dev = batch._device_tries.get(key)
+    if dev is None:
+        dev = batch._device_tries[key] = DeviceTrie(trie, device)
+    states_t = torch.from_numpy(states.view(np.int32)).to(device)
+    scores_t = torch.from_numpy(_float32_scores(beam_scores, n_rows)).to(device)
+    parents, tokens, scores_t = dev.beam_step(states_t, logits, scores_t, beam_width, log_probs=log_probs)
+    # The host matchers follow: slot r*B+i <- slot r*B+parent (a dead slot
+    # keeps its own), then accepts its token.
+    p = parents.cpu().numpy()
+    t = tokens.cpu().numpy()
+    src = np.arange(batch._n, dtype=np.int32)
+    live = p >= 0
+    src[:n_rows] = np.where(live, np.arange(n_rows) - np.arange(n_rows) % beam_width + p, src[:n_rows])
+    status = lib.treemask_batch_reorder(batch._ptr, _buffers.host_buffer(src, "int32_t[]"), src.size)
+    if status:
+        raise_status(status)
+    batch._tries = [batch._tries[i] for i in src.tolist()]
+    feed = np.full(batch._n, -1, dtype=np.int32)
+    feed[:n_rows] = np.where(live, t, -1)
+    accepted = np.ones(batch._n, dtype=np.bool_)
+    status = lib.treemask_batch_accept_tokens(batch._ptr, _buffers.host_buffer(feed, "int32_t[]"), feed.size,
+                                              _buffers.host_buffer(accepted, "bool[]"))
+    if status:
+        raise_status(status)
+    if not accepted.all():
+        raise InternalError("the device beam step chose token %d for slot %d, which its matcher rejects"
+                            % (int(feed[~accepted][0]), int(np.flatnonzero(~accepted)[0])))
+    return BeamStep(parents, tokens, scores_t)

@@ -13,7 +13,7 @@ import numpy as np
 
 from . import _buffers
 from ._ffi import ffi, lib
-from .errors import InvalidArgumentError, OutOfRangeError, raise_status
+from .errors import CorruptFileError, InvalidArgumentError, OutOfRangeError, raise_status
 from .failure_policy import LIBRARY_DEFAULT, failure_policy_code
 
 if TYPE_CHECKING:
@@ -27,9 +27,11 @@ STATE_ROOT = lib.TREEMASK_STATE_ROOT
 STATE_TERMINATED = lib.TREEMASK_STATE_TERMINATED
 STATE_FAILED = lib.TREEMASK_STATE_FAILED
 
-# Metadata keys under which save() stores what only Python knows.
-_META_LABELS = "treemask.python.labels"
-_META_SKIPPED = "treemask.python.skipped_labels"
+# Metadata keys under which save() stores what only Python knows; the
+# prefix is reserved (save refuses it in the caller's metadata).
+_META_RESERVED = "treemask.python."
+_META_LABELS = _META_RESERVED + "labels"
+_META_SKIPPED = _META_RESERVED + "skipped_labels"
 
 
 class TrieStats(NamedTuple):
@@ -254,6 +256,9 @@ class Trie:
         labels = list(labels)
         if not labels:
             raise InvalidArgumentError("no labels: a trie needs at least one label")
+        if not isinstance(prefix, str) or not _encodable(prefix):
+            raise InvalidArgumentError("prefix %r: want text (a str without lone surrogates, such as undecodable"
+                                       " bytes of a command line)" % (prefix,))
         encode, check = _tokenizer_functions(tokenizer, decode)
         stops = _stop_token_list(stop_tokens)
         stop_set = set(stops.tolist())
@@ -265,6 +270,8 @@ class Trie:
                 progress(i, len(labels))
             if not isinstance(label, str):
                 raise InvalidArgumentError("labels[%d] is %s, not a str" % (i, type(label).__name__))
+            if not label.isascii() and not _encodable(label):
+                raise InvalidArgumentError("labels[%d] %r is not valid Unicode text (a lone surrogate)" % (i, label))
             text = prefix + label
             tokens = _token_ids(encode(text), i)
             problem = None
@@ -346,6 +353,10 @@ class Trie:
             raise InvalidArgumentError("no strings: a trie needs at least one string")
         data, lengths = _utf8_concat(strings)
         if isinstance(prefix, str):
+            if not _encodable(prefix):
+                raise InvalidArgumentError("prefix %r is not valid Unicode text (a lone surrogate, such as undecodable"
+                                           " bytes of a command line); pass bytes for a prefix of any bytes"
+                                           % prefix)
             prefix_bytes = prefix.encode("utf-8")
         elif isinstance(prefix, (bytes, bytearray)):
             prefix_bytes = bytes(prefix)
@@ -494,12 +505,28 @@ class Trie:
         if status:
             raise_status(status)
         trie = cls._adopt(out)
-        meta = trie.metadata
-        if _META_LABELS in meta:
-            trie._labels = tuple(json.loads(meta[_META_LABELS]))
-        if _META_SKIPPED in meta:
-            trie._skipped_labels = [SkippedLabel(*e) if isinstance(e, list) else e
-                                    for e in json.loads(meta[_META_SKIPPED])]
+        # Only the reserved entries are read here, each checked: a file that
+        # the C library loads but whose label names Python cannot read is a
+        # CorruptFileError naming the key, never a raw JSON or Unicode error.
+        labels = _reserved_json(trie, _META_LABELS, path)
+        if labels is not None:
+            if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
+                raise _bad_metadata(path, _META_LABELS, "not a JSON list of strings")
+            trie._labels = tuple(labels)
+        skipped = _reserved_json(trie, _META_SKIPPED, path)
+        if skipped is not None:
+            if not isinstance(skipped, list):
+                raise _bad_metadata(path, _META_SKIPPED, "not a JSON list")
+            out_skipped: List[str] = []
+            for i, e in enumerate(skipped):
+                if isinstance(e, str):
+                    out_skipped.append(e)
+                elif isinstance(e, list) and len(e) == 2 and all(isinstance(x, str) for x in e):
+                    out_skipped.append(SkippedLabel(e[0], e[1]))
+                else:
+                    raise _bad_metadata(path, _META_SKIPPED, "entry %d is neither a string nor a [label, reason]"
+                                        " pair of strings" % i)
+            trie._skipped_labels = out_skipped
         return trie
 
     def save(self, path: StrPath, metadata: Optional[Mapping[str, str]] = None) -> None:
@@ -507,19 +534,29 @@ class Trie:
         renamed over ``path``). ``metadata`` adds key/value strings (a
         tokenizer fingerprint, provenance); label names are stored too.
         """
-        entries = dict(metadata or {})
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise InvalidArgumentError("metadata: want a mapping of str to str, got %s" % type(metadata).__name__)
+        entries: dict = {}
+        for k, v in (metadata or {}).items():
+            if not isinstance(k, str) or not isinstance(v, str):
+                raise InvalidArgumentError("metadata keys and values must be str, got %r: %r" % (k, v))
+            if k.startswith(_META_RESERVED):
+                raise InvalidArgumentError(
+                    "metadata key %r is reserved: the keys under %r are written by Trie.save itself (the label"
+                    " names) and read back by Trie.load" % (k, _META_RESERVED))
+            entries[k] = v
         if self._labels is not None:
-            entries.setdefault(_META_LABELS, json.dumps(list(self._labels), ensure_ascii=False))
-            entries.setdefault(_META_SKIPPED, json.dumps(
-                [[s, s.reason] if isinstance(s, SkippedLabel) else s for s in self._skipped_labels],
-                ensure_ascii=False))
+            entries[_META_LABELS] = _json_text(list(self._labels))
+            entries[_META_SKIPPED] = _json_text(
+                [[s, s.reason] if isinstance(s, SkippedLabel) else s for s in self._skipped_labels])
         keep: List[Any] = []
         keys = ffi.new("const char *[]", len(entries))
         values = ffi.new("const char *[]", len(entries))
         for i, (k, v) in enumerate(entries.items()):
-            if not isinstance(k, str) or not isinstance(v, str):
-                raise InvalidArgumentError("metadata keys and values must be str, got %r: %r" % (k, v))
-            kc, vc = ffi.new("char[]", k.encode("utf-8")), ffi.new("char[]", v.encode("utf-8"))
+            try:
+                kc, vc = ffi.new("char[]", k.encode("utf-8")), ffi.new("char[]", v.encode("utf-8"))
+            except UnicodeEncodeError:
+                raise InvalidArgumentError("metadata %r: not valid Unicode text (a lone surrogate)" % k) from None
             keep += (kc, vc)
             keys[i], values[i] = kc, vc
         opts = ffi.new("treemask_save_options *")
@@ -528,6 +565,27 @@ class Trie:
         status = lib.treemask_trie_save(self._ptr, _fs_path(path), opts)
         if status:
             raise_status(status)
+
+    def __reduce__(self):
+        """Pickles by value (multiprocessing, Ray): the trie's ``.tmtrie``
+        bytes as :meth:`save` writes them (label names, metadata and a
+        string set's vocabulary included); the receiver loads them as
+        :meth:`load` does (the checksum verified) and gets an equal trie.
+        Costs a save and a load through a temporary file (a few ms per MB:
+        a 150k-name string set pickles in well under a second)."""
+        return (_trie_from_bytes, (self._to_bytes(),))
+
+    def _to_bytes(self) -> bytes:
+        import tempfile
+
+        fd, path = tempfile.mkstemp(prefix="treemask-", suffix=".tmtrie")
+        try:
+            os.close(fd)
+            self.save(path)
+            with open(path, "rb") as f:
+                return f.read()
+        finally:
+            os.unlink(path)
 
     # ---- queries ------------------------------------------------------
 
@@ -550,6 +608,26 @@ class Trie:
         ptr = lib.treemask_trie_vocab(self._ptr)
         return Vocab._borrow(ptr) if ptr != ffi.NULL else None
 
+    def check_vocab(self, vocab: "Vocab") -> None:
+        """Raises InvalidArgumentError unless this trie fits the model whose
+        vocabulary is ``vocab`` (a :class:`treemask.Vocab` of the model's
+        tokenizer, at the model's logits width): the trie is no wider than
+        it, and a string set's masks are the same over both vocabularies
+        (equal fingerprints, or every id the same text bytes or text in
+        neither). The message names both fingerprints and the first token
+        that differs. A string set compiled for another tokenizer would mask
+        by other tokens' bytes; token paths are checked for their width
+        only. The adapters call it when given the model's vocabulary
+        (``vocab=`` of :mod:`treemask.hf` and :mod:`treemask.llama_cpp`)."""
+        from .vocab import Vocab
+
+        if not isinstance(vocab, Vocab):
+            raise InvalidArgumentError("vocab must be a treemask.Vocab (Vocab.from_tokenizer), got %s"
+                                       % type(vocab).__name__)
+        status = lib.treemask_trie_check_vocab(self._ptr, vocab._ptr)
+        if status:
+            raise_status(status)
+
     @property
     def bitmask_words(self) -> int:
         """int32 words in one bitmask row: ceil(vocab_size / 32)."""
@@ -570,14 +648,20 @@ class Trie:
 
     @property
     def metadata(self) -> dict:
-        """Key/value strings the trie carries (from its ``.tmtrie`` file)."""
+        """Key/value strings the trie carries (from its ``.tmtrie`` file).
+        An entry that is not UTF-8 text (a file written through the C API
+        can hold any bytes) raises CorruptFileError naming it."""
         result = {}
         key, value = ffi.new("const char **"), ffi.new("const char **")
         for i in range(lib.treemask_trie_metadata_count(self._ptr)):
             status = lib.treemask_trie_metadata_at(self._ptr, i, key, value)
             if status:
                 raise_status(status)
-            result[ffi.string(key[0]).decode("utf-8")] = ffi.string(value[0]).decode("utf-8")
+            k, v = ffi.string(key[0]), ffi.string(value[0])
+            try:
+                result[k.decode("utf-8")] = v.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise CorruptFileError("metadata entry %d (key %r) is not UTF-8 text: %s" % (i, k, e)) from None
         return result
 
     @property
@@ -639,6 +723,55 @@ class Trie:
         return "<treemask.Trie%s vocab_size=%d nodes=%d terminals=%d max_depth=%d%s>" % (
             " string set" if self.is_string_set else "", self.vocab_size, s.n_nodes, s.n_terminals, s.max_depth,
             " labels=%d" % len(self._labels) if self._labels is not None else "")
+
+
+def _trie_from_bytes(data: bytes) -> Trie:
+    """The other half of Trie.__reduce__: the bytes through a temporary file
+    (the trie maps it; the name is removed at once, the mapping stays)."""
+    import tempfile
+
+    if not isinstance(data, (bytes, bytearray)):
+        raise InvalidArgumentError("a pickled Trie holds %s, not the bytes of a .tmtrie" % type(data).__name__)
+    fd, path = tempfile.mkstemp(prefix="treemask-", suffix=".tmtrie")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        return Trie.load(path)
+    finally:
+        os.unlink(path)
+
+
+def _json_text(value: Any) -> str:
+    """JSON of label names for the file: UTF-8 where it can be, escaped
+    where a name holds a lone surrogate (json reads either back the same)."""
+    text = json.dumps(value, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return json.dumps(value)
+
+
+def _reserved_json(trie: "Trie", key: str, path: Any) -> Any:
+    """The JSON value of a reserved metadata entry, None when absent;
+    CorruptFileError when it is not UTF-8 JSON."""
+    raw = lib.treemask_trie_metadata_get(trie._ptr, key.encode("ascii"))
+    if raw == ffi.NULL:
+        return None
+    data = ffi.string(raw)
+    try:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise _bad_metadata(path, key, "not UTF-8 text (%s)" % e) from None
+    except ValueError as e:  # json.JSONDecodeError, or a number too large to convert
+        raise _bad_metadata(path, key, "not JSON (%s)" % e) from None
+    except RecursionError:
+        raise _bad_metadata(path, key, "JSON nested too deeply") from None
+
+
+def _bad_metadata(path: Any, key: str, why: str) -> CorruptFileError:
+    return CorruptFileError("%s: metadata %r, which Trie.save writes for the label names, is %s"
+                            % (os.fsdecode(path) if isinstance(path, (str, bytes, os.PathLike)) else path, key, why))
 
 
 def _utf8_concat(strings: List[Any]) -> Tuple[bytes, np.ndarray]:

@@ -278,19 +278,28 @@ def beam_search(llm: Any, prompts: Sequence[Any], trie: Any, beam_width: int, *,
             max_tokens = local.stats().max_depth + 1
         max_tokens = _buffers.positive_int(max_tokens, "max_tokens")
         search = BeamSearchState(local, len(ids), B)
+        limit = getattr(config, "max_logprobs", None)
+        limit = None if limit is None or limit == -1 else int(limit)
         while search.steps < max_tokens and not search.done():
-            live = search.live_slots()
-            requests = [{"prompt_token_ids": ids[slot // B] + search.tokens[slot]} for slot in live]
-            params = [SamplingParams(max_tokens=1, temperature=0.0, logprobs=B, detokenize=False, skip_clone=True,
-                                     extra_args=dict(keys, **{KEY_BEAM_TOKENS: list(search.tokens[slot])}))
-                      for slot in live]
-            outputs = llm.generate(requests, params, use_tqdm=False)
+            # B log-probabilities per live beam; a string set's beam whose B
+            # best spell fewer than B distinct strings is asked again for
+            # more (BeamSearchState.more_candidates).
             returned: Dict[int, Candidates] = {}
-            for slot, out in zip(live, outputs):
-                logprobs = out.outputs[0].logprobs
-                if not logprobs:
-                    raise InvalidStateError("the engine returned no logprobs for beam %d" % slot)
-                returned[slot] = [(t, lp.logprob) for t, lp in logprobs[0].items()]
+            ask = {slot: B for slot in search.live_slots()}
+            while ask:
+                slots = sorted(ask)
+                requests = [{"prompt_token_ids": ids[slot // B] + search.tokens[slot]} for slot in slots]
+                params = [SamplingParams(max_tokens=1, temperature=0.0, logprobs=ask[slot], detokenize=False,
+                                         skip_clone=True,
+                                         extra_args=dict(keys, **{KEY_BEAM_TOKENS: list(search.tokens[slot])}))
+                          for slot in slots]
+                outputs = llm.generate(requests, params, use_tqdm=False)
+                for slot, out in zip(slots, outputs):
+                    logprobs = out.outputs[0].logprobs
+                    if not logprobs:
+                        raise InvalidStateError("the engine returned no logprobs for beam %d" % slot)
+                    returned[slot] = [(t, lp.logprob) for t, lp in logprobs[0].items()]
+                ask = search.more_candidates(returned, limit)
             search.step(returned)
         return search.results(R)
     finally:

@@ -155,10 +155,19 @@ def beam_search(base_url: str, model: str, prompts: Sequence[Any], trie: Trie, b
                 raise InvalidArgumentError("prompts[%d]: want a string or a non-empty list of token ids" % i)
 
         while search.steps < max_tokens and not search.done():
-            live = search.live_slots()
-            replies = post_all("/v1/completions", [{
-                "model": model, "prompt": ids[slot // B] + search.tokens[slot], "max_tokens": 1,
-                "temperature": 0, "logprobs": B, "return_tokens_as_token_ids": True,
-                "vllm_xargs": dict(keys, **{KEY_BEAM_TOKENS: list(search.tokens[slot])})} for slot in live])
-            search.step({slot: _candidates(reply) for slot, reply in zip(live, replies)})
+            # B log-probabilities per live beam; a string set's beam whose B
+            # best spell fewer than B distinct strings is asked again for
+            # more (BeamSearchState.more_candidates; the server refuses more
+            # than its --max-logprobs, with a message saying so).
+            returned: Dict[int, Candidates] = {}
+            ask = {slot: B for slot in search.live_slots()}
+            while ask:
+                slots = sorted(ask)
+                replies = post_all("/v1/completions", [{
+                    "model": model, "prompt": ids[slot // B] + search.tokens[slot], "max_tokens": 1,
+                    "temperature": 0, "logprobs": ask[slot], "return_tokens_as_token_ids": True,
+                    "vllm_xargs": dict(keys, **{KEY_BEAM_TOKENS: list(search.tokens[slot])})} for slot in slots])
+                returned.update((slot, _candidates(reply)) for slot, reply in zip(slots, replies))
+                ask = search.more_candidates(returned)
+            search.step(returned)
     return search.results(R)

@@ -432,6 +432,9 @@ extern "C" {
     pub fn treemask_beam_step_states(beam: *mut treemask_beam, trie: *const treemask_trie, n_requests: usize, logits: *const treemask_logits, states: *mut u32, scores: *mut f32, parents: *mut i32, tokens: *mut i32) -> treemask_status;
 }
 extern "C" {
+    pub fn treemask_beam_step_strings(beam: *mut treemask_beam, trie: *const treemask_trie, n_requests: usize, logits: *const treemask_logits, states: *mut u32, ends: *mut u32, scores: *mut f32, parents: *mut i32, tokens: *mut i32) -> treemask_status;
+}
+extern "C" {
     pub fn treemask_beam_step_batch(beam: *mut treemask_beam, batch: *mut treemask_batch, n_requests: usize, logits: *const treemask_logits, scores: *mut f32, parents: *mut i32, tokens: *mut i32) -> treemask_status;
 }
 extern "C" {
@@ -467,6 +470,9 @@ extern "C" {
     pub fn treemask_vocab_token_bytes(vocab: *const treemask_vocab, token: i32, out: *mut u8, cap: usize) -> usize;
 }
 extern "C" {
+    pub fn treemask_vocab_copy_tokens(vocab: *const treemask_vocab, bytes: *mut u8, bytes_cap: u64, offsets: *mut u64, flags: *mut u8) -> u64;
+}
+extern "C" {
     pub fn treemask_vocab_memory_bytes(vocab: *const treemask_vocab) -> u64;
 }
 #[repr(C)]
@@ -488,6 +494,9 @@ extern "C" {
 }
 extern "C" {
     pub fn treemask_trie_vocab(trie: *const treemask_trie) -> *mut treemask_vocab;
+}
+extern "C" {
+    pub fn treemask_trie_check_vocab(trie: *const treemask_trie, vocab: *const treemask_vocab) -> treemask_status;
 }
 extern "C" {
     pub fn treemask_trie_load_with_vocab(path: *const core::ffi::c_char, flags: u32, vocab: *const treemask_vocab, out: *mut *mut treemask_trie) -> treemask_status;

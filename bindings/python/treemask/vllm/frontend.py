@@ -6,8 +6,9 @@ vLLM validates a request (``validate_params``) synchronously inside
 file or compiling a choice list there would stall every other request and
 ``/health`` for as long as it takes. So :func:`install` wraps
 ``AsyncLLM.add_request``: a request with treemask keys has its trie loaded
-or compiled on a small thread pool first (awaited, so the loop serves
-others meanwhile; an error becomes the request's HTTP 400 exactly as from
+or compiled, and checked against the model (:mod:`treemask.vllm.boundary`),
+on a small thread pool first (awaited, so the loop serves others meanwhile;
+an error becomes the request's HTTP 400 exactly as from
 ``validate_params``), and ``validate_params`` then only looks it up.
 
 vLLM's beam search (``use_beam_search``) takes ``BeamSearchParams``, which
@@ -35,9 +36,12 @@ import logging
 import threading
 from typing import Any, Dict, Optional, Tuple
 
+from ..errors import Error
 from ..trie import Trie
+from .boundary import check_request
 from .keys import RequestError, has_treemask_keys, parse_extra_args
 from .model import model_of_input_processor
+from .trie_registry import registry
 
 __all__ = ["install", "take_prepared", "warn_if_on_event_loop", "installed"]
 
@@ -83,8 +87,6 @@ def warn_if_on_event_loop() -> None:
 
 
 async def _prepare(engine: Any, params: Any) -> None:
-    from .processor import registry
-
     spec = parse_extra_args(params.extra_args, registry.settings)
     if spec is None:
         return
@@ -95,8 +97,10 @@ async def _prepare(engine: Any, params: Any) -> None:
 
     def load() -> Trie:
         trie = registry.trie_for(spec, model)
-        if spec.beam_tokens is None:  # a beam request has no length budget
-            registry.shortest_path(trie)  # cached for validate_params' length check
+        # Every check of the boundary, here off the loop: what it builds (the
+        # model's Vocab, the trie's token index, its shortest sequence) is
+        # cached, so validate_params' second check costs microseconds.
+        check_request(spec, trie, model, params.max_tokens)
         return trie
 
     trie = await loop.run_in_executor(_pool(), load)
@@ -125,6 +129,10 @@ def _install_prepare() -> None:
             # What vLLM does with validate_params' ValueError: a client error
             # (HTTP 400); any other exception from add_request is a 500.
             raise VLLMValidationError(str(e)) from e
+        except Error as e:  # a check the boundary did not word: still the request's fault, never a 500
+            logger.warning("treemask: a request's trie could not be prepared: %s: %s", type(e).__name__, e)
+            raise VLLMValidationError("treemask: the request's trie cannot be used: %s (the server log has the"
+                                      " details)" % type(e).__name__) from e
         try:
             return await original(self, *args, **kwargs)
         finally:

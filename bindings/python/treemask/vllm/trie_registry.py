@@ -1,4 +1,5 @@
-"""The tries of one process, keyed by what they are built from.
+"""The tries of one process, keyed by what they are built from (the
+process's one registry: :data:`registry`).
 
 A request's :class:`~treemask.vllm.keys.RequestSpec` names a source; the
 registry turns it into a :class:`treemask.Trie`, loading or compiling it at
@@ -64,7 +65,7 @@ from .keys import (KEY_CHOICES, KEY_STOP_TOKENS, KEY_TRIE, KEY_TRIE_ID, ChoiceSo
 from .model import ModelInfo
 from .settings import Settings
 
-__all__ = ["TrieRegistry", "ByteLRU"]
+__all__ = ["TrieRegistry", "ByteLRU", "registry"]
 
 logger = logging.getLogger("treemask.vllm")
 
@@ -200,10 +201,7 @@ class TrieRegistry:
         """The trie of a request, loading or compiling it if needed. Raises
         RequestError."""
         trie = getattr(self, _BUILDERS[type(spec.source)])(spec, model)
-        if trie.vocab_size > model.vocab_size:
-            logger.warning("treemask: %s has vocab_size %d, more than the model's %d", _name(spec),
-                           trie.vocab_size, model.vocab_size)
-            raise RequestError("%s was built for a larger vocabulary than this model's" % _name(spec))
+        model.check_trie(trie, _name(spec))
         return trie
 
     def check_source(self, spec: RequestSpec) -> None:
@@ -253,6 +251,7 @@ class TrieRegistry:
             build_stops = model.eos_token_ids or spec.stop_tokens or ()
             if not build_stops:
                 raise RequestError("the model names no EOS token: give %s" % KEY_STOP_TOKENS)
+            model.check_stop_tokens(build_stops)
         with files.open(source) as opened:
             key = ("file", opened.identity, opened.format, model.vocab_size, source.start_token_id,
                    source.end_token_id, build_stops)
@@ -278,9 +277,9 @@ class TrieRegistry:
                 assert source.start_token_id is not None  # parse_extra_args requires it for .tsv
                 end = source.end_token_id if source.end_token_id is not None else stops[0]
                 trie = Trie.from_rtp_tsv(path, model.vocab_size, source.start_token_id, end, stop_tokens=stops)
-        except Error as e:
-            logger.warning("treemask: %s %r (%s) does not load: %s", KEY_TRIE, source.name[:200],
-                           opened.real_path, str(e)[:2000])
+        except Exception as e:  # a treemask error, or anything a malformed file raises
+            logger.warning("treemask: %s %r (%s) does not load: %s: %s", KEY_TRIE, source.name[:200],
+                           opened.real_path, type(e).__name__, str(e)[:2000])
             raise RequestError(_load_problem(source, e)) from None
         with self._lock:
             self.n_file_loads += 1
@@ -301,6 +300,7 @@ class TrieRegistry:
         stops = spec.stop_tokens or model.eos_token_ids
         if not stops:
             raise RequestError("the model names no EOS token: give %s" % KEY_STOP_TOKENS)
+        model.check_stop_tokens(stops)  # before compiling: the list is built with them
         vocab: Optional[Vocab] = None
         if source.tokenization == "any":
             vocab = model.vocab
@@ -355,8 +355,9 @@ class TrieRegistry:
                 try:
                     trie = Trie.load(_PathArg(proc if os.path.exists(proc) else
                                               os.path.join(registered.directory(), source.trie_id + ".tmtrie")))
-                except Error as e:
-                    logger.warning("treemask: registered trie %s does not load: %s", source.trie_id, str(e)[:2000])
+                except Exception as e:  # as a file's: never a raw exception
+                    logger.warning("treemask: registered trie %s does not load: %s: %s", source.trie_id,
+                                   type(e).__name__, str(e)[:2000])
                     raise RequestError(registered.UNKNOWN) from None
                 return trie, trie.stats().bytes
 
@@ -364,6 +365,10 @@ class TrieRegistry:
         finally:
             os.close(fd)
 
+
+#: The registry of this process (the API server and each engine worker have
+#: one); every part of the plugin uses this one.
+registry = TrieRegistry()
 
 #: source type -> the TrieRegistry method that gets its trie.
 _BUILDERS: Dict[type, str] = {FileSource: "_file_trie", ChoiceSource: "_choice_trie",
@@ -473,7 +478,7 @@ _KINDS = (
 _WHERE = re.compile(r"\b(line \d+|byte \d+)")
 
 
-def _load_problem(source: FileSource, e: Error) -> str:
+def _load_problem(source: FileSource, e: Exception) -> str:
     kind = next((text for cls, text in _KINDS if isinstance(e, cls)), "its content is not a valid trie")
     where = sorted(set(_WHERE.findall(str(e))), key=lambda w: (w.split()[0], int(w.split()[1])))
     return "%s %r does not load: %s%s (the server log has the details)" % (

@@ -22,7 +22,8 @@ import pytest
 
 import treemask
 from conftest import ANIMALS, COLORS, HERE, VOCAB, vllm_server
-from memory_probe import send_at_once
+from memory_probe import MiB, Watch, choice_list, list_bytes, rss, send_at_once
+from memory_probe import body as probe_body
 
 requests = pytest.importorskip("requests")
 pytest.importorskip("vllm")
@@ -415,3 +416,45 @@ def test_one_failing_request_fails_alone_and_the_engine_lives(server):
         # the failed request, named by vLLM's request id
         assert re.search(r"treemask: request cmpl-\S+ \(batch row \d+\) fails closed", lines[0]), lines[0]
 
+
+# ---- issue 29 item 3: memory bounded by what the caps promise --------------------------------
+
+#: The budget "Serving safely" (bindings/python/README.md) states: while
+#: choice lists compile, the API server grows by at most this many times
+#: the UTF-8 bytes of the lists in flight, plus BUDGET_FIXED (the
+#: interpreter's and vLLM's own churn). Measured at this cap (1 MiB a list):
+#: see test_two_lists_at_the_cap_stay_within_the_memory_budget; at the
+#: default cap (64 MiB): tests/vllm/bench_memory.py.
+BUDGET_PER_BYTE = {"canonical": 16, "any": 16}
+BUDGET_FIXED = 64 * MiB
+#: /health's slowest answer meanwhile (the event loop parses each request's
+#: JSON; everything treemask does runs on its thread pool).
+BUDGET_HEALTH_S = 2.0
+
+
+@pytest.mark.parametrize("tokenization", ["canonical", "any"])
+def test_two_lists_at_the_cap_stay_within_the_memory_budget(server, tokenization, capsys):
+    width = MAX_CHOICE_BYTES // MAX_CHOICES
+    lists = [choice_list(MAX_CHOICES, width, seed) for seed in ((1, 2) if tokenization == "canonical" else (3, 4))]
+    assert all(list_bytes(c) <= MAX_CHOICE_BYTES for c in lists)
+    # what a process pays once, before: the tokenizer's private copy, the model's Vocab
+    warm = send_at_once(server, [probe_body(choice_list(50, width, 5 + len(tokenization)), tokenization)])
+    assert warm[0].status_code == 200, warm[0].text
+    before = rss(server.proc.pid)
+    t0 = time.monotonic()
+    with Watch(server) as watch:
+        answers = send_at_once(server, [probe_body(c, tokenization) for c in lists], timeout=600)
+    took = time.monotonic() - t0
+    for c, r in zip(lists, answers):
+        assert r.status_code == 200, r.text
+        assert r.json()["choices"][0]["text"][1:] in set(c), r.text
+    nbytes = sum(list_bytes(c) for c in lists)
+    growth = watch.peak_rss - before
+    with capsys.disabled():
+        print("\nmemory: two %s lists of %d strings (%.2f MiB together) at once: %.1f s, API server %.0f -> peak"
+              " %.0f MiB (+%.1f MiB, %.1f x the lists); slowest /health %.2f s"
+              % (tokenization, MAX_CHOICES, nbytes / MiB, took, before / MiB, watch.peak_rss / MiB, growth / MiB,
+                 growth / nbytes, watch.slowest_health))
+    assert all(status == 200 for _, status in watch.health), watch.health
+    assert growth <= BUDGET_PER_BYTE[tokenization] * nbytes + BUDGET_FIXED, (growth, nbytes)
+    assert watch.slowest_health <= BUDGET_HEALTH_S, watch.health

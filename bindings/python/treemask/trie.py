@@ -111,8 +111,25 @@ def _fs_path(path: StrPath, what: str = "path") -> bytes:
     return raw
 
 
+class _PathsCSR(NamedTuple):
+    """Paths as one flat token array and its offsets (path i is
+    ``tokens[offsets[i]:offsets[i + 1]]``), for callers that build many
+    paths without a Python list per path (the vLLM plugin's choice lists)."""
+
+    tokens: np.ndarray
+    offsets: np.ndarray
+
+
 def _paths_csr(paths: Any) -> Tuple[np.ndarray, np.ndarray]:
-    """(tokens int32, offsets uintp) of a list of token sequences or a 2-D array."""
+    """(tokens int32, offsets uintp) of a list of token sequences, a 2-D
+    array or a _PathsCSR."""
+    if isinstance(paths, _PathsCSR):
+        tokens = _buffers.int32_array(paths.tokens, "paths (flattened)")
+        offsets = np.ascontiguousarray(paths.offsets, dtype=np.uintp)
+        if offsets.ndim != 1 or offsets.size == 0 or offsets[0] != 0 or offsets[-1] != tokens.size \
+                or (offsets.size > 1 and bool((np.diff(offsets.astype(np.int64)) < 0).any())):
+            raise InvalidArgumentError("paths: the offsets do not cut the flat token array into paths")
+        return tokens, offsets
     if isinstance(paths, np.ndarray) or _buffers.torch_tensor_module(paths) is not None:
         arr = paths.numpy() if _buffers.torch_tensor_module(paths) is not None else paths
         if arr.ndim != 2:

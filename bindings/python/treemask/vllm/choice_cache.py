@@ -49,12 +49,22 @@ _OWN_TEMPORARY = re.compile(r"[0-9a-f]{64}\.tmtrie\.tmp\.\d+\.\d+")
 _STALE_TEMPORARY_S = 3600.0
 
 
+#: Choices hashed at once (the digest never holds a second copy of a list).
+_DIGEST_CHUNK = 4096
+
+
 def digest_of(choices: Tuple[str, ...], prefix: str, stops: Tuple[int, ...], vocab_size: int,
               tokenizer_id: str = "") -> str:
     """The cache name of a compiled list (hex SHA-256 of everything that
-    decides its tokens)."""
-    key = json.dumps([prefix, list(stops), vocab_size, tokenizer_id, list(choices)], ensure_ascii=False)
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+    decides its tokens): the JSON of ``[prefix, stops, vocab_size,
+    tokenizer_id]``, then the JSON array of each run of 4,096 choices (each
+    array delimits itself, so two lists never hash alike by being cut
+    differently)."""
+    h = hashlib.sha256(json.dumps([prefix, list(stops), vocab_size, tokenizer_id], ensure_ascii=False)
+                       .encode("utf-8"))
+    for begin in range(0, len(choices), _DIGEST_CHUNK):
+        h.update(json.dumps(choices[begin:begin + _DIGEST_CHUNK], ensure_ascii=False).encode("utf-8"))
+    return h.hexdigest()
 
 
 class ChoiceCache:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+import types
 import weakref
 from typing import Any, ClassVar, Dict, Iterable, List, Optional, Tuple
 
@@ -418,7 +419,7 @@ def _request_id(index: int) -> str:
     it), since vLLM gives a logits processor no request ids. "?" when it
     cannot be found."""
     try:
-        frame = sys._getframe(1)
+        frame: Optional[types.FrameType] = sys._getframe(1)
         for _ in range(40):
             if frame is None:
                 break

@@ -441,7 +441,7 @@ def _compile_in_chunks(choices: Tuple[str, ...], prefix: str, batch: Any, vocab_
     flat: List[np.ndarray] = []  # the kept choices' token ids, chunk by chunk
     lengths: List[np.ndarray] = []
     kept: List[np.ndarray] = []  # their indices (label ids)
-    skipped: List[SkippedLabel] = []
+    skipped: List[str] = []  # SkippedLabel (a str with its reason)
     n_skipped = 0
     for begin in range(0, len(choices), COMPILE_CHUNK):
         chunk = choices[begin:begin + COMPILE_CHUNK]
@@ -479,7 +479,8 @@ def _compile_in_chunks(choices: Tuple[str, ...], prefix: str, batch: Any, vocab_
         raise InvalidArgumentError("none of the %d labels round-trips through the tokenizer" % len(choices))
     offsets = np.zeros(sum(a.size for a in lengths) + 1, dtype=np.int64)
     np.cumsum(np.concatenate(lengths), out=offsets[1:])
-    trie = Trie.from_paths(_PathsCSR(np.concatenate(flat), offsets), vocab_size, stops, np.concatenate(kept))
+    paths: Any = _PathsCSR(np.concatenate(flat), offsets)  # from_paths' private form
+    trie = Trie.from_paths(paths, vocab_size, stops, np.concatenate(kept))
     trie._labels = choices
     trie._skipped_labels = skipped
     return trie, n_skipped

@@ -325,6 +325,36 @@ def test_batched_choice_compile_equals_from_labels(tiny_model):
                 assert m.accept_tokens(ids) == len(ids) and m.accept_token(info["eos"]) and i in m.label_ids()
 
 
+def test_chunked_choice_compile_across_chunks(tiny_model, monkeypatch, caplog):
+    """Issue 29 item 3: the compile tokenizes a chunk at a time and keeps only
+    token ids between chunks; across chunk boundaries (5 choices a chunk
+    here) it still builds Trie.from_labels' trie, with the same label ids
+    and skipped labels (the first SKIPPED_KEPT kept with their reasons, all
+    counted in the log)."""
+    from conftest import ANIMALS, COLORS, FRUITS
+    from treemask.vllm import trie_registry
+
+    _, tokenizer, info = tiny_model
+    labels = tuple(COLORS + ["<|im_end|>"] + ANIMALS + ["a<|im_end|>b", "x<|im_end|>"] + FRUITS + ["<|im_end|>"])
+    monkeypatch.setattr(trie_registry, "COMPILE_CHUNK", 5)
+    monkeypatch.setattr(trie_registry, "SKIPPED_KEPT", 2)
+    model = tv.ModelInfo(151936, [info["eos"]], tokenizer)
+    with caplog.at_level("WARNING", "treemask.vllm"):
+        fast = _compile_choices(ChoiceSource(labels, " "), model, (info["eos"],))
+    slow = treemask.Trie.from_labels(list(labels), tokenizer, 151936, [info["eos"]], prefix=" ")
+    assert len(slow.skipped_labels) == 4
+    assert fast.skipped_labels == slow.skipped_labels[:2]
+    assert [s.reason for s in fast.skipped_labels] == [s.reason for s in slow.skipped_labels[:2]]
+    assert "4 of %d choices do not round-trip" % len(labels) in caplog.text
+    assert fast.stats() == slow.stats() and fast.labels == labels
+    for i, label in enumerate(labels):
+        if label in slow.skipped_labels:
+            continue
+        ids = tokenizer.encode(" " + label, add_special_tokens=False)
+        m = treemask.Matcher(fast)
+        assert m.accept_tokens(ids) == len(ids) and m.accept_token(info["eos"]) and m.label_ids() == [i]
+
+
 # ---- validation at submission ---------------------------------------------
 
 

@@ -622,16 +622,28 @@ def test_prepare_loads_off_the_event_loop_and_validation_uses_it(tries, monkeypa
     engine = types.SimpleNamespace(input_processor=InputProcessor())
     p = SamplingParams(max_tokens=8, extra_args={"treemask_choices": ["red", "green"]})
 
+    parsed_on = []
+    real_parse = frontend.parse_extra_args
+
+    def recording_parse(extra, settings=None):
+        parsed_on.append(threading.get_ident())
+        return real_parse(extra, settings)
+
     async def add_request():
         monkeypatch.setattr(processor.registry, "trie_for", recording)
+        monkeypatch.setattr(frontend, "parse_extra_args", recording_parse)
         await frontend._prepare(engine, p)
         assert frontend.take_prepared(p) is not None
         monkeypatch.setattr(processor.registry, "trie_for", lambda *a: pytest.fail("loaded on the loop"))
+        # issue 29: the keys of a million strings take seconds to check: parsed once, off the loop
+        monkeypatch.setattr(processor, "parse_extra_args", lambda *a: pytest.fail("parsed on the loop"))
         engine.input_processor.validate(p)  # what process_inputs does, on the loop
         return threading.get_ident()
 
     loop_thread = asyncio.run(add_request())
+    monkeypatch.setattr(processor, "parse_extra_args", real_parse)
     assert loaded_on and loaded_on[0] != loop_thread
+    assert parsed_on and loop_thread not in parsed_on
     assert EOS in p.stop_token_ids
     frontend._prepared.clear()
     monkeypatch.setattr(processor.registry, "trie_for", real)

@@ -111,6 +111,19 @@ def _fs_path(path: StrPath, what: str = "path") -> bytes:
     return raw
 
 
+_JSON_CHUNK = 4096
+
+
+def _json_list(items: Sequence[Any]) -> str:
+    """``json.dumps(list(items), ensure_ascii=False)``, the same text, built
+    4,096 items at a time: one call over a million labels holds the GIL for
+    ~2 s (a server's event loop waits that long)."""
+    if len(items) <= _JSON_CHUNK:
+        return json.dumps(list(items), ensure_ascii=False)
+    return "[" + ", ".join(json.dumps(list(items[i:i + _JSON_CHUNK]), ensure_ascii=False)[1:-1]
+                           for i in range(0, len(items), _JSON_CHUNK)) + "]"
+
+
 class _PathsCSR(NamedTuple):
     """Paths as one flat token array and its offsets (path i is
     ``tokens[offsets[i]:offsets[i + 1]]``), for callers that build many
@@ -526,7 +539,7 @@ class Trie:
         """
         entries = dict(metadata or {})
         if self._labels is not None:
-            entries.setdefault(_META_LABELS, json.dumps(list(self._labels), ensure_ascii=False))
+            entries.setdefault(_META_LABELS, _json_list(self._labels))
             entries.setdefault(_META_SKIPPED, json.dumps(
                 [[s, s.reason] if isinstance(s, SkippedLabel) else s for s in self._skipped_labels],
                 ensure_ascii=False))

@@ -39,7 +39,7 @@ from typing import Any, Dict, Optional, Tuple
 from ..errors import Error
 from ..trie import Trie
 from .boundary import check_request
-from .keys import RequestError, has_treemask_keys, parse_extra_args
+from .keys import RequestError, RequestSpec, has_treemask_keys, parse_extra_args
 from .model import model_of_input_processor
 from .trie_registry import registry
 
@@ -52,8 +52,8 @@ PREPARE_THREADS = 2
 
 _lock = threading.Lock()
 _executor: Optional[concurrent.futures.ThreadPoolExecutor] = None
-# id(params) -> (params, trie): what add_request prepared for validate_params.
-_prepared: Dict[int, Tuple[Any, Trie]] = {}
+# id(params) -> (params, (spec, trie)): what add_request prepared for validate_params.
+_prepared: Dict[int, Tuple[Any, Tuple[RequestSpec, Trie]]] = {}
 installed = {"prepare": False, "beam_search": False}
 _warned_on_loop = False
 
@@ -66,8 +66,9 @@ def _pool() -> concurrent.futures.ThreadPoolExecutor:
         return _executor
 
 
-def take_prepared(params: Any) -> Optional[Trie]:
-    """The trie add_request prepared for these very params, if any."""
+def take_prepared(params: Any) -> Optional[Tuple[RequestSpec, Trie]]:
+    """The request keys and the trie add_request prepared for these very
+    params, if any."""
     entry = _prepared.get(id(params))
     return entry[1] if entry is not None and entry[0] is params else None
 
@@ -87,24 +88,27 @@ def warn_if_on_event_loop() -> None:
 
 
 async def _prepare(engine: Any, params: Any) -> None:
-    spec = parse_extra_args(params.extra_args, registry.settings)
-    if spec is None:
-        return
     model = model_of_input_processor(engine.input_processor)
     if model.speculative:
         return  # validate_params refuses it
     loop = asyncio.get_running_loop()
 
-    def load() -> Trie:
+    def load() -> Optional[Tuple[RequestSpec, Trie]]:
+        # Parsed here too, off the loop: the keys of a list of a million
+        # strings take a second or two to check.
+        spec = parse_extra_args(params.extra_args, registry.settings)
+        if spec is None:
+            return None
         trie = registry.trie_for(spec, model)
         # Every check of the boundary, here off the loop: what it builds (the
         # model's Vocab, the trie's token index, its shortest sequence) is
         # cached, so validate_params' second check costs microseconds.
         check_request(spec, trie, model, params.max_tokens)
-        return trie
+        return spec, trie
 
-    trie = await loop.run_in_executor(_pool(), load)
-    _prepared[id(params)] = (params, trie)
+    prepared = await loop.run_in_executor(_pool(), load)
+    if prepared is not None:
+        _prepared[id(params)] = (params, prepared)
 
 
 def _install_prepare() -> None:

@@ -94,7 +94,9 @@ class TrieLogitsProcessor(LogitsProcessor):
         is checked against the trie and the model (:mod:`treemask.vllm.boundary`)."""
         if not has_treemask_keys(sampling_params.extra_args):
             return  # not ours: untouched
-        spec = parse_extra_args(sampling_params.extra_args, registry.settings)
+        prepared = frontend.take_prepared(sampling_params)
+        spec = prepared[0] if prepared is not None else parse_extra_args(sampling_params.extra_args,
+                                                                         registry.settings)
         assert spec is not None
         if sampling_params.min_tokens:
             raise RequestError("min_tokens (%d) cannot be combined with a trie: a path may end before it"
@@ -106,8 +108,9 @@ class TrieLogitsProcessor(LogitsProcessor):
         if model is None:
             registry.check_source(spec)
             return  # no model here: the engine checks the rest
-        trie = frontend.take_prepared(sampling_params)
-        if trie is None:
+        if prepared is not None:
+            trie = prepared[1]
+        else:
             frontend.warn_if_on_event_loop()
             trie = registry.trie_for(spec, model)
         stops = check_request(spec, trie, model, sampling_params.max_tokens)

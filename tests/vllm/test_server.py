@@ -419,16 +419,17 @@ def test_one_failing_request_fails_alone_and_the_engine_lives(server):
 
 # ---- issue 29 item 3: memory bounded by what the caps promise --------------------------------
 
-#: The budget "Serving safely" (bindings/python/README.md) states: while
-#: choice lists compile, the API server grows by at most this many times
-#: the UTF-8 bytes of the lists in flight, plus BUDGET_FIXED (the
-#: interpreter's and vLLM's own churn). Measured at this cap (1 MiB a list):
-#: see test_two_lists_at_the_cap_stay_within_the_memory_budget; at the
-#: default cap (64 MiB): tests/vllm/bench_memory.py.
+#: The budget "Serving safely" (bindings/python/README.md, "Memory")
+#: states: while lists are served, the API server grows by at most 16 times
+#: the UTF-8 bytes of each list in flight, plus BUDGET_FIXED here (the
+#: interpreter's and vLLM's own churn, which dominate at this small cap).
+#: Measured at this cap (1 MiB a list, two at once, load average ~12):
+#: canonical 9.8 times, any 4.0 times; at the default cap (64 MiB):
+#: 9.6-14.1 times (tests/vllm/bench_memory.py).
 BUDGET_PER_BYTE = {"canonical": 16, "any": 16}
 BUDGET_FIXED = 64 * MiB
-#: /health's slowest answer meanwhile (the event loop parses each request's
-#: JSON; everything treemask does runs on its thread pool).
+#: /health's slowest answer meanwhile (measured 0.2-0.66 s: the event loop
+#: parses each request's JSON; everything treemask does runs off it).
 BUDGET_HEALTH_S = 2.0
 
 

@@ -293,6 +293,26 @@ def test_choice_cache_deletes_only_its_own_names_and_fits_its_bytes(tmp_path):
         assert (d / name).read_bytes() == b"user data " * 1000
 
 
+def test_a_cache_file_larger_than_the_cap_is_not_kept_and_evicts_nothing(tmp_path):
+    """Issue 29: a list in any tokenization is saved with the model's
+    vocabulary (1.7 MB for Qwen2.5's) while its trie counts ~1 KB: under a
+    smaller cap its save evicted every other file, then itself."""
+    d = tmp_path / "cache"
+    d.mkdir(mode=0o700)
+    m = any_model()
+    small = treemask.Trie.from_labels(["choice-000"], byte_tokenizer, V, [EOS], prefix="")
+    small.save(tmp_path / "probe.tmtrie")
+    cap = 2 * os.path.getsize(tmp_path / "probe.tmtrie")  # the string set's file: over 2x
+    reg = TrieRegistry(Settings(cache_dir=str(d), cache_bytes=cap))
+    reg.trie_for(spec(treemask_choices=["choice-000"]), m)
+    kept = set(os.listdir(d))
+    assert len(kept) == 1
+    anyt = reg.trie_for(spec(treemask_choices=["red", "green"], treemask_tokenization="any"), m)
+    assert anyt.is_string_set
+    assert set(os.listdir(d)) == kept  # the large file is gone, the small one stays
+    assert reg.cache.bytes_on_disk() <= cap
+
+
 def test_choice_cache_refuses_a_directory_others_may_write(tmp_path):
     d = tmp_path / "shared"
     d.mkdir()
@@ -432,7 +452,7 @@ def test_the_vocabulary_is_built_once_per_model(monkeypatch):
 def test_a_tokenizer_without_readable_bytes_is_a_clear_error():
     m = ModelInfo(V, [EOS], byte_tokenizer, tokenizer_id="bytes")  # a bare callable: no token bytes
     reg = TrieRegistry(Settings(cache_dir=""))
-    with pytest.raises(tk.RequestError, match="treemask_tokenization 'any' needs the bytes of the model's tokens"):
+    with pytest.raises(tk.RequestError, match=r"treemask_tokenization 'any', or a string-set trie file\) needs the bytes of"):
         reg.trie_for(spec(treemask_choices=["a"], treemask_tokenization="any"), m)
 
 

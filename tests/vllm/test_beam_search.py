@@ -332,6 +332,31 @@ def test_driver_refuses_an_engine_it_cannot_use(llm, catalogue, monkeypatch):
     assert not registered.registered_ids(), "every registration was removed"
 
 
+def test_driver_refuses_a_string_set_over_another_vocabulary(llm, tiny):
+    """Issue 29: a string set built over another vocabulary (the model's
+    token bytes shifted by one id: same width) was searched, and its
+    hypotheses spelled other bytes. Its fingerprint must be the model's."""
+    model_vocab = treemask.Vocab.from_tokenizer(tiny.tokenizer, VOCAB)
+    n = model_vocab.n_tokens
+    other = treemask.Vocab.from_token_bytes([model_vocab.token_bytes((i + 1) % n) for i in range(n)], VOCAB)
+    foreign = treemask.Trie.from_strings(["cat", "dog"], other, [tiny.eos], prefix=" ")
+    with pytest.raises(tv.RequestError, match=r"trie is a string set over another vocabulary \(fingerprint "
+                                              r"[0-9a-f]{16}, vocab_size %d\) than this model's" % VOCAB):
+        tv.beam_search(llm, [[1, 2, 3]], foreign, 2)
+    narrow = treemask.Trie.from_strings(["cat", "dog"], treemask.Vocab.from_tokenizer(tiny.tokenizer), [tiny.eos],
+                                        prefix=" ")
+    with pytest.raises(tv.RequestError, match="trie is a string set over another vocabulary"):
+        tv.beam_search(llm, [[1, 2, 3]], narrow, 2)
+    assert not registered.registered_ids(), "nothing was registered"
+    # over the model's own vocabulary: searched, every hypothesis spells a string of the set
+    own = treemask.Trie.from_strings(["cat", "dog"], model_vocab, [tiny.eos], prefix=" ")
+    (hyps,) = tv.beam_search(llm, [[1, 2, 3]], own, 2)
+    assert hyps
+    for tokens, _ in hyps:
+        assert tokens[-1] == tiny.eos
+        assert tiny.tokenizer.decode(tokens[:-1]) in (" cat", " dog"), tokens
+
+
 # ---- the OpenAI server: client-side driver, prefix caching off ------------------
 
 

@@ -325,6 +325,36 @@ def test_batched_choice_compile_equals_from_labels(tiny_model):
                 assert m.accept_tokens(ids) == len(ids) and m.accept_token(info["eos"]) and i in m.label_ids()
 
 
+def test_chunked_choice_compile_across_chunks(tiny_model, monkeypatch, caplog):
+    """Issue 29 item 3: the compile tokenizes a chunk at a time and keeps only
+    token ids between chunks; across chunk boundaries (5 choices a chunk
+    here) it still builds Trie.from_labels' trie, with the same label ids
+    and skipped labels (the first SKIPPED_KEPT kept with their reasons, all
+    counted in the log)."""
+    from conftest import ANIMALS, COLORS, FRUITS
+    from treemask.vllm import trie_registry
+
+    _, tokenizer, info = tiny_model
+    labels = tuple(COLORS + ["<|im_end|>"] + ANIMALS + ["a<|im_end|>b", "x<|im_end|>"] + FRUITS + ["<|im_end|>"])
+    monkeypatch.setattr(trie_registry, "COMPILE_CHUNK", 5)
+    monkeypatch.setattr(trie_registry, "SKIPPED_KEPT", 2)
+    model = tv.ModelInfo(151936, [info["eos"]], tokenizer)
+    with caplog.at_level("WARNING", "treemask.vllm"):
+        fast = _compile_choices(ChoiceSource(labels, " "), model, (info["eos"],))
+    slow = treemask.Trie.from_labels(list(labels), tokenizer, 151936, [info["eos"]], prefix=" ")
+    assert len(slow.skipped_labels) == 4
+    assert fast.skipped_labels == slow.skipped_labels[:2]
+    assert [s.reason for s in fast.skipped_labels] == [s.reason for s in slow.skipped_labels[:2]]
+    assert "4 of %d choices do not round-trip" % len(labels) in caplog.text
+    assert fast.stats() == slow.stats() and fast.labels == labels
+    for i, label in enumerate(labels):
+        if label in slow.skipped_labels:
+            continue
+        ids = tokenizer.encode(" " + label, add_special_tokens=False)
+        m = treemask.Matcher(fast)
+        assert m.accept_tokens(ids) == len(ids) and m.accept_token(info["eos"]) and m.label_ids() == [i]
+
+
 # ---- validation at submission ---------------------------------------------
 
 
@@ -592,16 +622,28 @@ def test_prepare_loads_off_the_event_loop_and_validation_uses_it(tries, monkeypa
     engine = types.SimpleNamespace(input_processor=InputProcessor())
     p = SamplingParams(max_tokens=8, extra_args={"treemask_choices": ["red", "green"]})
 
+    parsed_on = []
+    real_parse = frontend.parse_extra_args
+
+    def recording_parse(extra, settings=None):
+        parsed_on.append(threading.get_ident())
+        return real_parse(extra, settings)
+
     async def add_request():
         monkeypatch.setattr(processor.registry, "trie_for", recording)
+        monkeypatch.setattr(frontend, "parse_extra_args", recording_parse)
         await frontend._prepare(engine, p)
         assert frontend.take_prepared(p) is not None
         monkeypatch.setattr(processor.registry, "trie_for", lambda *a: pytest.fail("loaded on the loop"))
+        # issue 29: the keys of a million strings take seconds to check: parsed once, off the loop
+        monkeypatch.setattr(processor, "parse_extra_args", lambda *a: pytest.fail("parsed on the loop"))
         engine.input_processor.validate(p)  # what process_inputs does, on the loop
         return threading.get_ident()
 
     loop_thread = asyncio.run(add_request())
+    monkeypatch.setattr(processor, "parse_extra_args", real_parse)
     assert loaded_on and loaded_on[0] != loop_thread
+    assert parsed_on and loop_thread not in parsed_on
     assert EOS in p.stop_token_ids
     frontend._prepared.clear()
     monkeypatch.setattr(processor.registry, "trie_for", real)

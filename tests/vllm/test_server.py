@@ -4,24 +4,32 @@ completions constrained through ``vllm_xargs``, bad requests answered with
 HTTP 400 and treemask's message (never a 500, never an unconstrained
 answer), and issue 21's hostile client: files outside the allowed
 directories, FIFOs, oversized files and lists, bytes of files in replies,
-lone surrogates, a max_tokens too small for any label, beam search.
+lone surrogates, a max_tokens too small for any label, beam search; and
+issue 29's: token ids the trie or the model cannot take, string sets over
+another vocabulary, failures injected into the worker (the server runs
+with the test-only hook of tests/vllm/faults), and the API server's memory
+with two lists at the cap at once.
 
 Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
 import json
 import os
+import re
 import threading
 import time
 
 import pytest
 
 import treemask
-from conftest import ANIMALS, COLORS, VOCAB, vllm_server
+from conftest import ANIMALS, COLORS, HERE, VOCAB, vllm_server
+from memory_probe import MiB, Watch, choice_list, list_bytes, rss, send_at_once
+from memory_probe import body as probe_body
 
 requests = pytest.importorskip("requests")
 pytest.importorskip("vllm")
 
 SECRET = "sk-live-SECRET"
+FAULTS = HERE / "faults"
 REFUSED = "no trie file of that name is available to requests on this server"
 
 
@@ -44,11 +52,24 @@ def tries(tiny_model, allowed_trie_dir):
     return {"dir": d, "colors": str(d / "colors.tmtrie"), "outside": str(outside)}
 
 
+#: The caps of this server: scaled down from the defaults (1,000,000 strings,
+#: 64 MiB) so that a list at the cap compiles in seconds (issue 29 item 3:
+#: test_two_lists_at_the_cap_stay_within_the_memory_budget).
+MAX_CHOICES = 20000
+MAX_CHOICE_BYTES = 1 << 20
+#: Room for a string-set file (it carries the model's vocabulary: ~2.5 MB).
+MAX_FILE_BYTES = 8 << 20
+
+
 @pytest.fixture(scope="module")
 def server(tiny_model, tries, tmp_path_factory):
+    """The server, with the test-only fault hook (tests/vllm/faults: inert
+    unless a request carries one of its marker strings)."""
     path, _, _ = tiny_model
-    env = {"TREEMASK_VLLM_TRIE_DIRS": str(tries["dir"]), "TREEMASK_VLLM_MAX_FILE_BYTES": str(1 << 20),
-           "TREEMASK_VLLM_MAX_CHOICES": "20000", "TREEMASK_VLLM_MAX_CHOICE_BYTES": str(1 << 20)}
+    pythonpath = os.pathsep.join(p for p in (str(FAULTS), os.environ.get("PYTHONPATH", "")) if p)
+    env = {"TREEMASK_VLLM_TRIE_DIRS": str(tries["dir"]), "TREEMASK_VLLM_MAX_FILE_BYTES": str(MAX_FILE_BYTES),
+           "TREEMASK_VLLM_MAX_CHOICES": str(MAX_CHOICES), "TREEMASK_VLLM_MAX_CHOICE_BYTES": str(MAX_CHOICE_BYTES),
+           "PYTHONPATH": pythonpath, "TREEMASK_TEST_FAULTS": "1"}
     with vllm_server(path, tmp_path_factory.mktemp("server"), env) as s:
         yield s
 
@@ -201,13 +222,14 @@ def test_a_fifo_does_not_hang_the_server(server):
 def test_an_oversized_file_is_refused_before_it_is_read(server):
     t0 = time.monotonic()
     r = complete(server, {"treemask_trie": "sparse.json"})
-    assert r.status_code == 400 and "larger than this server's limit of 1048576 bytes" in error_message(r), r.text
+    assert r.status_code == 400, r.text
+    assert "larger than this server's limit of %d bytes" % MAX_FILE_BYTES in error_message(r), r.text
     assert time.monotonic() - t0 < 5
 
 
 def test_choice_lists_over_the_limits_are_refused(server):
-    r = complete(server, {"treemask_choices": ["x%d" % i for i in range(20001)]})
-    assert r.status_code == 400 and "more than this server's limit of 20000" in error_message(r), r.text
+    r = complete(server, {"treemask_choices": ["x%d" % i for i in range(MAX_CHOICES + 1)]})
+    assert r.status_code == 400 and "more than this server's limit of %d" % MAX_CHOICES in error_message(r), r.text
     r = complete(server, {"treemask_choices": ["y" * 300_000] * 4})
     assert r.status_code == 400 and "UTF-8 bytes" in error_message(r), r.text
 
@@ -267,3 +289,173 @@ def test_beam_search_with_a_trie_is_refused(server):
     r = post(server, "/v1/completions", {"model": "tiny", "prompt": "x", "max_tokens": 4, "n": 2,
                                          "use_beam_search": True})
     assert r.status_code == 200, r.text
+
+
+# ---- issue 29: one boundary where a request meets a trie and a model ---------------------
+
+
+@pytest.fixture(scope="module")
+def boundary_tries(tiny_model, tries):
+    """A small-vocabulary trie, and string sets over the model's vocabulary
+    and over another one of the same width (the model's token bytes shifted
+    by one id)."""
+    _, tokenizer, info = tiny_model
+    d = tries["dir"]
+    treemask.Trie.from_paths([[11, 12], [13]], 1000, [999]).save(d / "small.tmtrie")
+    model_vocab = treemask.Vocab.from_tokenizer(tokenizer, VOCAB)
+    treemask.Trie.from_strings(COLORS, model_vocab, [info["eos"]], prefix=" ").save(d / "strings.tmtrie")
+    n = model_vocab.n_tokens
+    pieces = [model_vocab.token_bytes((i + 1) % n) for i in range(n)]
+    other = treemask.Vocab.from_token_bytes(pieces, VOCAB)
+    assert other.vocab_size == model_vocab.vocab_size and other.fingerprint != model_vocab.fingerprint
+    treemask.Trie.from_strings(COLORS, other, [info["eos"]], prefix=" ").save(d / "foreign.tmtrie")
+    narrow = treemask.Vocab.from_tokenizer(tokenizer)  # its own size, narrower than the model's logits
+    treemask.Trie.from_strings(COLORS, narrow, [info["eos"]], prefix=" ").save(d / "narrow.tmtrie")
+    return info
+
+
+def healthy(server):
+    return requests.get(server.base + "/health", timeout=10).status_code == 200
+
+
+@pytest.mark.parametrize("token", [VOCAB, VOCAB + 1, 2**31 - 2])
+def test_a_stop_token_past_the_vocabulary_is_a_400_and_the_server_lives(server, tries, token):
+    """The review's crash: this request passed the front end, and the
+    worker's fallback raised OutOfRangeError: the engine died, /health went
+    503 and the API server exited."""
+    r = complete(server, {"treemask_trie": "colors", "treemask_stop_tokens": [token]})
+    assert r.status_code == 400, r.text
+    assert error_message(r) == ("treemask: treemask_stop_tokens: token %d is outside the trie's vocabulary (its"
+                                " vocab_size is %d): a stop token must be one of the trie's token ids"
+                                % (token, VOCAB)), r.text
+    r = complete(server, {"treemask_choices": COLORS, "treemask_stop_tokens": [token]})
+    assert r.status_code == 400 and "treemask_stop_tokens: token %d is outside" % token in error_message(r), r.text
+    assert healthy(server)
+    r = complete(server, {"treemask_trie": "colors"}, temperature=0)
+    assert r.status_code == 200 and r.json()["choices"][0]["text"][1:] in COLORS, r.text
+
+
+def test_stop_overrides_that_cannot_work_are_a_400(server, tiny_model, boundary_tries):
+    """Before: HTTP 200 with empty text and finish_reason "stop" (the worker
+    failed the row closed), and only the server log said why."""
+    _, tokenizer, info = tiny_model
+    inside = tokenizer.encode(" red", add_special_tokens=False)[0]  # a token of the colors' paths
+    r = complete(server, {"treemask_trie": "colors", "treemask_stop_tokens": [inside]})
+    assert r.status_code == 400, r.text
+    assert "treemask_stop_tokens: token %d is used inside the trie's sequences" % inside in error_message(r)
+    r = complete(server, {"treemask_trie": "small", "treemask_stop_tokens": [1000]}, max_tokens=4)
+    assert r.status_code == 400, r.text
+    assert "token 1000 is outside the trie's vocabulary (its vocab_size is 1000)" in error_message(r)
+    # valid overrides: served, and the output ends on one of them
+    r = complete(server, {"treemask_trie": "small", "treemask_stop_tokens": [999, info["eos"] % 1000]},
+                 max_tokens=4, temperature=0)
+    assert r.status_code == 200 and r.json()["choices"][0]["finish_reason"] == "stop", r.text
+    r = complete(server, {"treemask_trie": "colors", "treemask_stop_tokens": [info["pad"]]}, temperature=0)
+    assert r.status_code == 200, r.text
+    c = r.json()["choices"][0]
+    assert c["finish_reason"] == "stop" and c["text"][1:] in COLORS, c
+
+
+def test_a_string_set_over_another_vocabulary_is_a_400(server, boundary_tries):
+    """The review's wrong answer: a string set compiled over a vocabulary of
+    the same width but other token bytes was served (text like '");\\r\\ndm')."""
+    for name, size in (("foreign", VOCAB), ("narrow", None)):
+        r = complete(server, {"treemask_trie": name}, max_tokens=24)
+        assert r.status_code == 400, (name, r.text)
+        message = error_message(r)
+        assert "treemask_trie '%s.tmtrie' is a string set over another vocabulary (fingerprint " % name in message
+        assert "than this model's (fingerprint " in message and "vocab_size %d)" % VOCAB in message, message
+        if size is not None:
+            assert "vocab_size %d) than" % size in message
+    r = complete(server, {"treemask_trie": "strings"}, max_tokens=24, temperature=1.0, n=4, seed=5)
+    assert r.status_code == 200, r.text
+    for c in r.json()["choices"]:
+        assert c["finish_reason"] == "stop" and c["text"][1:] in COLORS, c
+    assert healthy(server)
+
+
+# ---- issue 29 item 2: the worker never dies for one request --------------------------------
+
+# tests/vllm/faults/sitecustomize.py makes a request whose choices hold one of
+# these raise in the server's worker: when its row is added to the batch, or
+# when its row's bitmask is filled (the batch fill, then the row's own).
+FAULT_ADD = "treemask-test-fault-at-add"
+FAULT_STEP = "treemask-test-fault-at-step"
+
+
+def test_one_failing_request_fails_alone_and_the_engine_lives(server):
+    """Poisoned requests sent in one batch with valid ones: each fails
+    alone and closed (only its stop token: empty text, finish_reason
+    "stop"), logged with its request id; the others of the batch answer
+    valid choices, /health stays 200 throughout, the server keeps serving.
+    (Before: any exception there killed the engine core, and the server.)"""
+    jobs = [(COLORS, False), (ANIMALS, False), (COLORS + [FAULT_ADD], True), (ANIMALS, False),
+            (COLORS + [FAULT_STEP], True), (COLORS, False), (ANIMALS, False), (COLORS + [FAULT_ADD], True)]
+    bodies = [{"model": "tiny", "prompt": "Pick one:", "max_tokens": 16, "temperature": 1.0, "seed": i,
+               "vllm_xargs": {"treemask_choices": choices, "treemask_prefix": " "}}
+              for i, (choices, _) in enumerate(jobs)]
+    with HealthWatch(server) as watch:
+        answers = send_at_once(server, bodies, timeout=180)
+        after = complete(server, {"treemask_choices": ANIMALS, "treemask_prefix": " "}, temperature=0)
+        time.sleep(0.5)
+    log = server.log.read_text(errors="replace")
+    assert "[treemask test faults] installed" in log  # the hook was live in the server's processes
+    for (choices, poisoned), r in zip(jobs, answers):
+        assert r.status_code == 200, r.text
+        c = r.json()["choices"][0]
+        assert c["finish_reason"] == "stop", c
+        if poisoned:
+            assert c["text"] == "", c  # failed closed: only the stop token was offered
+        else:
+            assert c["text"][1:] in choices, c
+    assert after.status_code == 200 and after.json()["choices"][0]["text"][1:] in ANIMALS, after.text
+    assert watch.answers and not watch.failures, watch.failures
+    for injected in ("injected fault at add", "injected fault in a row's fill"):
+        lines = [ln for ln in log.splitlines() if injected in ln]
+        assert lines, (injected, log[-3000:])
+        # the failed request, named by vLLM's request id
+        assert re.search(r"treemask: request cmpl-\S+ \(batch row \d+\) fails closed", lines[0]), lines[0]
+
+
+# ---- issue 29 item 3: memory bounded by what the caps promise --------------------------------
+
+#: The budget "Serving safely" (bindings/python/README.md, "Memory")
+#: states: while lists are served, the API server grows by at most 16 times
+#: the UTF-8 bytes of each list in flight, plus BUDGET_FIXED here (the
+#: interpreter's and vLLM's own churn, which dominate at this small cap).
+#: Measured at this cap (1 MiB a list, two at once, load average ~12):
+#: canonical 9.8 times, any 4.0 times; at the default cap (64 MiB):
+#: 9.6-14.1 times (tests/vllm/bench_memory.py).
+BUDGET_PER_BYTE = {"canonical": 16, "any": 16}
+BUDGET_FIXED = 64 * MiB
+#: /health's slowest answer meanwhile (measured 0.2-0.66 s: the event loop
+#: parses each request's JSON; everything treemask does runs off it).
+BUDGET_HEALTH_S = 2.0
+
+
+@pytest.mark.parametrize("tokenization", ["canonical", "any"])
+def test_two_lists_at_the_cap_stay_within_the_memory_budget(server, tokenization, capsys):
+    width = MAX_CHOICE_BYTES // MAX_CHOICES
+    lists = [choice_list(MAX_CHOICES, width, seed) for seed in ((1, 2) if tokenization == "canonical" else (3, 4))]
+    assert all(list_bytes(c) <= MAX_CHOICE_BYTES for c in lists)
+    # what a process pays once, before: the tokenizer's private copy, the model's Vocab
+    warm = send_at_once(server, [probe_body(choice_list(50, width, 5 + len(tokenization)), tokenization)])
+    assert warm[0].status_code == 200, warm[0].text
+    before = rss(server.proc.pid)
+    t0 = time.monotonic()
+    with Watch(server) as watch:
+        answers = send_at_once(server, [probe_body(c, tokenization) for c in lists], timeout=600)
+    took = time.monotonic() - t0
+    for c, r in zip(lists, answers):
+        assert r.status_code == 200, r.text
+        assert r.json()["choices"][0]["text"][1:] in set(c), r.text
+    nbytes = sum(list_bytes(c) for c in lists)
+    growth = watch.peak_rss - before
+    with capsys.disabled():
+        print("\nmemory: two %s lists of %d strings (%.2f MiB together) at once: %.1f s, API server %.0f -> peak"
+              " %.0f MiB (+%.1f MiB, %.1f x the lists); slowest /health %.2f s"
+              % (tokenization, MAX_CHOICES, nbytes / MiB, took, before / MiB, watch.peak_rss / MiB, growth / MiB,
+                 growth / nbytes, watch.slowest_health))
+    assert all(status == 200 for _, status in watch.health), watch.health
+    assert growth <= BUDGET_PER_BYTE[tokenization] * nbytes + BUDGET_FIXED, (growth, nbytes)
+    assert watch.slowest_health <= BUDGET_HEALTH_S, watch.health

@@ -113,8 +113,38 @@ def _fs_path(path: StrPath, what: str = "path") -> bytes:
     return raw
 
 
+_JSON_CHUNK = 4096
+
+
+def _json_list(items: Sequence[Any]) -> str:
+    """``json.dumps(list(items), ensure_ascii=False)``, the same text, built
+    4,096 items at a time: one call over a million labels holds the GIL for
+    ~2 s (a server's event loop waits that long)."""
+    if len(items) <= _JSON_CHUNK:
+        return json.dumps(list(items), ensure_ascii=False)
+    return "[" + ", ".join(json.dumps(list(items[i:i + _JSON_CHUNK]), ensure_ascii=False)[1:-1]
+                           for i in range(0, len(items), _JSON_CHUNK)) + "]"
+
+
+class _PathsCSR(NamedTuple):
+    """Paths as one flat token array and its offsets (path i is
+    ``tokens[offsets[i]:offsets[i + 1]]``), for callers that build many
+    paths without a Python list per path (the vLLM plugin's choice lists)."""
+
+    tokens: np.ndarray
+    offsets: np.ndarray
+
+
 def _paths_csr(paths: Any) -> Tuple[np.ndarray, np.ndarray]:
-    """(tokens int32, offsets uintp) of a list of token sequences or a 2-D array."""
+    """(tokens int32, offsets uintp) of a list of token sequences, a 2-D
+    array or a _PathsCSR."""
+    if isinstance(paths, _PathsCSR):
+        tokens = _buffers.int32_array(paths.tokens, "paths (flattened)")
+        offsets = np.ascontiguousarray(paths.offsets, dtype=np.uintp)
+        if offsets.ndim != 1 or offsets.size == 0 or offsets[0] != 0 or offsets[-1] != tokens.size \
+                or (offsets.size > 1 and bool((np.diff(offsets.astype(np.int64)) < 0).any())):
+            raise InvalidArgumentError("paths: the offsets do not cut the flat token array into paths")
+        return tokens, offsets
     if isinstance(paths, np.ndarray) or _buffers.torch_tensor_module(paths) is not None:
         arr = paths.numpy() if _buffers.torch_tensor_module(paths) is not None else paths
         if arr.ndim != 2:
@@ -743,8 +773,9 @@ def _trie_from_bytes(data: bytes) -> Trie:
 
 def _json_text(value: Any) -> str:
     """JSON of label names for the file: UTF-8 where it can be, escaped
-    where a name holds a lone surrogate (json reads either back the same)."""
-    text = json.dumps(value, ensure_ascii=False)
+    where a name holds a lone surrogate (json reads either back the same);
+    a list is built in chunks (``_json_list``)."""
+    text = _json_list(value) if isinstance(value, list) else json.dumps(value, ensure_ascii=False)
     try:
         text.encode("utf-8")
         return text

@@ -52,6 +52,7 @@ Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
@@ -62,7 +63,9 @@ from ..errors import InvalidArgumentError, InvalidStateError, UnsupportedError
 from ..matcher import Matcher
 from ..trie import Trie
 from .keys import KEY_BEAM_TOKENS, KEY_CHOICES, KEY_TRIE, KEY_TRIE_ID, RequestError, parse_extra_args
+from .model import ModelInfo, model_of_input_processor
 from .registered import register_trie, unregister_trie
+from .trie_registry import registry
 
 __all__ = ["beam_search", "check_beam_request", "walk_beam_tokens", "normalize_beam_rows", "is_beam_request"]
 
@@ -159,11 +162,13 @@ def _engine_checks(llm: Any, beam_width: int) -> Any:
     try:
         from vllm.v1.sample.logits_processor import cached_load_custom_logitsprocs
 
-        from .processor import TrieLogitsProcessor
-
         names = config.logits_processors
         classes = cached_load_custom_logitsprocs(tuple(names) if names is not None else None)
-        loaded = any(isinstance(c, type) and issubclass(c, TrieLogitsProcessor) for c in classes)
+        # vLLM imported the classes it loads: treemask's is loaded only if its
+        # module is (looked up, not imported: the processor imports this module).
+        processor = sys.modules.get(__package__ + ".processor")
+        ours = getattr(processor, "TrieLogitsProcessor", None)
+        loaded = ours is not None and any(isinstance(c, type) and issubclass(c, ours) for c in classes)
     except Exception:  # vLLM's internals moved: the first step's check says it instead
         loaded = True
     if not loaded:
@@ -195,14 +200,11 @@ def _prompt_ids(llm: Any, prompts: Any) -> List[List[int]]:
 def _trie_keys(llm: Any, config: Any, trie: Any) -> Tuple[Dict[str, Any], Trie, Optional[str]]:
     """(the requests' treemask keys, the trie they name, the id registered
     for it or None)."""
+    model = _model_of(llm, config)
     if isinstance(trie, Trie):
-        if trie.vocab_size > config.get_vocab_size():
-            raise InvalidArgumentError("trie has vocab_size %d, more than the model's %d"
-                                       % (trie.vocab_size, config.get_vocab_size()))
+        model.check_trie(trie, "trie")  # its vocab_size, and a string set's vocabulary: the model's
         trie_id = register_trie(trie)
         return {KEY_TRIE_ID: trie_id}, trie, trie_id
-    from .model import ModelInfo
-    from .processor import registry
 
     if isinstance(trie, (str, os.PathLike)):
         keys: Dict[str, Any] = {KEY_TRIE: os.fspath(trie)}
@@ -218,13 +220,21 @@ def _trie_keys(llm: Any, config: Any, trie: Any) -> Tuple[Dict[str, Any], Trie, 
     spec = parse_extra_args(keys, registry.settings)
     if spec is None:
         raise InvalidArgumentError("trie: the dict holds no treemask key")
-    model = ModelInfo.from_model_config(config, llm.get_tokenizer())
-    local = registry.trie_for(spec, model)
+    local = registry.trie_for(spec, model)  # checked against the model
     if spec.stop_tokens is not None and tuple(sorted(local.stop_tokens)) != tuple(spec.stop_tokens):
         raise InvalidArgumentError("trie: treemask_stop_tokens %s replace the file's own %s; beam_search steps"
                                    " with the trie's own stop tokens: build the trie with them"
                                    % (list(spec.stop_tokens), local.stop_tokens))
     return keys, local, None
+
+
+def _model_of(llm: Any, config: Any) -> ModelInfo:
+    """The engine's model as its own validation sees it (the ModelInfo of
+    its InputProcessor: one Vocab per process), else built from its config."""
+    processor = getattr(getattr(llm, "llm_engine", None), "input_processor", None)
+    if processor is not None and getattr(processor, "model_config", None) is config:
+        return model_of_input_processor(processor)
+    return ModelInfo.from_model_config(config, llm.get_tokenizer())
 
 
 def beam_search(llm: Any, prompts: Sequence[Any], trie: Any, beam_width: int, *, max_tokens: Optional[int] = None,

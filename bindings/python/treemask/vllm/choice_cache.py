@@ -49,12 +49,22 @@ _OWN_TEMPORARY = re.compile(r"[0-9a-f]{64}\.tmtrie\.tmp\.\d+\.\d+")
 _STALE_TEMPORARY_S = 3600.0
 
 
+#: Choices hashed at once (the digest never holds a second copy of a list).
+_DIGEST_CHUNK = 4096
+
+
 def digest_of(choices: Tuple[str, ...], prefix: str, stops: Tuple[int, ...], vocab_size: int,
               tokenizer_id: str = "") -> str:
     """The cache name of a compiled list (hex SHA-256 of everything that
-    decides its tokens)."""
-    key = json.dumps([prefix, list(stops), vocab_size, tokenizer_id, list(choices)], ensure_ascii=False)
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+    decides its tokens): the JSON of ``[prefix, stops, vocab_size,
+    tokenizer_id]``, then the JSON array of each run of 4,096 choices (each
+    array delimits itself, so two lists never hash alike by being cut
+    differently)."""
+    h = hashlib.sha256(json.dumps([prefix, list(stops), vocab_size, tokenizer_id], ensure_ascii=False)
+                       .encode("utf-8"))
+    for begin in range(0, len(choices), _DIGEST_CHUNK):
+        h.update(json.dumps(choices[begin:begin + _DIGEST_CHUNK], ensure_ascii=False).encode("utf-8"))
+    return h.hexdigest()
 
 
 class ChoiceCache:
@@ -124,20 +134,28 @@ class ChoiceCache:
 
     def save(self, digest: str, trie: Trie, nbytes: int) -> None:
         """Writes the trie (atomically), then evicts the oldest of the
-        cache's own files until they fit. Failures are logged, not raised."""
+        cache's other files until they fit. A file larger than the cache's
+        bytes (a string set's carries the model's vocabulary: 1.7 MB for
+        Qwen2.5's, whatever ``nbytes`` says) is removed again, and evicts
+        nothing. Failures are logged, not raised."""
         fd = self._dir_fd()
         if fd is None or nbytes > self.max_bytes:
             return
+        name = digest + ".tmtrie"
         try:
-            trie.save(self._file(digest + ".tmtrie"))
-            self._evict(fd)
+            trie.save(self._file(name))
+            if os.stat(name, dir_fd=fd, follow_symlinks=False).st_size > self.max_bytes:
+                _unlink(name, fd)
+                return
+            self._evict(fd, keep=name)
         except (Error, OSError) as e:
             logger.warning("treemask: could not write the choice-list cache: %s", e)
 
-    def _evict(self, fd: int) -> None:
+    def _evict(self, fd: int, keep: str = "") -> None:
         with self._lock:
             now = time.time()
             own: List[Tuple[float, str, int]] = []
+            total_kept = 0  # the file just written, never evicted by its own save
             for entry in os.scandir(fd):
                 try:
                     st = entry.stat(follow_symlinks=False)
@@ -145,12 +163,15 @@ class ChoiceCache:
                     continue
                 if not stat.S_ISREG(st.st_mode):
                     continue
+                if entry.name == keep:
+                    total_kept = st.st_size
+                    continue
                 if _OWN_NAME.fullmatch(entry.name):
                     own.append((st.st_mtime, entry.name, st.st_size))
                 elif _OWN_TEMPORARY.fullmatch(entry.name) and now - st.st_mtime > _STALE_TEMPORARY_S:
                     _unlink(entry.name, fd)
             own.sort()
-            total = sum(size for _, _, size in own)
+            total = total_kept + sum(size for _, _, size in own)
             for _, name, size in own:
                 if total <= self.max_bytes:
                     break

@@ -6,8 +6,9 @@ vLLM validates a request (``validate_params``) synchronously inside
 file or compiling a choice list there would stall every other request and
 ``/health`` for as long as it takes. So :func:`install` wraps
 ``AsyncLLM.add_request``: a request with treemask keys has its trie loaded
-or compiled on a small thread pool first (awaited, so the loop serves
-others meanwhile; an error becomes the request's HTTP 400 exactly as from
+or compiled, and checked against the model (:mod:`treemask.vllm.boundary`),
+on a small thread pool first (awaited, so the loop serves others meanwhile;
+an error becomes the request's HTTP 400 exactly as from
 ``validate_params``), and ``validate_params`` then only looks it up.
 
 vLLM's beam search (``use_beam_search``) takes ``BeamSearchParams``, which
@@ -35,9 +36,12 @@ import logging
 import threading
 from typing import Any, Dict, Optional, Tuple
 
+from ..errors import Error
 from ..trie import Trie
-from .keys import RequestError, has_treemask_keys, parse_extra_args
+from .boundary import check_request
+from .keys import RequestError, RequestSpec, has_treemask_keys, parse_extra_args
 from .model import model_of_input_processor
+from .trie_registry import registry
 
 __all__ = ["install", "take_prepared", "warn_if_on_event_loop", "installed"]
 
@@ -48,8 +52,8 @@ PREPARE_THREADS = 2
 
 _lock = threading.Lock()
 _executor: Optional[concurrent.futures.ThreadPoolExecutor] = None
-# id(params) -> (params, trie): what add_request prepared for validate_params.
-_prepared: Dict[int, Tuple[Any, Trie]] = {}
+# id(params) -> (params, (spec, trie)): what add_request prepared for validate_params.
+_prepared: Dict[int, Tuple[Any, Tuple[RequestSpec, Trie]]] = {}
 installed = {"prepare": False, "beam_search": False}
 _warned_on_loop = False
 
@@ -62,8 +66,9 @@ def _pool() -> concurrent.futures.ThreadPoolExecutor:
         return _executor
 
 
-def take_prepared(params: Any) -> Optional[Trie]:
-    """The trie add_request prepared for these very params, if any."""
+def take_prepared(params: Any) -> Optional[Tuple[RequestSpec, Trie]]:
+    """The request keys and the trie add_request prepared for these very
+    params, if any."""
     entry = _prepared.get(id(params))
     return entry[1] if entry is not None and entry[0] is params else None
 
@@ -83,24 +88,27 @@ def warn_if_on_event_loop() -> None:
 
 
 async def _prepare(engine: Any, params: Any) -> None:
-    from .processor import registry
-
-    spec = parse_extra_args(params.extra_args, registry.settings)
-    if spec is None:
-        return
     model = model_of_input_processor(engine.input_processor)
     if model.speculative:
         return  # validate_params refuses it
     loop = asyncio.get_running_loop()
 
-    def load() -> Trie:
+    def load() -> Optional[Tuple[RequestSpec, Trie]]:
+        # Parsed here too, off the loop: the keys of a list of a million
+        # strings take a second or two to check.
+        spec = parse_extra_args(params.extra_args, registry.settings)
+        if spec is None:
+            return None
         trie = registry.trie_for(spec, model)
-        if spec.beam_tokens is None:  # a beam request has no length budget
-            registry.shortest_path(trie)  # cached for validate_params' length check
-        return trie
+        # Every check of the boundary, here off the loop: what it builds (the
+        # model's Vocab, the trie's token index, its shortest sequence) is
+        # cached, so validate_params' second check costs microseconds.
+        check_request(spec, trie, model, params.max_tokens)
+        return spec, trie
 
-    trie = await loop.run_in_executor(_pool(), load)
-    _prepared[id(params)] = (params, trie)
+    prepared = await loop.run_in_executor(_pool(), load)
+    if prepared is not None:
+        _prepared[id(params)] = (params, prepared)
 
 
 def _install_prepare() -> None:
@@ -125,6 +133,10 @@ def _install_prepare() -> None:
             # What vLLM does with validate_params' ValueError: a client error
             # (HTTP 400); any other exception from add_request is a 500.
             raise VLLMValidationError(str(e)) from e
+        except Error as e:  # a check the boundary did not word: still the request's fault, never a 500
+            logger.warning("treemask: a request's trie could not be prepared: %s: %s", type(e).__name__, e)
+            raise VLLMValidationError("treemask: the request's trie cannot be used: %s (the server log has the"
+                                      " details)" % type(e).__name__) from e
         try:
             return await original(self, *args, **kwargs)
         finally:

@@ -238,14 +238,16 @@ def _choice_source(choices: Any, extra_args: Mapping[str, Any], limits: Settings
     if len(choices) > limits.max_choices:
         raise RequestError("%s has %d strings, more than this server's limit of %d"
                            % (KEY_CHOICES, len(choices), limits.max_choices))
-    total = 0
-    for i, c in enumerate(choices):
-        if not isinstance(c, str):
-            raise RequestError("%s[%d] is %s, not a string" % (KEY_CHOICES, i, type(c).__name__))
-        total += _check_text(c, "%s[%d]" % (KEY_CHOICES, i))
-        if total > limits.max_choice_bytes:
-            raise RequestError("%s: the strings up to [%d] hold more than this server's limit of %d UTF-8 bytes"
-                               % (KEY_CHOICES, i, limits.max_choice_bytes))
+    if not _fits(choices, limits.max_choice_bytes):
+        # Something is wrong: find the first string that says what, in order.
+        total = 0
+        for i, c in enumerate(choices):
+            if not isinstance(c, str):
+                raise RequestError("%s[%d] is %s, not a string" % (KEY_CHOICES, i, type(c).__name__))
+            total += _check_text(c, "%s[%d]" % (KEY_CHOICES, i))
+            if total > limits.max_choice_bytes:
+                raise RequestError("%s: the strings up to [%d] hold more than this server's limit of %d UTF-8"
+                                   " bytes" % (KEY_CHOICES, i, limits.max_choice_bytes))
     prefix = extra_args.get(KEY_PREFIX, "")
     if not isinstance(prefix, str):
         raise RequestError("%s: want a string, got %s" % (KEY_PREFIX, _show(prefix)))
@@ -257,6 +259,27 @@ def _choice_source(choices: Any, extra_args: Mapping[str, Any], limits: Settings
         raise RequestError("%s: want one of %s, got %s" % (KEY_TOKENIZATION, ", ".join(map(repr, TOKENIZATIONS)),
                                                            _show(tokenization)))
     return ChoiceSource(tuple(choices), prefix, tokenization)
+
+
+#: Strings a fast check of a choice list encodes at once.
+_FIT_CHUNK = 4096
+
+
+def _fits(choices: Any, max_bytes: int) -> bool:
+    """Whether every choice is a str that encodes to UTF-8 and all of them
+    fit ``max_bytes``: a chunk of them encoded at once (1,000,000 strings
+    one by one took 2.2 s, on the API server's event loop)."""
+    if not all(type(c) is str for c in choices):
+        return False
+    total = 0
+    for begin in range(0, len(choices), _FIT_CHUNK):
+        try:
+            total += len("".join(choices[begin:begin + _FIT_CHUNK]).encode("utf-8"))
+        except UnicodeEncodeError:
+            return False
+        if total > max_bytes:
+            return False
+    return True
 
 
 def _check_text(text: str, key: str) -> int:

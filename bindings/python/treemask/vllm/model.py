@@ -7,14 +7,17 @@ Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 from __future__ import annotations
 
 import copy
+import logging
 import sys
 import threading
 import types
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .keys import KEY_CHOICES, KEY_TOKENIZATION, RequestError
+from .keys import KEY_CHOICES, KEY_STOP_TOKENS, KEY_TOKENIZATION, RequestError
 
 __all__ = ["ModelInfo", "frontend_model", "model_of_input_processor"]
+
+logger = logging.getLogger("treemask.vllm")
 
 
 class ModelInfo:
@@ -52,9 +55,42 @@ class ModelInfo:
                     with self.tokenizer_lock:
                         self._vocab = Vocab.from_tokenizer(tokenizer, self.vocab_size)
                 except (Error, TypeError) as e:  # TypeError: a tokenizer of another kind
-                    raise RequestError("%s with %s 'any' needs the bytes of the model's tokens, and they cannot be"
-                                       " read from its tokenizer: %s" % (KEY_CHOICES, KEY_TOKENIZATION, e)) from None
+                    raise RequestError("a string set (%s with %s 'any', or a string-set trie file) needs the bytes"
+                                       " of the model's tokens, and they cannot be read from its tokenizer: %s"
+                                       % (KEY_CHOICES, KEY_TOKENIZATION, e)) from None
             return self._vocab
+
+    def check_stop_tokens(self, stops: Sequence[int]) -> None:
+        """RequestError naming ``treemask_stop_tokens`` and the token unless
+        every id is below the model's vocab size (checked before a trie is
+        built with them: a choice list, a .jsonl or .tsv file)."""
+        for t in stops:
+            if not 0 <= t < self.vocab_size:
+                raise RequestError("%s: token %d is outside the model's vocabulary (its vocab_size is %d)"
+                                   % (KEY_STOP_TOKENS, t, self.vocab_size))
+
+    def check_trie(self, trie: Any, name: str) -> None:
+        """RequestError (naming the trie by ``name``) unless ``trie`` is over
+        this model's vocabulary: its vocab_size at most the model's (its
+        tokens and stop tokens are below its vocab_size), and a string set
+        over exactly the model's :class:`treemask.Vocab` (equal
+        fingerprints: the same bytes for every token id; the model's is
+        built once per process, on the first string set)."""
+        if trie.vocab_size > self.vocab_size:
+            logger.warning("treemask: %s has vocab_size %d, more than the model's %d", name, trie.vocab_size,
+                           self.vocab_size)
+            raise RequestError("%s was built for a larger vocabulary (vocab_size %d) than this model's (%d)"
+                               % (name, trie.vocab_size, self.vocab_size))
+        if trie.is_string_set:
+            theirs, ours = trie.vocab.fingerprint, self.vocab.fingerprint
+            if theirs != ours:
+                logger.warning("treemask: %s is a string set over the vocabulary %016x, not the model's %016x",
+                               name, theirs, ours)
+                raise RequestError("%s is a string set over another vocabulary (fingerprint %016x, vocab_size %d)"
+                                   " than this model's (fingerprint %016x, vocab_size %d): its masks would spell"
+                                   " other bytes. Build it over the model's own: Trie.from_strings(strings,"
+                                   " Vocab.from_tokenizer(<the model's tokenizer>, %d), ...)"
+                                   % (name, theirs, trie.vocab.vocab_size, ours, self.vocab_size, self.vocab_size))
 
     @property
     def tokenizer(self) -> Any:

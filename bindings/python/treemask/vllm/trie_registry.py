@@ -1,4 +1,5 @@
-"""The tries of one process, keyed by what they are built from.
+"""The tries of one process, keyed by what they are built from (the
+process's one registry: :data:`registry`).
 
 A request's :class:`~treemask.vllm.keys.RequestSpec` names a source; the
 registry turns it into a :class:`treemask.Trie`, loading or compiling it at
@@ -47,14 +48,14 @@ import re
 import threading
 import weakref
 from concurrent.futures import Future
-from typing import Any, Callable, Dict, Hashable, Optional, Tuple
+from typing import Any, Callable, Dict, Hashable, List, Optional, Tuple
 
 import numpy as np
 
-from ..errors import (CorruptFileError, Error, FileError, OutOfMemoryError, OutOfRangeError, ParseError,
-                      VersionMismatchError)
+from ..errors import (CorruptFileError, Error, FileError, InvalidArgumentError, OutOfMemoryError, OutOfRangeError,
+                      ParseError, VersionMismatchError)
 from ..matcher import Matcher
-from ..trie import Trie
+from ..trie import SkippedLabel, Trie, _PathsCSR
 from ..vocab import Vocab
 from . import registered
 from .choice_cache import ChoiceCache, digest_of
@@ -64,7 +65,7 @@ from .keys import (KEY_CHOICES, KEY_STOP_TOKENS, KEY_TRIE, KEY_TRIE_ID, ChoiceSo
 from .model import ModelInfo
 from .settings import Settings
 
-__all__ = ["TrieRegistry", "ByteLRU"]
+__all__ = ["TrieRegistry", "ByteLRU", "registry"]
 
 logger = logging.getLogger("treemask.vllm")
 
@@ -200,10 +201,7 @@ class TrieRegistry:
         """The trie of a request, loading or compiling it if needed. Raises
         RequestError."""
         trie = getattr(self, _BUILDERS[type(spec.source)])(spec, model)
-        if trie.vocab_size > model.vocab_size:
-            logger.warning("treemask: %s has vocab_size %d, more than the model's %d", _name(spec),
-                           trie.vocab_size, model.vocab_size)
-            raise RequestError("%s was built for a larger vocabulary than this model's" % _name(spec))
+        model.check_trie(trie, _name(spec))
         return trie
 
     def check_source(self, spec: RequestSpec) -> None:
@@ -253,6 +251,7 @@ class TrieRegistry:
             build_stops = model.eos_token_ids or spec.stop_tokens or ()
             if not build_stops:
                 raise RequestError("the model names no EOS token: give %s" % KEY_STOP_TOKENS)
+            model.check_stop_tokens(build_stops)
         with files.open(source) as opened:
             key = ("file", opened.identity, opened.format, model.vocab_size, source.start_token_id,
                    source.end_token_id, build_stops)
@@ -278,9 +277,9 @@ class TrieRegistry:
                 assert source.start_token_id is not None  # parse_extra_args requires it for .tsv
                 end = source.end_token_id if source.end_token_id is not None else stops[0]
                 trie = Trie.from_rtp_tsv(path, model.vocab_size, source.start_token_id, end, stop_tokens=stops)
-        except Error as e:
-            logger.warning("treemask: %s %r (%s) does not load: %s", KEY_TRIE, source.name[:200],
-                           opened.real_path, str(e)[:2000])
+        except Exception as e:  # a treemask error, or anything a malformed file raises
+            logger.warning("treemask: %s %r (%s) does not load: %s: %s", KEY_TRIE, source.name[:200],
+                           opened.real_path, type(e).__name__, str(e)[:2000])
             raise RequestError(_load_problem(source, e)) from None
         with self._lock:
             self.n_file_loads += 1
@@ -301,6 +300,7 @@ class TrieRegistry:
         stops = spec.stop_tokens or model.eos_token_ids
         if not stops:
             raise RequestError("the model names no EOS token: give %s" % KEY_STOP_TOKENS)
+        model.check_stop_tokens(stops)  # before compiling: the list is built with them
         vocab: Optional[Vocab] = None
         if source.tokenization == "any":
             vocab = model.vocab
@@ -355,8 +355,9 @@ class TrieRegistry:
                 try:
                     trie = Trie.load(_PathArg(proc if os.path.exists(proc) else
                                               os.path.join(registered.directory(), source.trie_id + ".tmtrie")))
-                except Error as e:
-                    logger.warning("treemask: registered trie %s does not load: %s", source.trie_id, str(e)[:2000])
+                except Exception as e:  # as a file's: never a raw exception
+                    logger.warning("treemask: registered trie %s does not load: %s: %s", source.trie_id,
+                                   type(e).__name__, str(e)[:2000])
                     raise RequestError(registered.UNKNOWN) from None
                 return trie, trie.stats().bytes
 
@@ -365,51 +366,132 @@ class TrieRegistry:
             os.close(fd)
 
 
+#: The registry of this process (the API server and each engine worker have
+#: one); every part of the plugin uses this one.
+registry = TrieRegistry()
+
 #: source type -> the TrieRegistry method that gets its trie.
 _BUILDERS: Dict[type, str] = {FileSource: "_file_trie", ChoiceSource: "_choice_trie",
                               RegisteredSource: "_registered_trie"}
 
 
+#: Choices tokenized at once. It bounds what the tokenizer allocates (a fast
+#: tokenizer's Encoding holds ids, offsets and token strings: ~1 KB a
+#: choice, so a million at once took gigabytes); what is kept per choice is
+#: its token ids, 4 bytes each.
+COMPILE_CHUNK = 4096
+#: Skipped choices kept with their reasons (for the log and the cache file);
+#: the rest are only counted.
+SKIPPED_KEPT = 1000
+
+
 def _compile_choices(source: ChoiceSource, model: ModelInfo, stops: Tuple[int, ...]) -> Trie:
-    """Trie.from_labels over the model's tokenizer, with its batch encode and
-    decode where it has them (a fast tokenizer runs them in parallel, in
-    Rust; 100,000 one-by-one calls take seconds). One thread at a time per
-    tokenizer."""
-    choices, prefix = list(source.choices), source.prefix
-    texts = [prefix + c for c in choices]
+    """``Trie.from_labels`` over the model's tokenizer, the same trie, built
+    chunk by chunk with the tokenizer's batch encode and decode where it has
+    them (a fast tokenizer runs them in parallel, in Rust; 100,000 one-by-one
+    calls take seconds), and only the kept choices' token ids held between
+    chunks (one flat int32 array). One thread at a time per tokenizer.
+    A choice is left out, as from_labels does, when it tokenizes to nothing,
+    its tokens hold a stop token, or they do not decode back to it."""
+    choices, prefix = source.choices, source.prefix
     with model.tokenizer_lock:
         tokenizer = model.tokenizer
+        batch = _batch_calls(tokenizer)
         try:
-            backend = getattr(tokenizer, "backend_tokenizer", None)  # a transformers fast tokenizer's Rust one
-            if backend is not None:
-                ids = [e.ids for e in backend.encode_batch(texts, add_special_tokens=False)]
+            if batch is None:  # no batch calls: one by one
+                trie = Trie.from_labels(list(choices), tokenizer, model.vocab_size, stops, prefix=prefix)
+                n_skipped = len(trie.skipped_labels)
             else:
-                ids = tokenizer(texts, add_special_tokens=False)["input_ids"]
-            decoded = tokenizer.batch_decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
-            if len(ids) != len(texts) or len(decoded) != len(texts):
-                raise TypeError("batch sizes differ")
-        except Exception:
-            ids = None
-        try:
-            if ids is None:
-                trie = Trie.from_labels(choices, tokenizer, model.vocab_size, stops, prefix=prefix)
-            else:
-                encoded = dict(zip(texts, ids))
-                text_of = {tuple(i): d for i, d in zip(ids, decoded)}
-                trie = Trie.from_labels(choices, lambda text: encoded[text], model.vocab_size, stops, prefix=prefix,
-                                        decode=lambda tokens: text_of[tuple(tokens)])
+                trie, n_skipped = _compile_in_chunks(choices, prefix, batch, model.vocab_size, stops)
         except Error as e:  # the request's own strings: its message may quote them
             raise RequestError("%s: %s" % (KEY_CHOICES, e)) from None
-    if trie.skipped_labels:
+    if n_skipped:
         logger.warning("treemask: %d of %d choices do not round-trip through the tokenizer and are left out"
-                       " (first: %r)", len(trie.skipped_labels), len(choices), trie.skipped_labels[0][:80])
+                       " (first: %r)", n_skipped, len(choices), trie.skipped_labels[0][:80])
     return trie
 
 
+def _batch_calls(tokenizer: Any) -> Optional[Tuple[Callable[[List[str]], List[List[int]]],
+                                                    Callable[[List[List[int]]], List[str]]]]:
+    """(encode a list of texts, decode a list of id lists) with the
+    tokenizer's batch calls, checked on one text; None when it has none."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)  # a transformers fast tokenizer's Rust one
+
+    def encode(texts: List[str]) -> List[List[int]]:
+        if backend is not None:
+            return [e.ids for e in backend.encode_batch(texts, add_special_tokens=False)]
+        return tokenizer(texts, add_special_tokens=False)["input_ids"]
+
+    def decode(ids: List[List[int]]) -> List[str]:
+        return tokenizer.batch_decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+
+    try:
+        ids = encode(["a b", "c"])
+        if len(ids) != 2 or len(decode(ids)) != 2:
+            return None
+    except Exception:
+        return None
+    return encode, decode
+
+
+def _compile_in_chunks(choices: Tuple[str, ...], prefix: str, batch: Any, vocab_size: int,
+                       stops: Tuple[int, ...]) -> Tuple[Trie, int]:
+    encode, decode = batch
+    stop_set = set(stops)
+    flat: List[np.ndarray] = []  # the kept choices' token ids, chunk by chunk
+    lengths: List[np.ndarray] = []
+    kept: List[np.ndarray] = []  # their indices (label ids)
+    skipped: List[str] = []  # SkippedLabel (a str with its reason)
+    n_skipped = 0
+    for begin in range(0, len(choices), COMPILE_CHUNK):
+        chunk = choices[begin:begin + COMPILE_CHUNK]
+        texts = [prefix + c for c in chunk]
+        ids = encode(texts)
+        decoded = decode(ids)
+        if len(ids) != len(texts) or len(decoded) != len(texts):
+            raise InvalidArgumentError("the tokenizer's batch calls returned %d and %d results for %d texts"
+                                       % (len(ids), len(decoded), len(texts)))
+        keep = []
+        for j, (label, text, tokens, back) in enumerate(zip(chunk, texts, ids, decoded)):
+            if not tokens:
+                problem = "it tokenizes to no tokens (an empty path would let a sequence end at once)"
+            elif not stop_set.isdisjoint(tokens):
+                problem = "the stop token %d is inside its path %s" % (min(stop_set.intersection(tokens)), tokens)
+            elif back != text and back != label:
+                problem = "it does not round-trip: tokens %s decode to %r, not %r" % (tokens, back, text)
+            else:
+                keep.append(j)
+                continue
+            n_skipped += 1
+            if len(skipped) < SKIPPED_KEPT:
+                skipped.append(SkippedLabel(label, problem))
+        if keep:
+            kept.append(np.array(keep, dtype=np.int64) + begin)
+            lengths.append(np.fromiter((len(ids[j]) for j in keep), dtype=np.int64, count=len(keep)))
+            chunk_tokens = np.fromiter((t for j in keep for t in ids[j]), dtype=np.int64)
+            if chunk_tokens.size and (chunk_tokens.min() < 0 or chunk_tokens.max() >= vocab_size):
+                bad = int(chunk_tokens[(chunk_tokens < 0) | (chunk_tokens >= vocab_size)][0])
+                raise OutOfRangeError("the tokenizer gave the token id %d, outside the model's vocab_size %d"
+                                      % (bad, vocab_size))
+            flat.append(chunk_tokens.astype(np.int32))
+        del ids, decoded, texts
+    if not kept:
+        raise InvalidArgumentError("none of the %d labels round-trips through the tokenizer" % len(choices))
+    offsets = np.zeros(sum(a.size for a in lengths) + 1, dtype=np.int64)
+    np.cumsum(np.concatenate(lengths), out=offsets[1:])
+    paths: Any = _PathsCSR(np.concatenate(flat), offsets)  # from_paths' private form
+    trie = Trie.from_paths(paths, vocab_size, stops, np.concatenate(kept))
+    trie._labels = choices
+    trie._skipped_labels = skipped
+    return trie, n_skipped
+
+
 # The states _fewest_tokens_to_an_end expands before it settles for a lower
-# bound, and the rows it fills at once (a row is vocab_size / 8 bytes).
-_FEWEST_MAX_STATES = 200_000
-_FEWEST_CHUNK = 64
+# bound, and the rows it fills at once (a row is vocab_size / 8 bytes). At
+# 200,000 states a list of 20,000 catalogue names took 26 s of a prepare
+# thread for a bound of 10 tokens; at 32,768, 1.5 s for a bound of 8.
+_FEWEST_MAX_STATES = 32_768
+_FEWEST_CHUNK = 256
 
 
 def _fewest_tokens_to_an_end(trie: Trie) -> int:
@@ -473,7 +555,7 @@ _KINDS = (
 _WHERE = re.compile(r"\b(line \d+|byte \d+)")
 
 
-def _load_problem(source: FileSource, e: Error) -> str:
+def _load_problem(source: FileSource, e: Exception) -> str:
     kind = next((text for cls, text in _KINDS if isinstance(e, cls)), "its content is not a valid trie")
     where = sorted(set(_WHERE.findall(str(e))), key=lambda w: (w.split()[0], int(w.split()[1])))
     return "%s %r does not load: %s%s (the server log has the details)" % (

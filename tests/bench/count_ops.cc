@@ -12,15 +12,17 @@
 //   fillroot                  the same at a root of 7,835 children (a cached
 //                             dense row)
 //   accept                    one accept along random walks (reset at each
-//                             leaf) through a tree of fanout 16
+//                             leaf: one in four accepts) through a tree of
+//                             fanout 16
 //   beam                      one state-array beam step, 4 requests x 8
 //                             beams over the fanout-16 tree, log-probability
 //                             rows (no normalizer: the trie's share)
 //   beamlse                   the same with logits (the normalizer included)
-//   strings_fill              one fill of a string-set matcher's row at the
-//                             states of random walks through 2,000 strings
-//                             over a 32,000-token byte-level vocabulary
-//                             (dense-row cache off: every fill walks)
+//   strings_fill              one fill of a string-set matcher's row, and the
+//                             accept that moves it on, along random walks
+//                             through 2,000 strings over a 32,000-token
+//                             byte-level vocabulary (dense-row cache off:
+//                             every fill walks)
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #define TREEMASK_EXPERIMENTAL
@@ -111,15 +113,18 @@ void fill(treemask_trie *trie, long n) {
   treemask_matcher_free(m);
 }
 
-// The choices of a random walk, precomputed so that the loop runs only
-// accepts (and resets).
+// The choices of random walks (kPlan accepts, resetting at each leaf),
+// chosen before the loop, which replays them as often as n asks: the set-up
+// costs the same for every n.
+constexpr long kPlan = 1024;
+
 void accept(long n) {
   treemask_trie *trie = tree(16, 4, 7);
   treemask_matcher *m = matcher(trie);
   std::mt19937 rng(11);
   std::vector<int32_t> plan;
   std::vector<char> reset_after;
-  for (long i = 0; i < n;) {
+  while (static_cast<long>(plan.size()) < kPlan) {
     const std::vector<int32_t> a = allowed(m);
     if (a.size() == 1 && a[0] == kStop) {
       reset_after.back() = 1;
@@ -132,15 +137,16 @@ void accept(long n) {
     MUST(treemask_matcher_accept_token(m, t, &ok));
     plan.push_back(t);
     reset_after.push_back(0);
-    ++i;
   }
+  reset_after.back() = 1;
   treemask_matcher_reset(m);
   long accepted = 0;
-  for (size_t i = 0; i < plan.size(); ++i) {
+  for (long i = 0; i < n; ++i) {
+    const size_t k = static_cast<size_t>(i % kPlan);
     bool ok = false;
-    MUST(treemask_matcher_accept_token(m, plan[i], &ok));
+    MUST(treemask_matcher_accept_token(m, plan[k], &ok));
     accepted += ok;
-    if (reset_after[i]) treemask_matcher_reset(m);
+    if (reset_after[k]) treemask_matcher_reset(m);
   }
   std::printf("%ld\n", accepted);
   treemask_matcher_free(m);
@@ -233,9 +239,10 @@ void strings_fill(long n) {
   treemask_matcher *m = matcher(trie);
   const size_t words = treemask_bitmask_words(kVocab);
   auto *row = static_cast<int32_t *>(std::aligned_alloc(64, (words * 4 + 63) / 64 * 64));
-  // The walk: a random allowed token after each fill; reset at the end.
+  // The walk (kPlan steps, chosen before the loop): a random allowed token
+  // after each fill, a reset at a stop token and at the end of the plan.
   std::vector<int32_t> plan;
-  for (long i = 0; i < n; ++i) {
+  while (static_cast<long>(plan.size()) < kPlan) {
     const std::vector<int32_t> a = allowed(m);
     const int32_t t = a[rng() % a.size()];
     plan.push_back(t == kStop ? -1 : t);
@@ -246,16 +253,18 @@ void strings_fill(long n) {
       MUST(treemask_matcher_accept_token(m, t, &ok));
     }
   }
+  plan.back() = -1;
   treemask_matcher_reset(m);
   long set = 0;
   for (long i = 0; i < n; ++i) {
     MUST(treemask_matcher_fill_next_token_bitmask(m, row, words, nullptr, nullptr));
     set += row[0] & 1;
     bool ok = false;
-    if (plan[i] < 0) {
+    const int32_t t = plan[static_cast<size_t>(i % kPlan)];
+    if (t < 0) {
       treemask_matcher_reset(m);
     } else {
-      MUST(treemask_matcher_accept_token(m, plan[i], &ok));
+      MUST(treemask_matcher_accept_token(m, t, &ok));
     }
   }
   std::printf("%ld\n", set);

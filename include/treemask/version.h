@@ -8,7 +8,7 @@
 #define TREEMASK_VERSION_H
 
 #define TREEMASK_VERSION_MAJOR 0
-#define TREEMASK_VERSION_MINOR 3
+#define TREEMASK_VERSION_MINOR 4
 #define TREEMASK_VERSION_PATCH 0
 
 /* major * 10000 + minor * 100 + patch, the value treemask_version() returns. */

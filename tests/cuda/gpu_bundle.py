@@ -11,14 +11,15 @@ build-gpu/
                 and the one library it needs beyond glibc / libstdc++
                 (Debian's simdjson)
   bin/          the CUDA test programs and benchmarks (plain programs)
-  python/       the treemask package of this build (cffi module included)
-  wheels/       cffi for CPython 3.10-3.13 (the package's one dependency
-                beyond numpy; pip installs it offline into build-gpu/site)
+  wheels/       the treemask wheel of this checkout (dist/, ./dev wheel: what
+                users install) and cffi for CPython 3.10-3.13 (its one
+                dependency beyond numpy); run.sh installs both offline into
+                build-gpu/site, next to the machine's own torch
   data/         the GeoNames names tokenized for Qwen2.5, for the processor
                 benchmark (when ../shared and transformers are here)
   MANIFEST.txt  the commit, the build's options, the files and their sizes
 
-usage: gpu_bundle.py SOURCE_ROOT BUILD_DIR [OUT_DIR]
+usage: gpu_bundle.py SOURCE_ROOT BUILD_DIR [OUT_DIR]   (the wheel: SOURCE_ROOT/dist/treemask-*.whl)
 
 Downloads (the cffi wheels) and the tokenized data are cached in
 BUILD_DIR/gpu-bundle-cache, so a second run needs no network.
@@ -104,7 +105,7 @@ trie = treemask.Trie.from_labels(names, tok, 151936, [151645])
 trie.save(sys.argv[3], metadata={"source": "GeoNames cities1000 names (CC BY 4.0), Qwen2.5 tokenizer"})
 print(len(names))
 """
-    env = dict(os.environ, PYTHONPATH=str(build / "bindings" / "python"))
+    env = dict(os.environ, PYTHONPATH=str(build / "bindings" / "python"))  # the tree build: same library
     r = run([python, "-c", script, str(names), str(tokenizer), str(out)], env=env)
     if r.returncode != 0:
         print("gpu-bundle: note: could not tokenize the GeoNames names (%s): the processor benchmark will use"
@@ -124,9 +125,10 @@ def main(argv):
     if "TREEMASK_HAVE_CUDA 1" not in config:
         print("gpu-bundle: %s was built without CUDA (no nvcc?): nothing to bundle" % build)
         return 77
-    package = build / "bindings" / "python" / "treemask"
-    if not (package / "_treemask_cffi.abi3.so").is_file():
-        fail("no built Python package in %s: run ./dev build" % package)
+    wheels = sorted((source_root / "dist").glob("treemask-*.whl"))
+    if len(wheels) != 1:
+        fail("want exactly one wheel in %s, found %s: run ./dev wheel" % (source_root / "dist",
+                                                                         [w.name for w in wheels]))
     missing = [p for p in PROGRAMS if not (build / "tests" / "cuda" / p).is_file()]
     if missing:
         fail("not built: %s (configure with -Dtests=enabled and build)" % ", ".join(missing))
@@ -135,7 +137,7 @@ def main(argv):
 
     if out.exists():
         shutil.rmtree(out)
-    for sub in ("lib", "bin", "python/treemask", "wheels", "data"):
+    for sub in ("lib", "bin", "wheels", "data"):
         (out / sub).mkdir(parents=True)
     shutil.copy2(source_root / "tests" / "cuda" / "gpu_run.sh", out / "run.sh")
     os.chmod(out / "run.sh", 0o755)
@@ -147,9 +149,7 @@ def main(argv):
         shutil.copy2(lib, out / "lib" / lib.name)
     for program in PROGRAMS:
         shutil.copy2(build / "tests" / "cuda" / program, out / "bin" / program)
-    for f in package.iterdir():
-        if f.suffix in (".py", ".so") or f.name == "py.typed":
-            shutil.copy2(f, out / "python" / "treemask" / f.name)
+    shutil.copy2(wheels[0], out / "wheels" / wheels[0].name)
     for wheel in cffi_wheels(cache, python):
         shutil.copy2(wheel, out / "wheels" / wheel.name)
     trie = geonames_trie(source_root, cache, build, python)
@@ -167,7 +167,8 @@ def main(argv):
         archs = ",".join(next(o["value"] for o in json.loads(options) if o["name"] == "gpu_archs"))
     except (ValueError, StopIteration, KeyError):
         pass
-    lines = ["treemask GPU bundle", "commit: %s" % (commit or "?"), "gpu_archs: %s (SASS each, PTX of the last)" % archs,
+    lines = ["treemask GPU bundle", "commit: %s" % (commit or "?"),
+             "gpu_archs: %s (SASS each, PTX of the last)" % archs, "wheel: %s" % wheels[0].name,
              "total: %.1f MiB" % (total / (1 << 20)), ""]
     lines += ["%10d %s" % (p.stat().st_size, p.relative_to(out)) for p in files]
     (out / "MANIFEST.txt").write_text("\n".join(lines) + "\n")

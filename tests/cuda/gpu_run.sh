@@ -41,13 +41,20 @@ rm -rf "$LOGS"
 mkdir -p "$LOGS"
 export LD_LIBRARY_PATH="$HERE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export TREEMASK_SOURCE_ROOT="$(pwd)" PYTHONDONTWRITEBYTECODE=1
-PYPATH="$HERE/python"
+# The wheel users install (build-gpu/wheels/treemask-*.whl), installed
+# offline into build-gpu/site next to the machine's own torch and numpy, with
+# cffi from build-gpu/wheels when the machine lacks it.
+PYPATH="$HERE/site"
+rm -rf "$HERE/site"
+if ! "$PY" -m pip install -q --no-index --no-deps --target "$HERE/site" "$HERE"/wheels/treemask-*.whl \
+    >"$LOGS/pip.log" 2>&1; then
+  echo "run.sh: cannot install the treemask wheel for $("$PY" -V 2>&1): $(tail -3 "$LOGS/pip.log")" >&2
+  exit 1
+fi
 if ! "$PY" -c 'import cffi' 2>/dev/null; then
   # _cffi_backend is all the compiled module needs (pycparser is for building).
-  if "$PY" -m pip install -q --no-index --no-deps --find-links "$HERE/wheels" --target "$HERE/site" cffi \
-      >"$LOGS/pip.log" 2>&1; then
-    PYPATH="$PYPATH:$HERE/site"
-  else
+  if ! "$PY" -m pip install -q --no-index --no-deps --find-links "$HERE/wheels" --target "$HERE/site" cffi \
+      >>"$LOGS/pip.log" 2>&1; then
     echo "run.sh: warning: could not install cffi for $("$PY" -V 2>&1) from $HERE/wheels ($(tail -1 "$LOGS/pip.log"))"
   fi
 fi
@@ -61,7 +68,8 @@ try:
     print("python %s, torch %s, torch.cuda.is_available() %s" % (sys.version.split()[0], torch.__version__,
                                                                 torch.cuda.is_available()))
     import treemask
-    print("treemask %s, treemask.cuda_available() %s" % (treemask.__version__, treemask.cuda_available()))
+    print("treemask %s from %s, treemask.cuda_available() %s %s" % (
+        treemask.__version__, treemask.__file__, treemask.cuda_available(), treemask.cuda_unavailable_reason() or ""))
 except Exception as e:
     print("python environment: %r" % e)
 EOF

@@ -9,15 +9,21 @@ import subprocess
 import sys
 import tempfile
 
-readme, include_dir, lib_dir, cc = sys.argv[1:5]
-text = open(readme, encoding="utf-8").read()
-m = re.search(r"## C example.*?```c\n(.*?)```", text, re.S)
-if not m:
-    sys.exit("README.md has no ```c block under '## C example'")
-body = m.group(1)
-includes = "\n".join(l for l in body.splitlines() if l.startswith("#include"))
-code = "\n".join("  " + l for l in body.splitlines() if not l.startswith("#include"))
-harness = r"""
+
+def harness_source(readme: str) -> str:
+    """The README's C example inside its harness, as one C99 program (also
+    what tests/install builds against an installed libtreemask)."""
+    text = open(readme, encoding="utf-8").read()
+    m = re.search(r"## C example.*?```c\n(.*?)```", text, re.S)
+    if not m:
+        sys.exit("README.md has no ```c block under '## C example'")
+    body = m.group(1)
+    includes = "\n".join(l for l in body.splitlines() if l.startswith("#include"))
+    code = "\n".join("  " + l for l in body.splitlines() if not l.startswith("#include"))
+    return HARNESS % (includes, code)
+
+
+HARNESS = r"""
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,11 +54,15 @@ int main(void) {
   printf("README example terminated after %%d steps\n", g_steps);
   return g_steps >= 2 ? 0 : 1;
 }
-""" % (includes, code)
-with tempfile.TemporaryDirectory() as tmp:
-    src = os.path.join(tmp, "readme_example.c")
-    exe = os.path.join(tmp, "readme_example")
-    open(src, "w").write(harness)
-    subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-I", include_dir, src, "-o", exe,
-                    "-L", lib_dir, "-ltreemask", "-lm", "-Wl,-rpath," + lib_dir], check=True)
-    sys.exit(subprocess.run([exe]).returncode)
+"""
+
+if __name__ == "__main__":
+    readme, include_dir, lib_dir, cc = sys.argv[1:5]
+    harness = harness_source(readme)
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "readme_example.c")
+        exe = os.path.join(tmp, "readme_example")
+        open(src, "w").write(harness)
+        subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-I", include_dir, src, "-o", exe,
+                        "-L", lib_dir, "-ltreemask", "-lm", "-Wl,-rpath," + lib_dir], check=True)
+        sys.exit(subprocess.run([exe]).returncode)

@@ -70,7 +70,7 @@ __all__ = [
     "set_log_callback", "log_to_logging", "LOG_INFO", "LOG_WARNING", "LOG_ERROR",
     "allocate_token_bitmask", "get_bitmask_shape", "reset_token_bitmask", "apply_token_bitmask_inplace",
     "apply_token_bitmask",
-    "cuda_available", "cpu_kernel_isa", "library_path", "last_error",
+    "cuda_available", "cuda_unavailable_reason", "cpu_kernel_isa", "library_path", "last_error",
     "STATE_ROOT", "STATE_TERMINATED", "STATE_FAILED",
     "Error", "InvalidArgumentError", "OutOfRangeError", "BufferTooSmallError", "InvalidStateError",
     "OutOfMemoryError", "ParseError", "FileError", "CorruptFileError", "VersionMismatchError",
@@ -84,3 +84,56 @@ def library_path() -> str:
     """The path of the libtreemask this package loaded (it ships inside the
     package), for C code or other bindings that want the same library."""
     return _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "libtreemask.so")
+
+
+def cuda_unavailable_reason() -> "str | None":
+    """Why :func:`cuda_available` is False, in one line (None when it is
+    True): the library was built without CUDA, no NVIDIA driver is installed,
+    the driver is older than the CUDA runtime inside the library needs, no
+    device is visible, or the device's architecture has no kernel image.
+    Nothing is raised: a machine without a GPU is a normal place to run."""
+    if cuda_available():
+        return None
+    # The device check behind every CUDA call names the reason; uploading a
+    # one-path trie runs it (and nothing else: it fails before any allocation).
+    trie = _ffi.new("treemask_trie **")
+    opts = _ffi.new("treemask_trie_options *")
+    _lib.treemask_trie_options_init(opts)
+    opts.vocab_size = 2
+    stop = _ffi.new("int32_t[]", [0])
+    opts.stop_tokens = stop
+    opts.n_stop_tokens = 1
+    path = _ffi.new("int32_t[]", [1])
+    offsets = _ffi.new("size_t[]", [0, 1])
+    if _lib.treemask_trie_from_paths(opts, path, offsets, 1, _ffi.NULL, trie) != 0:
+        return "cannot tell: %s" % last_error()
+    try:
+        device_trie = _ffi.new("treemask_cuda_trie **")
+        status = _lib.treemask_cuda_trie_upload(trie[0], _ffi.NULL, device_trie)
+        if status == 0:  # a device appeared since cuda_available() asked
+            _lib.treemask_cuda_trie_free(device_trie[0])
+            return None
+        reason = last_error()
+    finally:
+        _lib.treemask_trie_free(trie[0])
+    if "InsufficientDriver" in reason or "StubLibrary" in reason:
+        return "%s: %s" % (_driver_problem(), reason)
+    return reason
+
+
+def _driver_problem() -> str:
+    """What is wrong with the NVIDIA driver, asked of libcuda.so.1 itself (the
+    library the CUDA runtime loads): absent, a stub, or too old."""
+    import ctypes
+
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError as e:
+        return "no NVIDIA driver is installed (%s)" % e
+    version = ctypes.c_int(0)
+    status = cuda.cuDriverGetVersion(ctypes.byref(version))
+    if status != 0:
+        return "libcuda.so.1 is not a working NVIDIA driver (cuDriverGetVersion: error %d)" % status
+    return ("the NVIDIA driver supports CUDA %d.%d, older than the CUDA runtime linked into libtreemask needs "
+            "(the wheel's is CUDA 13: driver >= 580; see the README's Install section)"
+            % (version.value // 1000, version.value % 1000 // 10))

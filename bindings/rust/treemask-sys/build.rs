@@ -1,16 +1,24 @@
-//! Finds libtreemask and tells cargo how to link it.
+//! Builds or finds libtreemask and tells cargo how to link it.
 //!
-//! Where it looks, first match wins:
-//! 1. `TREEMASK_LIB_DIR` (unset or empty: skipped): the directory holding
-//!    libtreemask (plus `TREEMASK_INCLUDE_DIR`, the one holding
+//! First match wins:
+//! 1. `TREEMASK_LIB_DIR` (unset or empty: skipped): link the libtreemask.so
+//!    in that directory (plus `TREEMASK_INCLUDE_DIR`, the one holding
 //!    `treemask/treemask.h`, if dependents compile C against it).
 //! 2. `TREEMASK_MESON_BUILD_DIR`: a meson build directory of this repository
 //!    (`meson test` sets it); the library is in its `src/`.
-//! 3. The `pkg-config` program (or `$PKG_CONFIG`), package `treemask`, which
+//! 3. The `bundled` feature (default), unless `TREEMASK_SYS_USE_PKG_CONFIG=1`:
+//!    compile the library from the sources packaged in this crate (`csrc/`)
+//!    with the C++ compiler (`$CXX`, else `c++`; C++20) and link it
+//!    statically. The JSON loaders are in when pkg-config finds simdjson
+//!    (Debian: libsimdjson-dev), else they return TREEMASK_ERR_UNSUPPORTED;
+//!    the CUDA entry points always return TREEMASK_ERR_UNSUPPORTED (link a
+//!    CUDA build of libtreemask through 1 or 4 for them).
+//! 4. The `pkg-config` program (or `$PKG_CONFIG`), package `treemask`, which
 //!    honours `PKG_CONFIG_PATH` as usual.
 //!
-//! No registry crate is used (no `pkg-config` crate): the bindings must build
-//! with `cargo --offline` on a machine that has never fetched anything.
+//! No registry crate is used (no `cc` or `pkg-config` crate): the bindings
+//! must build with `cargo --offline` on a machine that has never fetched
+//! anything.
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 use std::env;
@@ -25,6 +33,8 @@ struct Location {
     /// Other `-L` directories pkg-config asked for.
     extra_lib_dirs: Vec<PathBuf>,
     include_dir: Option<PathBuf>,
+    /// Built from the packaged sources and linked statically.
+    bundled: bool,
 }
 
 const HOW_TO_POINT: &str = "\
@@ -45,6 +55,9 @@ fn main() {
         "PKG_CONFIG_PATH",
         "PKG_CONFIG_LIBDIR",
         "PKG_CONFIG_SYSROOT_DIR",
+        "TREEMASK_SYS_USE_PKG_CONFIG",
+        "CXX",
+        "AR",
     ] {
         println!("cargo:rerun-if-env-changed={var}");
     }
@@ -59,6 +72,13 @@ fn main() {
     };
     for dir in location.lib_dir.iter().chain(&location.extra_lib_dirs) {
         println!("cargo:rustc-link-search=native={}", dir.display());
+    }
+    if location.bundled {
+        // bundled() printed the static library and what it needs.
+        if let Some(dir) = &location.include_dir {
+            println!("cargo:include={}", dir.display());
+        }
+        return;
     }
     println!("cargo:rustc-link-lib=dylib=treemask");
     // Metadata for dependents' build scripts (DEP_TREEMASK_*): the treemask
@@ -78,6 +98,7 @@ fn locate() -> Result<Location, String> {
             lib_dir: Some(require_library(&dir, "TREEMASK_LIB_DIR")?),
             extra_lib_dirs: Vec::new(),
             include_dir: include_override,
+            bundled: false,
         });
     }
     if let Some(build) = path_from_env("TREEMASK_MESON_BUILD_DIR") {
@@ -86,7 +107,12 @@ fn locate() -> Result<Location, String> {
             lib_dir: Some(dir),
             extra_lib_dirs: Vec::new(),
             include_dir: include_override.or_else(source_tree_include_dir),
+            bundled: false,
         });
+    }
+    let use_pkg_config = env::var("TREEMASK_SYS_USE_PKG_CONFIG").map_or(false, |v| v == "1");
+    if env::var_os("CARGO_FEATURE_BUNDLED").is_some() && !use_pkg_config {
+        return bundled::build();
     }
     let mut location = pkg_config()?;
     if include_override.is_some() {
@@ -168,5 +194,220 @@ fn pkg_config() -> Result<Location, String> {
         lib_dir,
         extra_lib_dirs: lib_dirs,
         include_dir,
+        bundled: false,
+    })
+}
+
+/// The `bundled` feature: libtreemask compiled from `csrc/` (links to the
+/// repository's `src/` and `include/` in a checkout, copies in the package).
+mod bundled {
+    use super::Location;
+    use std::env;
+    use std::fs;
+    use std::path::{Path, PathBuf};
+    use std::process::{Child, Command};
+
+    pub fn build() -> Result<Location, String> {
+        let manifest_dir =
+            PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").ok_or("CARGO_MANIFEST_DIR unset")?);
+        let csrc = manifest_dir.join("csrc");
+        let (src, include) = (csrc.join("src"), csrc.join("include"));
+        if !include.join("treemask/treemask.h").is_file() || !src.is_dir() {
+            return Err(format!(
+                "the `bundled` feature needs the library's sources in {} (src/ and include/), which are \
+                 missing; link an installed libtreemask instead (TREEMASK_LIB_DIR, or \
+                 TREEMASK_SYS_USE_PKG_CONFIG=1 / default-features = false for pkg-config)",
+                csrc.display()
+            ));
+        }
+        println!("cargo:rerun-if-changed={}", src.display());
+        println!("cargo:rerun-if-changed={}", include.display());
+        let out = PathBuf::from(env::var_os("OUT_DIR").ok_or("OUT_DIR unset")?).join("treemask");
+        fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+
+        let simdjson = super::pkg_config_flags("simdjson");
+        let mut sources = Vec::new();
+        collect_sources(&src, &src, &mut sources)?;
+        sources.retain(|path| keep(&src, path, simdjson.is_some()));
+        sources.sort();
+        if sources.is_empty() {
+            return Err(format!("no C++ sources under {}", src.display()));
+        }
+        if simdjson.is_none() {
+            println!(
+                "cargo:warning=treemask-sys: pkg-config found no simdjson (Debian: libsimdjson-dev): \
+                 the JSON loaders return TREEMASK_ERR_UNSUPPORTED"
+            );
+        }
+
+        let cxx = env::var("CXX").unwrap_or_else(|_| "c++".to_string());
+        let opt = match env::var("OPT_LEVEL").as_deref() {
+            Ok("0") => "-O1", // -O0 would make the tests crawl; -O1 compiles nearly as fast
+            Ok("1") => "-O1",
+            Ok("s") => "-Os",
+            Ok("z") => "-Os",
+            _ => "-O2",
+        };
+        let mut flags: Vec<String> = vec![
+            "-std=c++20".into(),
+            opt.into(),
+            "-fPIC".into(),
+            "-fvisibility=hidden".into(),
+            "-pthread".into(),
+            "-w".into(),
+            "-DTREEMASK_BUILDING_LIBRARY".into(),
+            "-DTREEMASK_EXPERIMENTAL".into(),
+            "-DTREEMASK_STATIC".into(),
+            // The library's own asserts are for its development builds, as in
+            // meson's release build.
+            "-DNDEBUG".into(),
+            format!("-I{}", src.display()),
+            format!("-I{}", include.display()),
+        ];
+        if let Some(simdjson) = &simdjson {
+            flags.extend(simdjson.cflags.iter().cloned());
+        }
+        let jobs: usize = env::var("NUM_JOBS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(2)
+            .max(1);
+        let mut objects = Vec::new();
+        let mut running: Vec<(Child, PathBuf)> = Vec::new();
+        for source in &sources {
+            let rel = source.strip_prefix(&src).unwrap_or(source);
+            let object = out.join(rel.to_string_lossy().replace('/', "_") + ".o");
+            let mut cmd = Command::new(&cxx);
+            cmd.args(&flags)
+                .arg("-c")
+                .arg(source)
+                .arg("-o")
+                .arg(&object);
+            let child = cmd
+                .spawn()
+                .map_err(|e| format!("cannot run the C++ compiler `{cxx}` (set CXX): {e}"))?;
+            running.push((child, source.clone()));
+            objects.push(object);
+            if running.len() >= jobs {
+                wait_first(&mut running, &cxx)?;
+            }
+        }
+        while !running.is_empty() {
+            wait_first(&mut running, &cxx)?;
+        }
+        let archive = out.join("libtreemask.a");
+        let _ = fs::remove_file(&archive);
+        let ar = env::var("AR").unwrap_or_else(|_| "ar".to_string());
+        let status = Command::new(&ar)
+            .arg("crs")
+            .arg(&archive)
+            .args(&objects)
+            .status()
+            .map_err(|e| format!("cannot run `{ar}` (set AR): {e}"))?;
+        if !status.success() {
+            return Err(format!("`{ar} crs {}` failed: {status}", archive.display()));
+        }
+        println!("cargo:rustc-link-search=native={}", out.display());
+        println!("cargo:rustc-link-lib=static=treemask");
+        if let Some(simdjson) = &simdjson {
+            for lib in &simdjson.libs {
+                if let Some(dir) = lib.strip_prefix("-L") {
+                    println!("cargo:rustc-link-search=native={dir}");
+                } else if let Some(name) = lib.strip_prefix("-l") {
+                    println!("cargo:rustc-link-lib=dylib={name}");
+                }
+            }
+        }
+        // The C++ runtime (g++'s, which clang uses on Linux too).
+        println!("cargo:rustc-link-lib=dylib=stdc++");
+        println!("cargo:bundled=1");
+        Ok(Location {
+            lib_dir: None,
+            extra_lib_dirs: Vec::new(),
+            include_dir: Some(include),
+            bundled: true,
+        })
+    }
+
+    fn wait_first(running: &mut Vec<(Child, PathBuf)>, cxx: &str) -> Result<(), String> {
+        let (mut child, source) = running.remove(0);
+        let status = child.wait().map_err(|e| format!("{cxx}: {e}"))?;
+        if status.success() {
+            Ok(())
+        } else {
+            for (mut other, _) in running.drain(..) {
+                let _ = other.wait();
+            }
+            Err(format!(
+                "compiling {} with `{cxx}` failed ({status}); treemask needs a C++20 compiler \
+                 (g++ >= 12 or clang >= 16; set CXX)",
+                source.display()
+            ))
+        }
+    }
+
+    fn collect_sources(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
+        let entries = fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for entry in entries {
+            let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
+            if path.is_dir() {
+                // The `treemask` command is a program of its own.
+                if path
+                    .strip_prefix(root)
+                    .map_or(false, |rel| rel == Path::new("cli"))
+                {
+                    continue;
+                }
+                collect_sources(root, &path, out)?;
+            } else if path.extension().map_or(false, |e| e == "cc") {
+                out.push(path);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a source belongs to a build without CUDA, with or without JSON:
+    /// files that include the CUDA runtime are the CUDA build's (its
+    /// fallback, bridge_unsupported.cc, includes none); files that include
+    /// simdjson or the JSON helpers need simdjson, and json_disabled.cc
+    /// stands in for them without it.
+    fn keep(_root: &Path, path: &Path, json: bool) -> bool {
+        let text = fs::read_to_string(path).unwrap_or_default();
+        let includes = |needle: &str| {
+            text.lines()
+                .any(|line| line.trim_start().starts_with("#include") && line.contains(needle))
+        };
+        if includes("cuda_runtime") {
+            return false;
+        }
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if json {
+            name != "json_disabled.cc"
+        } else {
+            !(includes("simdjson") || includes("json_util.h"))
+        }
+    }
+}
+
+/// `pkg-config --cflags` and `--libs` of a package, if pkg-config knows it.
+struct PkgFlags {
+    cflags: Vec<String>,
+    libs: Vec<String>,
+}
+
+fn pkg_config_flags(package: &str) -> Option<PkgFlags> {
+    let program = env::var("PKG_CONFIG").unwrap_or_else(|_| "pkg-config".to_string());
+    let run = |what: &str| -> Option<Vec<String>> {
+        let output = Command::new(&program).args([what, package]).output().ok()?;
+        output.status.success().then(|| {
+            String::from_utf8_lossy(&output.stdout)
+                .split_whitespace()
+                .map(str::to_string)
+                .collect()
+        })
+    };
+    Some(PkgFlags {
+        cflags: run("--cflags")?,
+        libs: run("--libs")?,
     })
 }

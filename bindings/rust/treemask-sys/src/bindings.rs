@@ -2,9 +2,9 @@
 // include/treemask/treemask.h with bindgen 0.60.1. Do not edit; rerun the
 // script after changing the header (the `lint` test suite checks freshness).
 pub const TREEMASK_VERSION_MAJOR: i32 = 0;
-pub const TREEMASK_VERSION_MINOR: i32 = 3;
+pub const TREEMASK_VERSION_MINOR: i32 = 4;
 pub const TREEMASK_VERSION_PATCH: i32 = 0;
-pub const TREEMASK_VERSION_NUMBER: i32 = 300;
+pub const TREEMASK_VERSION_NUMBER: i32 = 400;
 pub const TREEMASK_OK: i32 = 0;
 pub const TREEMASK_ERR_INVALID_ARGUMENT: i32 = 1;
 pub const TREEMASK_ERR_OUT_OF_RANGE: i32 = 2;

@@ -5,11 +5,13 @@
 //! ownership, preconditions, failure and thread safety. The `treemask` crate
 //! wraps these functions in a safe API; use it unless you need raw handles.
 //!
-//! `build.rs` finds the library through `TREEMASK_LIB_DIR` (and
-//! `TREEMASK_INCLUDE_DIR`), a meson build directory in
-//! `TREEMASK_MESON_BUILD_DIR`, or the `pkg-config` program, in that order, and
-//! passes its directories to dependents as `DEP_TREEMASK_LIB_DIR` and
-//! `DEP_TREEMASK_INCLUDE`.
+//! `build.rs` links the library found through `TREEMASK_LIB_DIR` (and
+//! `TREEMASK_INCLUDE_DIR`) or a meson build directory in
+//! `TREEMASK_MESON_BUILD_DIR`; else, with the default `bundled` feature, it
+//! compiles the library from the sources packaged in this crate and links it
+//! statically; else it asks the `pkg-config` program. It passes the
+//! directories to dependents as `DEP_TREEMASK_LIB_DIR` (a shared library only)
+//! and `DEP_TREEMASK_INCLUDE`.
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #![no_std]

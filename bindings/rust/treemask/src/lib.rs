@@ -135,7 +135,7 @@ pub fn version() -> u32 {
     unsafe { sys::treemask_version() }
 }
 
-/// [`version`] as a string, e.g. `"0.3.0"`.
+/// [`version`] as a string, e.g. `"0.4.0"`.
 pub fn version_string() -> &'static str {
     // Safety: treemask_version_string returns a static NUL-terminated string.
     let text = unsafe { core::ffi::CStr::from_ptr(sys::treemask_version_string()) };

@@ -1468,7 +1468,7 @@ TREEMASK_API const char *treemask_beam_kernel_isa(void);
  * terminate_without_stop_token ends a sequence at the end of a string that no
  * other string continues.
  *
- * Masks come from a walk of the vocabulary's token trie against the byte
+ * Masks come from a walk of the vocabulary trie against the byte
  * trie that skips every token starting with a rejected byte; rows of states
  * whose walk is long (the root, the states after a shared prefix) are cached
  * under the trie's dense_row_cache_bytes budget. Jump-forward
@@ -1482,7 +1482,7 @@ TREEMASK_API const char *treemask_beam_kernel_isa(void);
 /* Token flags of treemask_vocab_create (other bits are reserved: an error). */
 #define TREEMASK_TOKEN_SPECIAL 1u
 
-/* A vocabulary: each token id's bytes and flags, with the token trie masks
+/* A vocabulary: each token id's bytes and flags, with the vocabulary trie masks
  * walk, built once per tokenizer and shared (immutable, reference counted
  * like a trie; every trie built over it keeps it alive). */
 typedef struct treemask_vocab treemask_vocab;
@@ -1531,7 +1531,7 @@ TREEMASK_API uint64_t treemask_vocab_copy_tokens(const treemask_vocab *vocab, ui
                                                  uint64_t bytes_cap, uint64_t *offsets,
                                                  uint8_t *flags);
 
-/* Bytes the vocabulary holds (tokens, offsets, flags, token trie); 0 for
+/* Bytes the vocabulary holds (tokens, offsets, flags, vocabulary trie); 0 for
  * NULL. */
 TREEMASK_API uint64_t treemask_vocab_memory_bytes(const treemask_vocab *vocab);
 
@@ -1593,7 +1593,7 @@ treemask_trie_check_vocab(const treemask_trie *trie, const treemask_vocab *vocab
 
 /* treemask_trie_load, sharing vocab: a string-set file's vocabulary is
  * vocab (its fingerprint must be the one the file records, else
- * TREEMASK_ERR_INVALID_ARGUMENT naming both), so the token trie is not
+ * TREEMASK_ERR_INVALID_ARGUMENT naming both), so the vocabulary trie is not
  * built again. A .tmtrie file holds its vocabulary too, which
  * treemask_trie_load rebuilds (checked against its fingerprint at load). A
  * token-path file has no vocabulary to compare: it is refused only when its

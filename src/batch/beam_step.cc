@@ -17,7 +17,7 @@
 #include "kernels/checks.h"
 #include "matcher/matcher.h"
 #include "rules/rules.h"
-#include "rules/string_rules.h"
+#include "rules/trie_rules.h"
 
 namespace treemask {
 
@@ -30,7 +30,7 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // The normalizer of row i, or an error naming the row when it holds NaN or
 // +inf (every candidate score would be NaN: a silent empty step otherwise).
-Result<float> normalizer(const LogitsView &v, size_t i, kernels::LogSumExpFn lse) {
+Result<float> normalizer(const BeamLogits &v, size_t i, kernels::LogSumExpFn lse) {
   if (v.log_probs) return 0.0f;
   const float z = lse(v.row(i), v.dtype, v.n_columns);
   if (std::isnan(z)) {
@@ -41,32 +41,6 @@ Result<float> normalizer(const LogitsView &v, size_t i, kernels::LogSumExpFn lse
 }
 
 }  // namespace
-
-LogitsView LogitsView::resolved(int32_t vocab_size) const {
-  LogitsView v = *this;
-  if (v.n_columns == 0) v.n_columns = static_cast<size_t>(vocab_size > 0 ? vocab_size : 0);
-  if (v.row_stride == 0) v.row_stride = v.n_columns;
-  return v;
-}
-
-Status check_logits(int32_t vocab_size, const LogitsView &v, size_t n_rows) {
-  TM_TRY(kernels::check_dtype(static_cast<int32_t>(v.dtype)));
-  if (v.n_columns < static_cast<size_t>(vocab_size)) {
-    return error(Code::kInvalidArgument, "logits n_columns ", v.n_columns,
-                 " is smaller than the trie's vocab_size ", vocab_size);
-  }
-  if (v.row_stride < v.n_columns) {
-    return error(Code::kInvalidArgument, "logits row_stride ", v.row_stride,
-                 " is smaller than n_columns ", v.n_columns);
-  }
-  if (n_rows > 0 && !v.data) return error(Code::kInvalidArgument, "logits data is NULL");
-  const size_t max_elems = std::numeric_limits<size_t>::max() / kernels::dtype_bytes(v.dtype);
-  if (n_rows > 1 && (n_rows - 1) > (max_elems - v.n_columns) / v.row_stride) {
-    return error(Code::kOutOfRange, "n_rows ", n_rows, " x row_stride ", v.row_stride,
-                 " overflows the address space");
-  }
-  return Status::Ok();
-}
 
 // The heaps are sized by the first step, not here: a beam_width of 10^9
 // costs nothing until a step holds that many slots (whose logits the caller
@@ -121,7 +95,7 @@ size_t select_distinct(Slots &slots, size_t r, size_t B, BeamStepper::Scratch &s
 }  // namespace
 
 template <class Slots>
-Status BeamStepper::step_core(size_t n_requests, const LogitsView &logits, const float *scores,
+Status BeamStepper::step_core(size_t n_requests, const BeamLogits &logits, const float *scores,
                               Slots &slots) {
   const size_t B = beam_width_;
   const size_t n_slots = n_requests * B;
@@ -161,7 +135,7 @@ Status BeamStepper::step_core(size_t n_requests, const LogitsView &logits, const
       const float z = z_[slot];
       slots.gather(slot, sc, [&](int32_t t, uint32_t next) {
         const float score =
-            s + (kernels::load_value(row, logits.dtype, static_cast<size_t>(t)) - z);
+            s + (kernels::load_logit(row, logits.dtype, static_cast<size_t>(t)) - z);
         if (score > kNegInf && top.may_take(score)) {
           top.offer({score, static_cast<int32_t>(b), t, next});
         }
@@ -214,78 +188,52 @@ Status check_step(size_t n_requests, size_t B, const float *scores, const int32_
   return Status::Ok();
 }
 
-// The state-array form's slots: candidates from the trie, winners written
-// straight to the outputs (request r's old states are read before).
+// The state-array form's slots: candidates from the trie's rule (of its
+// kind: TrieRules), winners written straight to the outputs (request r's
+// old states are read before).
 struct StateSlots {
   const Trie &trie;
-  PlainRules rules;
+  TrieRules rules;
   size_t B;
   uint32_t *states;
   uint32_t *ends;  // null for a token-path trie without them (and top-k)
   float *scores;
   int32_t *parents, *tokens;
 
-  // A string set's candidates come from the walk of its vocabulary, with
-  // their next state left to find (kToStep): only the B winners are stepped
-  // along their bytes, in keep().
-  static constexpr uint32_t kToStep = kStateFailed;
-
   bool terminated(size_t slot) const { return states[slot] == kStateTerminated; }
   int32_t first_stop(size_t) const { return trie.stop_tokens()[0]; }
   template <class Offer>
   void gather(size_t slot, BeamStepper::Scratch &sc, Offer &&offer) const {
-    const uint32_t s = states[slot];
-    if (const StringTrie *strings = trie.strings(); strings && s < trie.n_nodes()) {
-      const auto stops = trie.stop_tokens();
-      size_t n = strings->list_allowed(s, stops, sc.allowed.data(), sc.allowed.size());
-      if (n > sc.allowed.size()) {
-        sc.allowed.resize(n);  // grows once to the largest allowed set
-        n = strings->list_allowed(s, stops, sc.allowed.data(), sc.allowed.size());
-      }
-      for (size_t j = 0; j < n; ++j) {
-        const int32_t t = sc.allowed[j];
-        offer(t, std::binary_search(stops.begin(), stops.end(), t) ? kStateTerminated : kToStep);
-      }
-      return;
-    }
-    // The plain rule (rules/plain_rules.h): a node allows its children,
-    // plus the stop tokens if terminal; FAILED only the stop tokens (and so
-    // does a string set's FAILED state).
-    const Allowed a = rules.allowed(trie.strings() ? kStateFailed : s);
-    for (uint32_t j = 0; j < a.n_children; ++j) offer(a.children[j], a.first_child + j);
-    if (a.stops) {
-      for (const int32_t t : trie.stop_tokens()) offer(t, kStateTerminated);
-    }
+    rules.for_each_candidate(states[slot], sc.allowed, offer);
   }
   // A string set's candidates merge by the string they spell.
-  bool merges(size_t) const { return trie.strings() != nullptr; }
+  bool merges(size_t) const { return rules.merges_by_node(); }
   Key key(size_t r, BeamCandidate &c) const {
-    const StringTrie *strings = trie.strings();
+    const void *space = rules.node_space();
     const size_t parent = r * B + static_cast<size_t>(c.beam);
     const uint32_t s = states[parent];
     if (s == kStateTerminated) {  // carried over: the string it ended with, if known
       const uint32_t end = ends[parent];
-      return end == kStateFailed ? Key{} : Key{strings, end, Key::kFinished};
+      return end == kStateFailed ? Key{} : Key{space, end, Key::kFinished};
     }
-    if (s >= trie.n_nodes()) return {};  // FAILED: stop tokens after an unknown string
-    if (c.next == kStateTerminated) return {strings, s, Key::kFinished};  // a stop token
-    const TokenStep step = strings->step_token(s, c.token, trie.stop_tokens());
-    if (step.kind != TokenStep::kAdvanced) {
+    if (!rules.is_node(s)) return {};  // FAILED: stop tokens after an unknown string
+    if (c.next == kStateTerminated) return {space, s, Key::kFinished};  // a stop token
+    const uint32_t next = rules.step_node(s, c.token);
+    if (!rules.is_node(next)) {
       c.next = kStateTerminated;
       return {};
     }
-    c.next = step.node;
-    return {strings, step.node, Key::kLive};
+    c.next = next;
+    return {space, next, Key::kLive};
   }
   void keep(size_t r, BeamCandidate *best, size_t kept, const Key *keys) {
     const size_t base = r * B;
-    if (const StringTrie *strings = trie.strings()) {
-      // Every winner's parent state is read before any slot is written.
-      for (size_t i = 0; i < kept; ++i) {
-        if (best[i].next != kToStep) continue;
-        const TokenStep step =
-            strings->step_token(states[base + best[i].beam], best[i].token, trie.stop_tokens());
-        best[i].next = step.kind == TokenStep::kAdvanced ? step.node : kStateTerminated;
+    // A winner whose next state was left to find (a string set's: only the
+    // B winners are stepped along their bytes) is stepped now: every
+    // winner's parent state is read before any slot is written.
+    for (size_t i = 0; i < kept; ++i) {
+      if (best[i].next == TrieRules::kNextUnknown) {
+        best[i].next = rules.next_state(states[base + best[i].beam], best[i].token);
       }
     }
     for (size_t i = 0; i < B; ++i) {
@@ -316,11 +264,10 @@ namespace {
 
 // A string set's ends: each finished slot's is unknown (kStateFailed) or a
 // node where a string ends (the index named otherwise).
-Status check_ends(const StringTrie &strings, std::span<const uint32_t> states,
-                  const uint32_t *ends) {
+Status check_ends(const TrieRules &rules, std::span<const uint32_t> states, const uint32_t *ends) {
   for (size_t i = 0; i < states.size(); ++i) {
     if (states[i] != kStateTerminated || ends[i] == kStateFailed) continue;
-    if (ends[i] >= strings.n_nodes() || !strings.is_terminal(ends[i])) {
+    if (!rules.is_end(ends[i])) {
       return error(Code::kOutOfRange, "ends[", i, "] = ", ends[i],
                    " is neither a node where a string ends nor TREEMASK_STATE_FAILED (unknown)");
     }
@@ -330,28 +277,28 @@ Status check_ends(const StringTrie &strings, std::span<const uint32_t> states,
 
 }  // namespace
 
-Status BeamStepper::step_states(const Trie &trie, size_t n_requests, const LogitsView &logits,
+Status BeamStepper::step_states(const Trie &trie, size_t n_requests, const BeamLogits &logits,
                                 uint32_t *states, uint32_t *ends, float *scores, int32_t *parents,
                                 int32_t *tokens) {
   size_t n_slots = 0;
   TM_TRY(check_step(n_requests, beam_width_, scores, parents, tokens, n_slots));
   if (n_slots == 0) return Status::Ok();
   if (!states) return error(Code::kInvalidArgument, "states is NULL");
-  if (trie.strings() && !ends) {
+  const TrieRules rules(trie, trie.stop_tokens());
+  if (rules.merges_by_node() && !ends) {
     return error(Code::kUnsupported,
                  "the beam step of a string set needs the ends of its finished strings, to "
                  "return distinct strings: use treemask_beam_step_strings");
   }
-  const LogitsView lv = logits.resolved(trie.vocab_size());
-  TM_TRY(check_logits(trie.vocab_size(), lv, n_slots));
+  TM_ASSIGN_OR_RETURN(
+      const BeamLogits lv,
+      kernels::check_beam_logits(logits, trie.vocab_size(), n_slots, kernels::Where::kHost));
   TM_TRY(check_states(trie, {states, n_slots}));
-  if (trie.strings()) TM_TRY(check_ends(*trie.strings(), {states, n_slots}, ends));
+  if (rules.merges_by_node()) TM_TRY(check_ends(rules, {states, n_slots}, ends));
   // keep() overwrites a request's slots while its candidates were gathered
   // from them: the gather of a request finishes before its keep(), and
   // requests touch disjoint slots.
-  StateSlots slots{
-      trie,  plain_rules(trie, trie.stop_tokens()), beam_width_, states, ends, scores, parents,
-      tokens};
+  StateSlots slots{trie, rules, beam_width_, states, ends, scores, parents, tokens};
   return step_core(n_requests, lv, scores, slots);
 }
 
@@ -388,26 +335,27 @@ struct MatcherSlots {
   // they spell (a token-path slot's candidates are never merged).
   bool merges(size_t r) const {
     for (size_t i = r * B; i < (r + 1) * B; ++i) {
-      if (batch.matcher(i)->trie().strings()) return true;
+      if (batch.matcher(i)->rules().merges_by_node()) return true;
     }
     return false;
   }
   Key key(size_t r, BeamCandidate &c) const {
     const Matcher &m = *batch.matcher(r * B + static_cast<size_t>(c.beam));
-    const StringTrie *strings = m.trie().strings();
-    if (!strings) return {};
+    const TrieRules &rules = m.rules();
+    if (!rules.merges_by_node()) return {};
+    const void *space = rules.node_space();
     const MatcherState &at = m.state();
     if (m.is_terminated()) {  // where it ended; kStateFailed after a closed state
-      return at.node < strings->n_nodes() ? Key{strings, at.node, Key::kFinished} : Key{};
+      return rules.is_node(at.node) ? Key{space, at.node, Key::kFinished} : Key{};
     }
     if (at.phase != Phase::kActive) return {};  // closed or failed: an unknown string
-    const TokenStep step = strings->step_token(at.node, c.token, m.stop_tokens());
-    if (step.kind == TokenStep::kTerminated) return {strings, at.node, Key::kFinished};
-    if (step.kind != TokenStep::kAdvanced) return {};
-    if (m.options().terminate_without_stop_token && strings->child_count(step.node) == 0) {
-      return {strings, step.node, Key::kFinished};  // the matcher ends at a leaf
+    const uint32_t next = rules.step_node(at.node, c.token);
+    if (next == kStateTerminated) return {space, at.node, Key::kFinished};
+    if (!rules.is_node(next)) return {};
+    if (m.options().terminate_without_stop_token && rules.is_leaf(next)) {
+      return {space, next, Key::kFinished};  // the matcher ends at a leaf
     }
-    return {strings, step.node, Key::kLive};
+    return {space, next, Key::kLive};
   }
   void keep(size_t r, const BeamCandidate *best, size_t kept, const Key *) {
     for (size_t i = 0; i < B; ++i) {
@@ -421,7 +369,7 @@ struct MatcherSlots {
 
 }  // namespace
 
-Status BeamStepper::step_batch(Batch &batch, size_t n_requests, const LogitsView &logits,
+Status BeamStepper::step_batch(Batch &batch, size_t n_requests, const BeamLogits &logits,
                                float *scores, int32_t *parents, int32_t *tokens) {
   size_t n_slots = 0;
   TM_TRY(check_step(n_requests, beam_width_, scores, parents, tokens, n_slots));
@@ -439,8 +387,8 @@ Status BeamStepper::step_batch(Batch &batch, size_t n_requests, const LogitsView
     }
     vocab = std::max(vocab, m->trie().vocab_size());
   }
-  const LogitsView lv = logits.resolved(vocab);
-  TM_TRY(check_logits(vocab, lv, n_slots));
+  TM_ASSIGN_OR_RETURN(const BeamLogits lv,
+                      kernels::check_beam_logits(logits, vocab, n_slots, kernels::Where::kHost));
   const size_t n = batch.size();
   if (sel_scores_.size() < n_slots) {
     sel_parents_.resize(n_slots);
@@ -515,7 +463,7 @@ Status BeamStepper::for_each_request(size_t n_requests, Fn &fn) {
   return first;
 }
 
-Status topk_states(const Trie &trie, const uint32_t *states, size_t n_rows, const LogitsView &view,
+Status topk_states(const Trie &trie, const uint32_t *states, size_t n_rows, const BeamLogits &view,
                    size_t k, int32_t *out_tokens, float *out_scores, size_t *out_counts) {
   if (n_rows == 0) return Status::Ok();
   if (!states) return error(Code::kInvalidArgument, "states is NULL");
@@ -526,9 +474,10 @@ Status topk_states(const Trie &trie, const uint32_t *states, size_t n_rows, cons
   if (k > 0 && n_rows > std::numeric_limits<size_t>::max() / k) {
     return error(Code::kOutOfRange, "n_rows ", n_rows, " x k ", k, " overflows size_t");
   }
-  const LogitsView logits = view.resolved(trie.vocab_size());
   // k = 0 reads no logits (the device twin does not either).
-  TM_TRY(check_logits(trie.vocab_size(), logits, k > 0 ? n_rows : 0));
+  TM_ASSIGN_OR_RETURN(const BeamLogits logits,
+                      kernels::check_beam_logits(view, trie.vocab_size(), k > 0 ? n_rows : 0,
+                                                 kernels::Where::kHost));
   TM_TRY(check_states(trie, {states, n_rows}));
   const kernels::LogSumExpFn lse = kernels::logsumexp_best();
   // The top-k heap lives in the output arrays' place: k candidates of 16
@@ -546,8 +495,7 @@ Status topk_states(const Trie &trie, const uint32_t *states, size_t n_rows, cons
   // FAILED (stop tokens only).
   std::vector<uint32_t> one(1);
   StateSlots slots{
-      trie,   plain_rules(trie, trie.stop_tokens()), 1, one.data(), nullptr, nullptr, nullptr,
-      nullptr};
+      trie, TrieRules(trie, trie.stop_tokens()), 1, one.data(), nullptr, nullptr, nullptr, nullptr};
   BeamStepper::Scratch unused;
   for (size_t i = 0; i < n_rows; ++i) {
     TopK top(heap, k);
@@ -558,7 +506,7 @@ Status topk_states(const Trie &trie, const uint32_t *states, size_t n_rows, cons
       const void *row = logits.row(i);
       slots.gather(0, unused, [&](int32_t t, uint32_t) {
         const float score =
-            kernels::load_value(row, logits.dtype, static_cast<size_t>(t)) - z.value();
+            kernels::load_logit(row, logits.dtype, static_cast<size_t>(t)) - z.value();
         if (score > kNegInf && top.may_take(score)) top.offer({score, 0, t, 0});
       });
     }

@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "kernels/cpu/apply.h"
+#include "kernels/beam_logits.h"
 #include "kernels/cpu/beam.h"
 #include "trie/trie.h"
 
@@ -38,21 +38,9 @@ namespace treemask {
 class Batch;
 class WorkerPool;
 
-// The logits rows of a step: row i (slot i) starts at data + i * row_stride
-// elements; the normalizer runs over columns [0, n_columns). n_columns 0
-// means the vocabulary size, row_stride 0 means n_columns (resolved()).
-struct LogitsView {
-  const void *data = nullptr;
-  kernels::DType dtype = kernels::DType::kF32;
-  size_t n_columns = 0;
-  size_t row_stride = 0;
-  bool log_probs = false;
-
-  LogitsView resolved(int32_t vocab_size) const;
-  const void *row(size_t i) const {
-    return static_cast<const char *>(data) + i * row_stride * kernels::dtype_bytes(dtype);
-  }
-};
+// The logits rows of a step (kernels/beam_logits.h): the CPU and the CUDA
+// step take the same struct and check it with the same function.
+using kernels::BeamLogits;
 
 // Owns what a step needs besides the caller's arrays, so that steps never
 // allocate: per-thread candidate heaps and copies of a request's old beams,
@@ -77,7 +65,7 @@ class BeamStepper {
   // tell finished strings apart without it: kUnsupported), ignored in and
   // written kStateFailed for a token-path trie, may be null then. Every
   // argument and state is checked before anything is written.
-  Status step_states(const Trie &trie, size_t n_requests, const LogitsView &logits,
+  Status step_states(const Trie &trie, size_t n_requests, const BeamLogits &logits,
                      uint32_t *states, uint32_t *ends, float *scores, int32_t *parents,
                      int32_t *tokens);
 
@@ -88,7 +76,7 @@ class BeamStepper {
   // so this form allocates). A dead slot keeps its old matcher; its score
   // -inf keeps it out of every later step. Slots past n_requests *
   // beam_width are untouched.
-  Status step_batch(Batch &batch, size_t n_requests, const LogitsView &logits, float *scores,
+  Status step_batch(Batch &batch, size_t n_requests, const BeamLogits &logits, float *scores,
                     int32_t *parents, int32_t *tokens);
 
  public:
@@ -120,7 +108,7 @@ class BeamStepper {
   // top-B (distinct hypotheses when slots.merges(r)) and slots.keep(r, best,
   // n_kept, keys) (beam_step.cc).
   template <class Slots>
-  Status step_core(size_t n_requests, const LogitsView &logits, const float *scores, Slots &slots);
+  Status step_core(size_t n_requests, const BeamLogits &logits, const float *scores, Slots &slots);
 
   // Runs fn(r, scratch) for every request on the pool (or the caller); the
   // first failure's status (fn returned false after setting scratch.status).
@@ -136,16 +124,12 @@ class BeamStepper {
   std::unique_ptr<WorkerPool> pool_;
 };
 
-// Checks a logits view against a vocabulary size and a row count (the
-// message names the offending argument).
-Status check_logits(int32_t vocab_size, const LogitsView &logits, size_t n_rows);
-
 // Per row i: the k best allowed tokens of states[i] by log-probability (or
 // raw value when the rows hold log-probabilities), best first, ties to the
 // lower token: out_tokens / out_scores[i * k ...], out_counts[i] how many
 // (fewer when fewer tokens are allowed; -inf and NaN scores are left out).
 Status topk_states(const Trie &trie, const uint32_t *states, size_t n_rows,
-                   const LogitsView &logits, size_t k, int32_t *out_tokens, float *out_scores,
+                   const BeamLogits &logits, size_t k, int32_t *out_tokens, float *out_scores,
                    size_t *out_counts);
 
 }  // namespace treemask

@@ -1,13 +1,12 @@
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include "batch/state_array.h"
 
-#include "rules/policy.h"
-
 #include <cstring>
 
 #include "core/bits.h"
+#include "rules/policy.h"
 #include "rules/rules.h"
-#include "rules/string_rules.h"
+#include "rules/trie_rules.h"
 
 namespace treemask {
 
@@ -37,11 +36,11 @@ Status fill_states(const Trie &trie, std::span<const uint32_t> states, uint32_t 
   }
   if (!states.empty() && !bitmask) return error(Code::kInvalidArgument, "bitmask is NULL");
   TM_TRY(check_states(trie, states));
-  const PlainRules rules = plain_rules(trie, trie.stop_tokens());
+  const TrieRules rules(trie, trie.stop_tokens());
   const size_t extra_words = bitmask_row_words - words;
   for (size_t i = 0; i < states.size(); ++i) {
     uint32_t *row = bitmask + i * bitmask_row_words;
-    write_row(trie, state_allowed(trie, rules, states[i]), trie.stop_tokens(), row);
+    write_row(trie, rules.allowed(states[i]), trie.stop_tokens(), row);
     if (extra_words > 0) std::memset(row + words, 0, extra_words * sizeof(uint32_t));
   }
   return Status::Ok();
@@ -53,18 +52,13 @@ Status advance_states(const Trie &trie, std::span<uint32_t> states, const int32_
   TM_TRY(check_failure_policy(p));
   if (!states.empty() && !tokens) return error(Code::kInvalidArgument, "tokens is NULL");
   TM_TRY(check_states(trie, states));
-  auto advance_all = [&](const auto &rules) {
+  TrieRules(trie, trie.stop_tokens()).visit([&](const auto &rules) {
     for (size_t i = 0; i < states.size(); ++i) {
       const Advanced r = rules.advance(states[i], tokens[i], p);
       states[i] = r.state;
       if (accepted) accepted[i] = r.accepted;
     }
-  };
-  if (trie.strings()) {
-    advance_all(StringRules{trie.strings(), trie.stop_tokens()});
-  } else {
-    advance_all(plain_rules(trie, trie.stop_tokens()));
-  }
+  });
   return Status::Ok();
 }
 

@@ -73,7 +73,7 @@ Status check_count(const char *name, size_t n, size_t elem_bytes, size_t extra) 
   return Status::Ok();
 }
 
-Status check_rows(const char *name, size_t n_rows, size_t bitmask_row_words) {
+Status check_bitmask_rows(const char *name, size_t n_rows, size_t bitmask_row_words) {
   if (n_rows == 0 || bitmask_row_words == 0) return Status::Ok();
   if (n_rows > static_cast<size_t>(PTRDIFF_MAX) / sizeof(uint32_t) / bitmask_row_words) {
     return error(Code::kOutOfRange, name, " = ", n_rows, " rows of ", bitmask_row_words,

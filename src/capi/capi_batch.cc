@@ -12,8 +12,8 @@
 using treemask::Batch;
 using treemask::Code;
 using treemask::Status;
+using treemask::capi::check_bitmask_rows;
 using treemask::capi::check_count;
-using treemask::capi::check_rows;
 using treemask::capi::guard;
 using treemask::capi::to_matcher;
 using treemask::capi::to_trie;
@@ -74,7 +74,7 @@ treemask_status treemask_batch_fill_next_token_bitmask(treemask_batch *batch, in
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(batch);
     TM_TRY(check_count("n_slots", n_slots, sizeof(int32_t)));
-    TM_TRY(check_rows("the batch's n_slots", to_batch(batch)->size(), bitmask_row_words));
+    TM_TRY(check_bitmask_rows("the batch's n_slots", to_batch(batch)->size(), bitmask_row_words));
     return to_batch(batch)->fill(reinterpret_cast<uint32_t *>(bitmask), bitmask_row_words, slots,
                                  n_slots, need_apply);
   });
@@ -84,7 +84,7 @@ treemask_status treemask_batch_bind_bitmask(treemask_batch *batch, int32_t *bitm
                                             size_t bitmask_row_words) {
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(batch);
-    TM_TRY(check_rows("the batch's n_slots", to_batch(batch)->size(), bitmask_row_words));
+    TM_TRY(check_bitmask_rows("the batch's n_slots", to_batch(batch)->size(), bitmask_row_words));
     return to_batch(batch)->bind(reinterpret_cast<uint32_t *>(bitmask), bitmask_row_words);
   });
 }
@@ -137,7 +137,7 @@ treemask_status treemask_trie_fill_states(const treemask_trie *trie, const uint3
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(trie);
     TM_TRY(check_count("n_states", n_states, sizeof(uint32_t)));
-    TM_TRY(check_rows("n_states", n_states, bitmask_row_words));
+    TM_TRY(check_bitmask_rows("n_states", n_states, bitmask_row_words));
     if (n_states > 0) TM_REQUIRE_ARG(states);
     return treemask::fill_states(*to_trie(trie), {states, n_states},
                                  reinterpret_cast<uint32_t *>(bitmask), bitmask_row_words);

@@ -10,24 +10,24 @@
 
 using treemask::BeamStepper;
 using treemask::Code;
-using treemask::LogitsView;
 using treemask::Result;
 using treemask::Status;
 using treemask::capi::guard;
 using treemask::capi::to_trie;
+using treemask::kernels::BeamLogits;
 
 namespace {
 
 BeamStepper *to_beam(treemask_beam *b) { return reinterpret_cast<BeamStepper *>(b); }
 
-Result<LogitsView> logits_view(const treemask_logits *in) {
+Result<BeamLogits> beam_logits(const treemask_logits *in) {
   if (!in) return treemask::error(Code::kInvalidArgument, "logits is NULL");
   treemask_logits o;
   treemask_logits_init(&o);
   TM_TRY(treemask::capi::read_options(in, o, "treemask_logits"));
-  LogitsView v;
+  BeamLogits v;
   v.data = o.data;
-  v.dtype = static_cast<treemask::kernels::DType>(o.dtype);  // checked by the core (check_logits)
+  v.dtype = static_cast<treemask::kernels::DType>(o.dtype);  // checked by check_beam_logits
   v.n_columns = o.n_columns;  // 0: resolved against the vocabulary by the core
   v.row_stride = o.row_stride;
   v.log_probs = o.log_probs;
@@ -81,7 +81,7 @@ treemask_status treemask_beam_step_states(treemask_beam *beam, const treemask_tr
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(beam);
     TM_REQUIRE_ARG(trie);
-    TM_ASSIGN_OR_RETURN(const LogitsView v, logits_view(logits));
+    TM_ASSIGN_OR_RETURN(const BeamLogits v, beam_logits(logits));
     return to_beam(beam)->step_states(*to_trie(trie), n_requests, v, states, nullptr, scores,
                                       parents, tokens);
   });
@@ -94,7 +94,7 @@ treemask_status treemask_beam_step_strings(treemask_beam *beam, const treemask_t
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(beam);
     TM_REQUIRE_ARG(trie);
-    TM_ASSIGN_OR_RETURN(const LogitsView v, logits_view(logits));
+    TM_ASSIGN_OR_RETURN(const BeamLogits v, beam_logits(logits));
     if (n_requests > 0 && !ends) return treemask::error(Code::kInvalidArgument, "ends is NULL");
     return to_beam(beam)->step_states(*to_trie(trie), n_requests, v, states, ends, scores, parents,
                                       tokens);
@@ -107,7 +107,7 @@ treemask_status treemask_beam_step_batch(treemask_beam *beam, treemask_batch *ba
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(beam);
     TM_REQUIRE_ARG(batch);
-    TM_ASSIGN_OR_RETURN(const LogitsView v, logits_view(logits));
+    TM_ASSIGN_OR_RETURN(const BeamLogits v, beam_logits(logits));
     return to_beam(beam)->step_batch(*reinterpret_cast<treemask::Batch *>(batch), n_requests, v,
                                      scores, parents, tokens);
   });
@@ -119,7 +119,7 @@ treemask_status treemask_trie_topk_states(const treemask_trie *trie, const uint3
                                           size_t *out_counts) {
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(trie);
-    TM_ASSIGN_OR_RETURN(const LogitsView v, logits_view(logits));
+    TM_ASSIGN_OR_RETURN(const BeamLogits v, beam_logits(logits));
     return treemask::topk_states(*to_trie(trie), states, n_rows, v, k, out_tokens, out_scores,
                                  out_counts);
   });

@@ -4,6 +4,7 @@
 // every libtreemask: without CUDA the bridge answers kUnsupported.
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -11,6 +12,7 @@
 #include "kernels/checks.h"
 #include "kernels/cuda/bridge.h"
 #include "rules/policy.h"
+#include "rules/trie_rules.h"
 #include "treemask/treemask_cuda.h"
 
 using treemask::Code;
@@ -19,6 +21,7 @@ using treemask::Result;
 using treemask::Status;
 using treemask::capi::guard;
 namespace bridge = treemask::cuda;
+namespace launch = treemask::cuda::launch;
 
 namespace {
 
@@ -36,26 +39,31 @@ Status require_built() {
 }
 
 using treemask::check_failure_policy;
-using treemask::kernels::check_dtype;
 using treemask::kernels::check_extent;
 using treemask::kernels::Where;
 
 // The device view of checked logits rows: the kernels mask columns from
 // vocab_size on, so they take min(vocab_size, width) (what the CPU twin
 // computes), which keeps the semantics of a vocab_size past the width.
-bridge::LogitsArg device_logits(const treemask::kernels::LogitsRows &r) {
-  return bridge::LogitsArg{r.logits,     r.dtype, r.n_rows,
-                           r.row_stride, r.width, static_cast<int32_t>(r.valid_columns())};
+launch::Logits device_logits(const treemask::kernels::LogitsRows &r) {
+  launch::Logits l;
+  l.data = r.logits;
+  l.dtype = r.dtype;
+  l.n_rows = r.n_rows;
+  l.row_stride = r.row_stride;
+  l.width = r.width;
+  l.vocab_size = static_cast<int32_t>(r.valid_columns());
+  return l;
 }
 
 // The logits of a state-array step (the caller checked that the width holds
 // the trie's vocabulary).
-Result<bridge::LogitsArg> step_logits_arg(void *logits, int32_t dtype, size_t n_rows,
-                                          size_t logits_row_stride, size_t logits_width,
-                                          int32_t vocab_size) {
+Result<launch::Logits> step_logits_arg(void *logits, int32_t dtype, size_t n_rows,
+                                       size_t logits_row_stride, size_t logits_width,
+                                       int32_t vocab_size) {
   const treemask::kernels::LogitsRows r{logits,       dtype,      n_rows,  logits_row_stride,
                                         logits_width, vocab_size, nullptr, 0};
-  TM_TRY(treemask::kernels::check_rows(r, Where::kDevice));
+  TM_TRY(treemask::kernels::check_logits_rows(r, Where::kDevice));
   if (n_rows > 0 && !logits) return error(Code::kInvalidArgument, "logits is NULL");
   return device_logits(r);
 }
@@ -88,44 +96,31 @@ Result<bridge::StepArg> step_arg(const treemask_cuda_trie *dev_trie, uint32_t *s
 
 // A device step's logits: read, dtype checked, n_columns and row_stride
 // resolved against the trie's vocab_size, the rows' extent addressable.
-Result<bridge::BeamLogitsArg> beam_logits_arg(const treemask_logits *in, int32_t vocab_size,
-                                              size_t n_rows) {
+// A device step's logits: read, then the CPU step's check
+// (check_beam_logits) for device memory.
+Result<treemask::kernels::BeamLogits> beam_logits_arg(const treemask_logits *in, int32_t vocab_size,
+                                                      size_t n_rows) {
   if (!in) return error(Code::kInvalidArgument, "logits is NULL");
   treemask_logits o;
   treemask_logits_init(&o);
   TM_TRY(treemask::capi::read_options(in, o, "treemask_logits"));
-  const int32_t dtype = o.dtype;
-  TM_TRY(check_dtype(dtype));
-  bridge::BeamLogitsArg a;
+  treemask::kernels::BeamLogits a;
   a.data = o.data;
-  a.dtype = dtype;
-  a.n_columns = o.n_columns != 0 ? o.n_columns : static_cast<size_t>(vocab_size);
-  a.row_stride = o.row_stride != 0 ? o.row_stride : a.n_columns;
+  a.dtype = static_cast<treemask::kernels::DType>(o.dtype);  // checked below
+  a.n_columns = o.n_columns;
+  a.row_stride = o.row_stride;
   a.log_probs = o.log_probs;
-  if (a.n_columns < static_cast<size_t>(vocab_size)) {
-    return error(Code::kInvalidArgument, "logits n_columns ", a.n_columns,
-                 " is smaller than the trie's vocab_size ", vocab_size);
-  }
-  if (a.row_stride < a.n_columns) {
-    return error(Code::kInvalidArgument, "logits row_stride ", a.row_stride,
-                 " is smaller than n_columns ", a.n_columns);
-  }
-  if (n_rows > 0 && !a.data) return error(Code::kInvalidArgument, "logits data is NULL");
-  TM_TRY(check_extent("logits", n_rows, a.row_stride, a.n_columns,
-                      treemask::kernels::dtype_bytes(dtype)));
-  TM_TRY(treemask::kernels::check_element_aligned("logits data", a.data, dtype));
-  return a;
+  return treemask::kernels::check_beam_logits(a, vocab_size, n_rows, Where::kDevice);
 }
 
 // A call's token rows: struct read, row_stride resolved, arrays present
 // where rows and ids exist, extent addressable.
-Result<bridge::TokenRowsArg> token_rows_arg(const treemask_cuda_token_rows *in, const char *name) {
+Result<launch::TokenRows> token_rows_arg(const treemask_cuda_token_rows *in, const char *name) {
   treemask_cuda_token_rows o;
   treemask_cuda_token_rows_init(&o);
   TM_TRY(treemask::capi::read_options(in, o, "treemask_cuda_token_rows"));
-  bridge::TokenRowsArg a{o.tokens,   o.n_rows,
-                         o.n_tokens, o.row_stride != 0 ? o.row_stride : o.n_tokens,
-                         o.states,   o.keys};
+  launch::TokenRows a{o.tokens, o.n_rows, o.n_tokens, o.row_stride != 0 ? o.row_stride : o.n_tokens,
+                      o.states, o.keys};
   if (a.row_stride < a.n_tokens) {
     return error(Code::kInvalidArgument, name, "->row_stride ", a.row_stride,
                  " is smaller than n_tokens ", a.n_tokens);
@@ -176,8 +171,12 @@ treemask_status treemask_cuda_apply_token_bitmask(void *logits, int32_t dtype, s
     if (selects_nothing(n_rows, indices, n_indices) || n_bitmask_rows == 0 || logits_width == 0) {
       return Status::Ok();
     }
-    return bridge::apply_bitmask(device_logits(a), {indices, n_indices}, bitmask, bitmask_row_words,
-                                 n_bitmask_rows, stream);
+    // The bitmask's rows bound the rows an index may name (xgrammar's
+    // semantics); the device skips an index outside them.
+    return bridge::apply_bitmask(
+        device_logits(a),
+        launch::Rows::select(indices, n_indices, std::min(n_rows, n_bitmask_rows)), bitmask,
+        bitmask_row_words, stream);
   });
 }
 
@@ -199,8 +198,9 @@ treemask_status treemask_cuda_apply_token_candidates(void *logits, int32_t dtype
     a.n_candidates = n_candidates;
     TM_TRY(treemask::kernels::check_candidate_apply(a, Where::kDevice));
     if (selects_nothing(n_rows, indices, n_indices) || logits_width == 0) return Status::Ok();
-    return bridge::apply_candidates(device_logits(a), {indices, n_indices}, row_offsets, candidates,
-                                    n_candidates, stream);
+    return bridge::apply_candidates(device_logits(a),
+                                    launch::Rows::select(indices, n_indices, n_rows), row_offsets,
+                                    candidates, n_candidates, stream);
   });
 }
 
@@ -209,14 +209,9 @@ treemask_status treemask_cuda_trie_upload(const treemask_trie *trie, void *strea
   return guard(__func__, [&]() -> Status {
     TM_REQUIRE_ARG(trie);
     TM_REQUIRE_ARG(out);
-    if (treemask::capi::to_trie(trie)->strings()) {
-      // The device steps implement the plain rule only; a string set's masks
-      // come from a walk of its vocabulary on the host.
-      return treemask::error(Code::kUnsupported,
-                             "a string-set trie cannot be uploaded: the device steps walk token "
-                             "paths only; fill its rows on the host (treemask_trie_fill_states "
-                             "or a matcher) and apply them with treemask_cuda_apply_token_bitmask");
-    }
+    // The device steps implement the plain rule only.
+    TM_TRY(treemask::check_supported(*treemask::capi::to_trie(trie),
+                                     treemask::TrieFeature::kDeviceSteps, "uploading to a device"));
     TM_TRY(require_built());
     TM_ASSIGN_OR_RETURN(bridge::DeviceTrie * uploaded,
                         bridge::upload_trie(*treemask::capi::to_trie(trie), stream));
@@ -260,7 +255,7 @@ treemask_status treemask_cuda_trie_advance_mask_logits(const treemask_cuda_trie 
                    " is smaller than the trie's vocab_size ", vocab_size);
     }
     TM_ASSIGN_OR_RETURN(
-        const bridge::LogitsArg l,
+        const launch::Logits l,
         step_logits_arg(logits, dtype, n_rows, logits_row_stride, logits_width, vocab_size));
     if (n_rows == 0) return Status::Ok();
     return bridge::advance_mask_logits(step, l, stream);
@@ -289,8 +284,8 @@ treemask_status treemask_cuda_trie_follow_rows(const treemask_cuda_trie *dev_tri
     TM_REQUIRE_ARG(dev_trie);
     TM_REQUIRE_ARG(rows);
     TM_TRY(check_failure_policy(failure_policy));
-    TM_ASSIGN_OR_RETURN(const bridge::TokenRowsArg cur, token_rows_arg(rows, "rows"));
-    bridge::TokenRowsArg before;
+    TM_ASSIGN_OR_RETURN(const launch::TokenRows cur, token_rows_arg(rows, "rows"));
+    launch::TokenRows before;
     if (prev) {
       TM_ASSIGN_OR_RETURN(before, token_rows_arg(prev, "prev"));
     }
@@ -334,10 +329,7 @@ treemask_status treemask_cuda_beam_step(const treemask_cuda_trie *dev_trie, size
       TM_REQUIRE_ARG(tokens);
       TM_REQUIRE_ARG(workspace);
     }
-    step.states = states;
-    step.scores = scores;
-    step.parents = parents;
-    step.tokens = tokens;
+    step.state = {states, scores, parents, tokens};
     step.workspace = workspace;
     step.workspace_bytes = workspace_bytes;
     step.n_bad_rows = n_bad_rows;

@@ -11,6 +11,7 @@
 #include "capi/shim.h"
 #include "sources/read_file.h"
 #include "sources/rtp.h"
+#include "strings/string_set.h"
 #include "trie/annotations.h"
 #include "trie/file.h"
 
@@ -23,6 +24,10 @@ using treemask::Trie;
 using treemask::capi::guard;
 using treemask::capi::to_handle;
 using treemask::capi::to_trie;
+
+// The file format's pinned values, as the C header states them.
+static_assert(treemask::kTmtrieFormatVersion == TREEMASK_TMTRIE_FORMAT_VERSION);
+static_assert(treemask::kLoadTrusted == TREEMASK_LOAD_TRUSTED);
 
 namespace {
 

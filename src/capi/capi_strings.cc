@@ -17,7 +17,6 @@
 using treemask::Code;
 using treemask::Ref;
 using treemask::Status;
-using treemask::StringTrie;
 using treemask::Trie;
 using treemask::Vocab;
 using treemask::capi::guard;
@@ -170,20 +169,15 @@ treemask_status treemask_trie_from_strings(const treemask_trie_options *opts,
 }
 
 bool treemask_trie_is_string_set(const treemask_trie *trie) {
-  return trie && to_trie(trie)->strings() != nullptr;
+  return trie && treemask::is_string_set(*to_trie(trie));
 }
 
 treemask_vocab *treemask_trie_vocab(const treemask_trie *trie) {
-  const StringTrie *s = trie ? to_trie(trie)->strings() : nullptr;
-  return s ? to_handle_vocab(&s->vocab()) : nullptr;
+  return trie ? to_handle_vocab(treemask::vocab_of(*to_trie(trie))) : nullptr;
 }
 
 size_t treemask_matcher_forced_bytes(const treemask_matcher *m, uint8_t *out, size_t cap) {
-  if (!m) return 0;
-  const treemask::Matcher &matcher = *to_matcher(m);
-  const StringTrie *s = matcher.trie().strings();
-  if (!s || matcher.state().phase != treemask::Phase::kActive) return 0;
-  return s->forced_bytes(matcher.state().node, out, out ? cap : 0);
+  return m ? to_matcher(m)->forced_bytes(out, out ? cap : 0) : 0;
 }
 
 }  // extern "C"

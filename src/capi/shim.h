@@ -164,7 +164,7 @@ Status write_sized(T *out, const char *name, Fill &&fill) {
 Status check_count(const char *name, size_t n, size_t elem_bytes, size_t extra = 0);
 
 // The same for n_rows rows of bitmask_row_words 32-bit words.
-Status check_rows(const char *name, size_t n_rows, size_t bitmask_row_words);
+Status check_bitmask_rows(const char *name, size_t n_rows, size_t bitmask_row_words);
 
 inline Trie *to_trie(treemask_trie *t) { return reinterpret_cast<Trie *>(t); }
 inline const Trie *to_trie(const treemask_trie *t) { return reinterpret_cast<const Trie *>(t); }

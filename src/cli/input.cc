@@ -13,6 +13,7 @@
 #include "core/open_file.h"
 #include "sources/read_file.h"
 #include "sources/rtp.h"
+#include "strings/string_set.h"
 #include "trie/file.h"
 
 namespace treemask::cli {

@@ -6,7 +6,7 @@
 #include <bit>
 
 #include "cli/cli.h"
-#include "strings/string_trie.h"
+#include "strings/string_set.h"
 #include "trie/annotations.h"
 
 namespace treemask::cli {
@@ -63,9 +63,9 @@ void print_metadata(const Trie &trie) {
 }
 
 // A string set: its byte trie and vocabulary (no token levels to draw).
-int inspect_string_set(const Loaded &loaded, const Args &args, const Trie &trie) {
+int inspect_string_set(const Loaded &loaded, const Args &args, const Trie &trie,
+                       const StringTrie &s) {
   const TrieArrays &a = trie.arrays();
-  const StringTrie &s = *trie.strings();
   print_header(loaded, args, a, trie);
   std::printf("  kind          string set (any tokenization of its strings)\n");
   std::printf("  vocabulary    %s tokens, %s bytes, fingerprint %016llx\n",
@@ -99,7 +99,7 @@ int cmd_inspect(int argc, char **argv) {
   if (auto done = load_or_exit(args, kUsage, diag, true, loaded)) return *done;
   const Trie &trie = *loaded.trie.value();
   const TrieArrays &a = trie.arrays();
-  if (trie.strings()) return inspect_string_set(loaded, args, trie);
+  if (const StringTrie *s = string_set_of(trie)) return inspect_string_set(loaded, args, trie, *s);
 
   // Nodes per depth: in the BFS layout of the CSR nodes each level is a
   // contiguous id range, and the next level starts at the first child of the

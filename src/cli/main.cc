@@ -1,4 +1,4 @@
-// treemask: build, inspect and verify token tries from the shell.
+// treemask: build, inspect and verify tries from the shell.
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include <cstring>

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "cli/cli.h"
+#include "rules/trie_rules.h"
 
 namespace treemask::cli {
 
@@ -64,11 +65,7 @@ class Output {
 // Depth-first, children in ascending token order: a terminal node's own
 // sequence comes before its extensions, which is lexicographic order.
 Status write_paths(const Trie &trie, bool with_stop, bool labels) {
-  if (trie.strings()) {
-    return error(Code::kUnsupported,
-                 "a string-set trie has no token paths to list: it allows any tokenization of "
-                 "its strings (treemask inspect describes it)");
-  }
+  TM_TRY(check_supported(trie, TrieFeature::kTokenPaths, "listing token paths"));
   Output out;
   const auto stops = trie.stop_tokens();
   // One complete sequence: its tokens, then what the options add.

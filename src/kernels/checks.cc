@@ -30,7 +30,7 @@ Status check_element_aligned(const char *name, const void *data, int32_t dtype) 
                "-byte elements (a device load there faults)");
 }
 
-Status check_rows(const LogitsRows &a, Where where) {
+Status check_logits_rows(const LogitsRows &a, Where where) {
   TM_TRY(check_dtype(a.dtype));
   if (a.vocab_size <= 0) {
     return error(Code::kInvalidArgument, "vocab_size must be positive, got ", a.vocab_size);
@@ -60,7 +60,7 @@ Status check_rows(const LogitsRows &a, Where where) {
 }
 
 Status check_bitmask_apply(const BitmaskApply &a, Where where) {
-  TM_TRY(check_rows(a, where));
+  TM_TRY(check_logits_rows(a, where));
   if (!a.indices && a.bitmask_rows < a.n_rows) {
     return error(Code::kBufferTooSmall, "the bitmask has ", a.bitmask_rows,
                  " rows but the logits have ", a.n_rows,
@@ -88,7 +88,7 @@ Status check_bitmask_apply(const BitmaskApply &a, Where where) {
 }
 
 Status check_candidate_apply(const CandidateApply &a, Where where) {
-  TM_TRY(check_rows(a, where));
+  TM_TRY(check_logits_rows(a, where));
   if (!a.row_offsets) return error(Code::kInvalidArgument, "row_offsets is NULL");
   if (a.n_candidates > 0 && !a.tokens) {
     return error(Code::kInvalidArgument, "candidates is NULL but n_candidates is ", a.n_candidates);
@@ -118,6 +118,26 @@ Status check_candidate_apply(const CandidateApply &a, Where where) {
     }
   }
   return Status::Ok();
+}
+
+Result<BeamLogits> check_beam_logits(const BeamLogits &in, int32_t vocab_size, size_t n_rows,
+                                     Where where) {
+  BeamLogits v = in;
+  if (v.n_columns == 0) v.n_columns = static_cast<size_t>(vocab_size > 0 ? vocab_size : 0);
+  if (v.row_stride == 0) v.row_stride = v.n_columns;
+  TM_TRY(check_dtype(v.dtype));
+  if (v.n_columns < static_cast<size_t>(vocab_size)) {
+    return error(Code::kInvalidArgument, "logits n_columns ", v.n_columns,
+                 " is smaller than the trie's vocab_size ", vocab_size);
+  }
+  if (v.row_stride < v.n_columns) {
+    return error(Code::kInvalidArgument, "logits row_stride ", v.row_stride,
+                 " is smaller than n_columns ", v.n_columns);
+  }
+  if (n_rows > 0 && !v.data) return error(Code::kInvalidArgument, "logits data is NULL");
+  TM_TRY(check_extent("logits", n_rows, v.row_stride, v.n_columns, dtype_bytes(v.dtype)));
+  if (where == Where::kDevice) TM_TRY(check_element_aligned("logits data", v.data, v.dtype));
+  return v;
 }
 
 }  // namespace treemask::kernels

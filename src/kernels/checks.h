@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "core/status.h"
+#include "kernels/beam_logits.h"
 #include "kernels/dtype.h"
 
 namespace treemask::kernels {
@@ -71,12 +72,21 @@ struct CandidateApply : LogitsRows {
 
 // dtype, vocab_size, stride, NULL logits where rows are touched, extent,
 // indices (their values too, where on the host).
-Status check_rows(const LogitsRows &a, Where where);
-// check_rows, then the bitmask: rows for every touched row, words for every
-// valid column, extent, NULL.
+Status check_logits_rows(const LogitsRows &a, Where where);
+// check_logits_rows, then the bitmask: rows for every touched row, words
+// for every valid column, extent, NULL.
 Status check_bitmask_apply(const BitmaskApply &a, Where where);
-// check_rows, then the lists: NULLs, counts, and on the host the offsets
-// (non-decreasing, <= n_candidates) and every candidate (< vocab_size).
+// check_logits_rows, then the lists: NULLs, counts, and on the host the
+// offsets (non-decreasing, <= n_candidates) and every candidate (< vocab_size).
 Status check_candidate_apply(const CandidateApply &a, Where where);
+
+// The logits of a beam step or a top-k over a trie of vocab_size, n_rows of
+// them read: n_columns and row_stride resolved (0: vocab_size, n_columns),
+// then the dtype, n_columns >= vocab_size, row_stride >= n_columns, data
+// when rows are read, the rows' extent (check_extent: the one overflow
+// limit of every kernel call), and on a device the elements' alignment.
+// The CPU step and the CUDA step call it alike.
+Result<BeamLogits> check_beam_logits(const BeamLogits &logits, int32_t vocab_size, size_t n_rows,
+                                     Where where);
 
 }  // namespace treemask::kernels

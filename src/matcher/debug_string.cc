@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "matcher/matcher.h"
-#include "rules/mode_index.h"
 
 namespace treemask {
 
@@ -36,10 +35,8 @@ std::string list(const std::vector<T> &items) {
 std::string Matcher::debug_string() const {
   const MatcherState &s = state_.at;
   std::string out = cat("phase=", phase_name(s.phase));
-  if (strings_ && s.node != kStateFailed) {
-    out += cat(" node=", s.node, " bytes=\"", escape_control(strings_->path_bytes(s.node)), "\"");
-  } else if (s.node != kStateFailed && s.phase != Phase::kThinking) {
-    out += cat(" node=", s.node, " path=", list(path_to(*trie_, s.node)));
+  if (s.node != kStateFailed && s.phase != Phase::kThinking) {
+    out += cat(" node=", s.node, " ", rules_.describe(*trie_, s.node));
   }
   if (s.phase == Phase::kThinking) {
     out += cat(" think_tokens=", s.think_tokens, " end_matched=", s.step, "/",

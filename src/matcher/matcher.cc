@@ -28,8 +28,7 @@ Result<std::unique_ptr<Matcher>> Matcher::create(Ref<const Trie> trie, const Mat
   TM_ASSIGN_OR_RETURN(std::shared_ptr<const ModeConfig> config, make_mode_config(*trie, modes));
   ModeRules rules(trie, std::move(config), nullptr, opts.terminate_without_stop_token);
   std::unique_ptr<Matcher> m(new Matcher(std::move(trie), opts, std::move(rules)));
-  m->plain_rules_ = plain_rules(*m->trie_, m->stop_tokens());
-  m->strings_ = m->trie_->strings();
+  m->rules_ = TrieRules(*m->trie_, m->stop_tokens());
   m->reset();
   m->counters_ = {};  // creation is not a reset
   m->fills_ = {};
@@ -66,31 +65,11 @@ std::optional<int32_t> Matcher::sole_forced_token(const ModeState &s) const {
   return sole_token(allowed(s, std::nullopt));
 }
 
-Status Matcher::no_string_mode(const char *what) {
-  return error(Code::kUnsupported, what,
-               " is not supported with a string-set trie: the decoding modes are defined over "
-               "token paths, and a string set allows any tokenization of its strings");
-}
-
-bool Matcher::step_string(MatcherState &at, int32_t token) const {
-  const TokenStep r = strings_->step_token(at.node, token, stop_tokens());
-  if (r.kind == TokenStep::kRejected) return false;
-  ++at.accepted;
-  if (r.kind == TokenStep::kTerminated ||
-      (opts_.terminate_without_stop_token && strings_->child_count(r.node) == 0)) {
-    at.phase = Phase::kTerminated;
-  }
-  if (r.kind == TokenStep::kAdvanced) at.node = r.node;
-  return true;
-}
-
-bool Matcher::step_plain(MatcherState &at, int32_t token) const {
-  if (strings_) return step_string(at, token);
-  const uint32_t next = plain_rules_.step_node(at.node, token);
+bool Matcher::step_active(MatcherState &at, int32_t token) const {
+  const uint32_t next = rules_.step_node(at.node, token);
   if (next == kStateFailed) return false;
   ++at.accepted;
-  if (next == kStateTerminated ||
-      (opts_.terminate_without_stop_token && trie_->children(next).count == 0)) {
+  if (next == kStateTerminated || (opts_.terminate_without_stop_token && rules_.is_leaf(next))) {
     at.phase = Phase::kTerminated;
   }
   if (next != kStateTerminated) at.node = next;
@@ -113,7 +92,7 @@ Result<Matcher::Step> Matcher::step(ModeState &s, int32_t token) const {
       return Step::kAccepted;
     default: break;
   }
-  if (plain_) return step_plain(s.at, token) ? Step::kAccepted : Step::kRejected;
+  if (plain_) return step_active(s.at, token) ? Step::kAccepted : Step::kRejected;
   TM_ASSIGN_OR_RETURN(const bool accepted, modes_.advance(s, allowed(s, std::nullopt), token));
   return accepted ? Step::kAccepted : Step::kRejected;
 }
@@ -128,7 +107,9 @@ Status Matcher::fill(uint32_t *row, size_t bitmask_row_words, bool *need_apply,
     return error(Code::kBufferTooSmall, "bitmask_row_words is ", bitmask_row_words, ", vocab_size ",
                  t.vocab_size(), " needs ", words);
   }
-  if (strings_ && fo.remaining_tokens) return no_string_mode("a length budget (remaining_tokens)");
+  if (fo.remaining_tokens) {
+    TM_TRY(check_supported(t, TrieFeature::kDecodingModes, "a length budget (remaining_tokens)"));
+  }
   count_fill();
   // Two calls rather than one with an optional built here: an optional
   // assembled field by field and then copied whole stalls on store
@@ -152,8 +133,8 @@ Status Matcher::accept(int32_t token, bool *accepted, std::string *why, bool app
   if (phase() == Phase::kFailed) return failed_state_error();
   const MatcherState before = state_.at;
   if (plain_ && before.phase == Phase::kActive) {
-    // The plain rule's fast path: the state is a node, stepped in place.
-    if (!step_plain(state_.at, token)) {
+    // The trie's rule's fast path: the state is a node, stepped in place.
+    if (!step_active(state_.at, token)) {
       reject(token, accepted, why, apply_policy);
       return Status::Ok();
     }
@@ -268,20 +249,23 @@ size_t Matcher::rollback_depth() const {
 
 bool Matcher::allowed_lists(std::span<const int32_t> &first,
                             std::span<const int32_t> &second) const {
-  if (!plain_ || strings_ || phase() == Phase::kFailed) return false;
-  const Allowed a = plain_rules_.allowed(plain_state());
-  first = children_of(a);
-  second = a.stops ? stop_tokens() : std::span<const int32_t>{};
-  return true;
+  if (!plain_ || phase() == Phase::kFailed) return false;
+  return rules_.allowed_lists(plain_state(), first, second);
 }
 
 size_t Matcher::forced_tokens(int32_t *out, size_t cap) const {
-  if (strings_) {
-    // The tokens of the bytes every continuation shares, in the
-    // tokenization that is unambiguous (strings/byte_mask.cc).
-    if (phase() != Phase::kActive) return 0;
-    return strings_->forced_tokens(state_.at.node, stop_tokens(), out, cap);
-  }
+  if (!in_rule_phase(state_)) return 0;
+  // A string set's are the tokens of the bytes every continuation shares,
+  // in the tokenization that is unambiguous (strings/byte_mask.cc).
+  return rules_.forced_tokens(state_.at.node, out, cap, [&] { return forced_chain(out, cap); });
+}
+
+size_t Matcher::forced_bytes(uint8_t *out, size_t cap) const {
+  if (phase() != Phase::kActive) return 0;
+  return rules_.forced_bytes(state_.at.node, out, cap);
+}
+
+size_t Matcher::forced_chain(int32_t *out, size_t cap) const {
   ModeState scout = state_;  // a look-ahead copy of the value
   size_t n = 0;
   while (n < kMaxForcedChain) {
@@ -307,7 +291,9 @@ size_t Matcher::label_ids(int64_t *out, size_t cap) const {
 
 Status Matcher::set_label_filter(const ExclusionSet *shared, std::span<const int64_t> banned,
                                  const std::vector<int64_t> *allowed) {
-  if (strings_ && (shared || !banned.empty() || allowed)) return no_string_mode("a label filter");
+  if (shared || !banned.empty() || allowed) {
+    TM_TRY(check_supported(*trie_, TrieFeature::kDecodingModes, "a label filter"));
+  }
   if (state_.at.accepted != 0 || phase() != modes_.initial().at.phase) {
     return error(Code::kInvalidState,
                  "the label filter can only be set before the first accepted token (after "
@@ -335,7 +321,10 @@ Status Matcher::set_remaining_tokens(int64_t remaining) {
     return error(Code::kInvalidArgument, "remaining_tokens = ", remaining,
                  " (expected -1 = no budget, or >= 0)");
   }
-  if (strings_ && remaining >= 0) return no_string_mode("a length budget (remaining_tokens)");
+  if (remaining >= 0) {
+    TM_TRY(
+        check_supported(*trie_, TrieFeature::kDecodingModes, "a length budget (remaining_tokens)"));
+  }
   state_.budget_end = remaining < 0 ? -1 : static_cast<int64_t>(state_.at.accepted) + remaining;
   choose_rules();
   return Status::Ok();

@@ -3,7 +3,8 @@
 //
 // The matcher keeps the lifecycle (create, clone, reset), the rollback
 // history, the failure policy and the counters. What is allowed and where a
-// token leads come from the rules (src/rules): the plain rule where it
+// token leads come from the rules (src/rules): the trie's rule (TrieRules:
+// the plain rule, or the rule of the trie's kind, chosen at create) where it
 // suffices (no mode changes a step: its fast paths), the mode rules
 // otherwise. Both are chosen once per configuration (create, label filter,
 // budget), not per call. Look-ahead (forced chains, drafts) steps copies of
@@ -29,6 +30,7 @@
 #include "rules/mode_rules.h"
 #include "rules/modes.h"
 #include "rules/rules.h"
+#include "rules/trie_rules.h"
 #include "trie/trie.h"
 
 namespace treemask {
@@ -90,6 +92,9 @@ class Matcher {
   bool can_terminate() const { return can_terminate(state_); }
   size_t next_tokens(int32_t *out, size_t cap) const { return list_allowed(state_, out, cap); }
   size_t forced_tokens(int32_t *out, size_t cap) const;
+  // The bytes every continuation begins with (a trie with bytes: a string
+  // set); 0 outside the active phase or for token paths.
+  size_t forced_bytes(uint8_t *out, size_t cap) const;
   size_t label_ids(int64_t *out, size_t cap) const;
   size_t rollback_depth() const;
 
@@ -144,16 +149,17 @@ class Matcher {
   const ModeConfig *modes() const { return modes_.modes(); }
   // The allowed set as two disjoint ascending lists (the node's children and
   // the stop tokens, either may be empty), without copying. Only for a
-  // matcher on the plain rule outside the failed state; false otherwise
-  // (then use next_tokens). The lists stay valid until the next mutation.
+  // matcher on the trie's rule outside the failed state, at a state whose
+  // set is not computed (a string set's node); false otherwise (then use
+  // next_tokens). The lists stay valid until the next mutation.
   bool allowed_lists(std::span<const int32_t> &first, std::span<const int32_t> &second) const;
   // True when the state-array form (a bare node id) reproduces this matcher
-  // exactly: the plain rule with the trie's stop tokens.
+  // exactly: the trie's rule with the trie's stop tokens.
   bool has_plain_steps() const { return plain_ && !(modes() && !modes()->stops.empty()); }
 
-  // The plain rule with this matcher's stop tokens (fixed at creation).
-  const PlainRules &rules() const { return plain_rules_; }
-  // The state of the plain rule: the node while active; closed, terminated
+  // The trie's rule with this matcher's stop tokens (fixed at creation).
+  const TrieRules &rules() const { return rules_; }
+  // The state of the trie's rule: the node while active; closed, terminated
   // and failed matchers allow only the stop tokens, as a reserved state does.
   uint32_t plain_state() const { return plain_state(state_); }
 
@@ -178,24 +184,19 @@ class Matcher {
     return s.at.phase == Phase::kActive || s.at.phase == Phase::kThinking ||
            s.at.phase == Phase::kSeparator;
   }
-  // Chooses the rule (plain_) for the current configuration.
+  // Chooses the rule (plain_: the trie's rule alone) for the current
+  // configuration.
   void choose_rules() { plain_ = modes_.plain_suffices(state_); }
 
   // What s allows (the current state or a look-ahead copy), from the rule
-  // this matcher uses: the one place that chooses between the plain rule and
-  // the mode rules. remaining: the budget of this fill (none: the state's
-  // own). The queries (fill, next_tokens, forced_tokens, can_terminate) are
-  // the functions of rules.h over its answer.
+  // this matcher uses: the one place that chooses between the trie's rule
+  // and the mode rules. remaining: the budget of this fill (none: the
+  // state's own). The queries (fill, next_tokens, forced_tokens,
+  // can_terminate) are the functions of rules.h over its answer. A kind of
+  // trie without modes (a string set) always has plain_ and no budget
+  // (make_mode_config, fill and set_remaining_tokens refuse them).
   AllowedSet allowed(const ModeState &s, std::optional<int64_t> remaining) const {
-    if (strings_) {
-      // A string set has no modes (make_mode_config refuses them) and no
-      // budget (fill and set_remaining_tokens refuse one).
-      if (s.at.phase != Phase::kActive) return AllowedSet(plain_rules_.allowed(kStateTerminated));
-      return AllowedSet::string_set(*strings_, s.at.node);
-    }
-    if ((plain_ && !remaining) || !in_rule_phase(s)) {
-      return AllowedSet(plain_rules_.allowed(plain_state(s)));
-    }
+    if ((plain_ && !remaining) || !in_rule_phase(s)) return rules_.allowed(plain_state(s));
     return modes_.allowed(s, remaining ? remaining : s.remaining());
   }
   size_t list_allowed(const ModeState &s, int32_t *out, size_t cap) const;
@@ -209,12 +210,12 @@ class Matcher {
     kUnchanged,  // accepted without a change (a stop or pad token after the end)
   };
   Result<Step> step(ModeState &s, int32_t token) const;
-  // The plain rule's step of an active state (or the string set's): true
-  // when accepted.
-  bool step_plain(MatcherState &at, int32_t token) const;
-  bool step_string(MatcherState &at, int32_t token) const;
-  // The error of a decoding mode a string-set trie does not define.
-  static Status no_string_mode(const char *what);
+  // The trie's rule's step of an active state (no mode): true when
+  // accepted.
+  bool step_active(MatcherState &at, int32_t token) const;
+  // The token paths' forced chain: the sole allowed token, stepped through
+  // the modes, while there is one.
+  size_t forced_chain(int32_t *out, size_t cap) const;
 
   Status accept(int32_t token, bool *accepted, std::string *why, bool apply_policy);
   std::string describe_rejection(int32_t token) const;
@@ -223,12 +224,8 @@ class Matcher {
   Ref<const Trie> trie_;
   MatcherOptions opts_;
   ModeRules modes_;
-  PlainRules plain_rules_{};
-  // The string set of a string-set trie (trie_->strings()): its walk and
-  // steps replace the plain rule's, which then answers only for the
-  // reserved states (stop tokens only).
-  const StringTrie *strings_ = nullptr;
-  bool plain_ = true;  // the plain rule gives every answer (choose_rules)
+  TrieRules rules_;    // the trie's rule, of its kind, with this matcher's stop tokens
+  bool plain_ = true;  // the trie's rule gives every answer (choose_rules)
   ModeState state_;
   History<MatcherState> history_;
   int32_t failed_token_ = -1;  // the token whose rejection entered kClosed / kFailed

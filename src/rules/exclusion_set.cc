@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "rules/mode_index.h"
+#include "rules/trie_rules.h"
 
 namespace treemask {
 
@@ -25,13 +26,9 @@ Result<std::vector<uint32_t>> terminals_with_keys(const Trie &trie, std::span<co
 Result<Ref<ExclusionSet>> ExclusionSet::create(Ref<const Trie> trie,
                                                std::span<const int64_t> label_ids) {
   if (!trie) return error(Code::kInvalidArgument, "trie is NULL");
-  if (trie->strings()) {
-    // Exclusions act through the label phase's per-node counts of token
-    // paths, which a string set does not have.
-    return error(Code::kUnsupported,
-                 "exclusion sets are not supported with a string-set trie: the decoding modes "
-                 "are defined over token paths (build a string set without the excluded strings)");
-  }
+  // Exclusions act through the label phase's per-node counts of token
+  // paths (a string set would be built without the excluded strings).
+  TM_TRY(check_supported(*trie, TrieFeature::kDecodingModes, "an exclusion set"));
   TM_ASSIGN_OR_RETURN(std::vector<uint32_t> terminals, terminals_with_keys(*trie, label_ids));
   return Ref<ExclusionSet>::adopt(new ExclusionSet(std::move(trie), std::move(terminals)));
 }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "rules/mode_index.h"
+#include "rules/trie_rules.h"
 
 namespace treemask {
 
@@ -53,14 +54,17 @@ bool any_mode(const ModeOptions &o) {
 Status resolve_stops(const Trie &trie, const ModeOptions &o, ModeConfig &cfg) {
   if (o.override_stop_tokens.empty()) return Status::Ok();
   const int32_t vocab = trie.vocab_size();
-  const TokenIndex &tokens = token_index(trie);
+  const bool has_token_paths = !trie.kind();
+  const TokenIndex *tokens = has_token_paths ? &token_index(trie) : nullptr;
   for (size_t i = 0; i < o.override_stop_tokens.size(); ++i) {
     const int32_t t = o.override_stop_tokens[i];
     if (t < 0 || t >= vocab) {
       return error(Code::kOutOfRange, "override_stop_tokens[", i, "] = ", t,
                    " is out of range [0, vocab_size=", vocab, ")");
     }
-    if (TokenIndex::test(tokens.on_edge, t)) {
+    // A string set's stop token is only ever a stop token, whatever its
+    // bytes: only token paths can hold one inside.
+    if (has_token_paths && TokenIndex::test(tokens->on_edge, t)) {
       return error(Code::kInvalidArgument, "override_stop_tokens[", i, "] = ", t,
                    " occurs inside a path (it ends the path ",
                    path_text(trie, node_after_token(trie, t, false)),
@@ -145,45 +149,25 @@ Status resolve_think(const Trie &trie, const ModeOptions &o, std::span<const int
   return Status::Ok();
 }
 
-// A string-set trie takes the stop-token override only: the other modes
-// are defined over token paths (separators and end sequences as children,
-// per-node ends and distances in tokens), and a string set allows any
-// tokenization of its strings.
-Result<std::shared_ptr<const ModeConfig>> string_set_modes(const Trie &trie, const ModeOptions &o) {
-  const char *mode = !o.label_separator.empty() || o.max_labels != 0 ? "multi-label mode"
-                     : o.leaves_only                                 ? "leaves_only"
-                     : !o.think_end_tokens.empty() || o.think_begin_token != -1 ||
-                             o.start_in_thinking || o.max_thinking_tokens != -1 ||
-                             o.think_force_end_after_prefix
-                         ? "think mode"
-                     : o.max_new_tokens != -1 ? "a length budget (max_new_tokens)"
-                                              : nullptr;
-  if (mode) {
-    return error(Code::kUnsupported, mode,
-                 " is not supported with a string-set trie: the decoding modes are defined over "
-                 "token paths, and a string set allows any tokenization of its strings");
-  }
-  auto cfg = std::make_shared<ModeConfig>();
-  for (size_t i = 0; i < o.override_stop_tokens.size(); ++i) {
-    const int32_t t = o.override_stop_tokens[i];
-    if (t < 0 || t >= trie.vocab_size()) {
-      return error(Code::kOutOfRange, "override_stop_tokens[", i, "] = ", t,
-                   " is out of range [0, vocab_size=", trie.vocab_size(), ")");
-    }
-  }
-  // A stop token is only ever a stop token in a string set, whatever its
-  // bytes: no path check is needed.
-  cfg->stops = o.override_stop_tokens;
-  std::sort(cfg->stops.begin(), cfg->stops.end());
-  cfg->stops.erase(std::unique(cfg->stops.begin(), cfg->stops.end()), cfg->stops.end());
-  return std::shared_ptr<const ModeConfig>(std::move(cfg));
+// The first mode of o that changes what a step allows (every mode but the
+// stop-token override), for a kind of trie without them; null if none.
+const char *step_changing_mode(const ModeOptions &o) {
+  return !o.label_separator.empty() || o.max_labels != 0 ? "multi-label mode"
+         : o.leaves_only                                 ? "leaves_only"
+         : !o.think_end_tokens.empty() || o.think_begin_token != -1 || o.start_in_thinking ||
+                 o.max_thinking_tokens != -1 || o.think_force_end_after_prefix
+             ? "think mode"
+         : o.max_new_tokens != -1 ? "a length budget (max_new_tokens)"
+                                  : nullptr;
 }
 
 }  // namespace
 
 Result<std::shared_ptr<const ModeConfig>> make_mode_config(const Trie &trie, const ModeOptions &o) {
   if (!any_mode(o)) return std::shared_ptr<const ModeConfig>();
-  if (trie.strings()) return string_set_modes(trie, o);
+  if (const char *mode = step_changing_mode(o)) {
+    TM_TRY(check_supported(trie, TrieFeature::kDecodingModes, mode));
+  }
   if (o.max_new_tokens < -1) {
     return error(Code::kInvalidArgument, "max_new_tokens = ", o.max_new_tokens,
                  " (expected -1 = no budget, or >= 0)");

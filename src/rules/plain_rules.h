@@ -47,7 +47,7 @@ struct Advanced {
 
 // One accept of the state-array form (treemask_trie_advance_states) over
 // any rule with is_node, is_stop and step_node (the plain rule below; a
-// string set's, rules/string_rules.h): a negative token is padding and
+// kind's, KindRules in rules/trie_rules.h): a negative token is padding and
 // leaves the state; TERMINATED accepts only stop tokens; FAILED (and, on a
 // device, any id that is no node) accepts a stop token, which terminates
 // it, unless the policy is STICKY_ERROR; a node follows step_node, and a
@@ -97,6 +97,34 @@ struct PlainRules {
   // One accept of the state-array form (advance_state above).
   TREEMASK_HD Advanced advance(uint32_t s, int32_t token, int32_t policy) const {
     return advance_state(*this, s, token, policy);
+  }
+};
+
+// The candidates of a state for a beam step or a top-k, in the one order the
+// host (batch/beam_step.cc) and the device (kernels/cuda) read them: the
+// children the plain rule allows, then the stop tokens when it allows them
+// (TERMINATED, FAILED and, on a device, any id that is no node: the stop
+// tokens only). Candidate i is token(i) and leads to next_state(i); the
+// host walks them in order (for_each), a device indexes them.
+struct PlainCandidates {
+  Allowed a;
+  uint32_t n_total;
+
+  TREEMASK_HD PlainCandidates(const PlainRules &r, uint32_t state)
+      : a(r.allowed(state)), n_total(a.n_children + (a.stops ? r.t.n_stop_tokens : 0)) {}
+  TREEMASK_HD int32_t token(const PlainTrieView &t, uint32_t i) const {
+    return i < a.n_children ? a.children[i] : t.stop_tokens[i - a.n_children];
+  }
+  // A child node, or TERMINATED (a stop token).
+  TREEMASK_HD uint32_t next_state(uint32_t i) const {
+    return i < a.n_children ? a.first_child + i : kStateTerminated;
+  }
+  // offer(token(i), next_state(i)) for every i in order (host code).
+  template <class Offer>
+  void for_each(const PlainTrieView &t, Offer &&offer) const {
+    for (uint32_t j = 0; j < a.n_children; ++j) offer(a.children[j], a.first_child + j);
+    if (!a.stops) return;
+    for (uint32_t j = 0; j < t.n_stop_tokens; ++j) offer(t.stop_tokens[j], kStateTerminated);
   }
 };
 

@@ -53,7 +53,7 @@ uint64_t write_refined_row(const Trie &trie, const AllowedSet &s, std::span<cons
 
 size_t list(const AllowedSet &s, std::span<const int32_t> stops, int32_t vocab_size, int32_t *out,
             size_t cap) {
-  if (s.strings) return s.strings->list_allowed(s.string_node, stops, out, cap);
+  if (s.kind) return s.kind->list(s.kind_node, stops, out, cap);
   size_t n = 0;
   auto emit = [&](int32_t token) {
     if (n < cap) out[n] = token;

@@ -7,8 +7,9 @@
 // llguidance's one trie walk runs over one small trait. So fill,
 // next_tokens, forced_tokens and can_terminate agree with each other and with
 // accept whatever rule answers, and a new kind of rule adds a producer of
-// AllowedSet, not new queries. A string-set trie's node is one more
-// producer: its row and list come from the walk of its vocabulary.
+// AllowedSet, not new queries. A node of a trie of another kind (a string
+// set: trie/trie_kind.h) is one more producer: its row and list come from
+// the kind (a string set's walk of its vocabulary).
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #pragma once
@@ -21,8 +22,8 @@
 
 #include "rules/label_view.h"
 #include "rules/plain_rules.h"
-#include "strings/string_trie.h"
 #include "trie/trie.h"
+#include "trie/trie_kind.h"
 
 namespace treemask {
 
@@ -93,12 +94,12 @@ struct AllowedSet {
   // Free thinking: every token < vocab_size but `excluded` (-1: none).
   bool all_but = false;
   int32_t excluded = -1;
-  // A string-set trie's node (strings/string_trie.h): the tokens whose
-  // bytes spell a path from string_node, computed by a walk of the
-  // vocabulary (write_allowed_row, list_allowed), plus the stop tokens when
-  // base.stops (the node ends a string). No other field is set.
-  const StringTrie *strings = nullptr;
-  uint32_t string_node = 0;
+  // A node of a trie of another kind (trie/trie_kind.h): the tokens its
+  // kind allows at kind_node (a string set: those whose bytes spell a path
+  // from it), plus the stop tokens when base.stops (a sequence may end
+  // there). No other field is set.
+  const TrieKind *kind = nullptr;
+  uint32_t kind_node = 0;
 
   AllowedSet() = default;
   explicit AllowedSet(const Allowed &a) : base(a) {}
@@ -107,11 +108,11 @@ struct AllowedSet {
     s.extra[0] = token;
     return s;
   }
-  static AllowedSet string_set(const StringTrie &t, uint32_t node) {
+  static AllowedSet of_kind(const TrieKind &kind, uint32_t node, bool may_end) {
     AllowedSet s;
-    s.strings = &t;
-    s.string_node = node;
-    s.base.stops = t.is_terminal(node);
+    s.kind = &kind;
+    s.kind_node = node;
+    s.base.stops = may_end;
     return s;
   }
   static AllowedSet everything_but(int32_t token) {
@@ -154,7 +155,7 @@ inline uint64_t set_stops_and_extras(const AllowedSet &s, std::span<const int32_
 // extras. Returns the number of allowed tokens.
 inline uint64_t write_row(const Trie &trie, const AllowedSet &s, std::span<const int32_t> stops,
                           uint32_t *row) {
-  if (s.strings) return s.strings->write_allowed_row(s.string_node, stops, row, 0);
+  if (s.kind) return s.kind->write_row(s.kind_node, stops, row);
   if (s.all_but || s.filter) return write_refined_row(trie, s, stops, row);
   trie.write_children_row(s.base.children, s.base.n_children, s.base.first_child, row);
   return s.base.n_children + set_stops_and_extras(s, stops, row);
@@ -167,10 +168,10 @@ size_t list(const AllowedSet &s, std::span<const int32_t> stops, int32_t vocab_s
 
 // The one token s allows, when the sequence cannot end here instead (except
 // the separator at a multi-label leaf, which is forced all the same). Not
-// for a string set, whose forced tokens are those of its forced bytes
-// (StringTrie::forced_tokens, which the matcher calls instead).
+// for a node of another kind, which defines its forced tokens itself
+// (TrieKind::forced_tokens; TrieRules::forced_tokens chooses).
 inline std::optional<int32_t> sole_token(const AllowedSet &s) {
-  if (s.all_but || s.strings) return std::nullopt;
+  if (s.all_but || s.kind) return std::nullopt;
   int options = 0;
   int32_t token = -1;
   for (int32_t extra : s.extra) {

@@ -1,4 +1,5 @@
-// simdjson helpers shared by the JSON loaders (included only in src/json).
+// simdjson helpers shared by the JSON loaders (included only by the JSON
+// sources of src/sources: rtp_json.cc, jsonl.cc, parser_memory.cc).
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #pragma once

@@ -1,19 +1,19 @@
-// Masks of a string-set trie: the walk of the vocabulary's token trie against
+// Masks of a string-set trie: the walk of the vocabulary trie against
 // the byte trie, the dense-row cache of expensive states, the candidate
 // list, and forced tokens.
 //
 // The walk. From byte-trie node s, every allowed text token spells a path
 // from s, so the allowed set is the tokens on the common paths of the two
 // tries. The walk keeps one frame per token byte matched so far: a
-// token-trie node's children (a range of the depth-first array, ascending by
+// vocabulary-trie node's children (a range of the depth-first array, ascending by
 // byte) and the byte-trie node reached, whose children (ascending by byte
-// too) it merges against them. A token-trie child whose byte the byte trie
+// too) it merges against them. A vocabulary-trie child whose byte the byte trie
 // lacks is skipped with its whole subtree in one step (every token that
 // starts with it); a child that matches sets its token and opens a frame if
 // it has children. A frame closes when either list runs out, so a byte-trie
-// node with one child costs the token-trie siblings below that byte; the
-// root's children are reached through the token trie's first-byte table
-// rather than scanned. Cost: the token-trie nodes visited, i.e. the tokens
+// node with one child costs the vocabulary-trie siblings below that byte; the
+// root's children are reached through the vocabulary trie's first-byte table
+// rather than scanned. Cost: the vocabulary-trie nodes visited, i.e. the tokens
 // that are allowed plus their rejected siblings.
 //
 // The cache. A state whose walk visits many nodes (the root, the nodes just
@@ -142,7 +142,7 @@ class DenseRowCache {
 namespace {
 
 // A walk costs more than copying a cached row once it visits about a
-// quarter as many token-trie nodes as the row has words (a visit is a
+// quarter as many vocabulary-trie nodes as the row has words (a visit is a
 // dependent load and a few branches; a word of the copy is a fraction of a
 // store). Below 256 visits a walk takes about a microsecond: not worth a row.
 uint64_t default_cache_threshold(size_t row_words) {
@@ -151,23 +151,9 @@ uint64_t default_cache_threshold(size_t row_words) {
 
 }  // namespace
 
-StringTrie::StringTrie(Ref<Vocab> vocab, std::unique_ptr<ByteTrieStorage> storage,
-                       std::vector<int32_t> stop_tokens, const StringTrieOptions &opts)
-    : vocab_(std::move(vocab)),
-      storage_(std::move(storage)),
-      a_(storage_->view()),
-      stop_tokens_(std::move(stop_tokens)),
-      prefix_(opts.prefix),
-      cache_(std::make_unique<DenseRowCache>(opts.dense_row_cache_bytes, row_words(), a_.n_nodes)),
-      cache_min_visits_(opts.dense_row_min_visits ? opts.dense_row_min_visits
-                                                  : default_cache_threshold(row_words())) {}
-
-StringTrie::StringTrie(Ref<Vocab> vocab, const ByteTrieArrays &arrays,
-                       std::vector<int32_t> stop_tokens, const StringTrieOptions &opts)
+StringTrie::StringTrie(Ref<Vocab> vocab, const TrieArrays &arrays, const StringTrieOptions &opts)
     : vocab_(std::move(vocab)),
       a_(arrays),
-      stop_tokens_(std::move(stop_tokens)),
-      prefix_(opts.prefix),
       cache_(std::make_unique<DenseRowCache>(opts.dense_row_cache_bytes, row_words(), a_.n_nodes)),
       cache_min_visits_(opts.dense_row_min_visits ? opts.dense_row_min_visits
                                                   : default_cache_threshold(row_words())) {}
@@ -180,7 +166,7 @@ uint64_t StringTrie::dense_cache_rows() const { return cache_->rows(); }
 // ---------------------------------------------------------------- walk
 
 struct ByteWalk {
-  // A token-trie node's children [pos, end) merged against a byte-trie
+  // A vocabulary-trie node's children [pos, end) merged against a byte-trie
   // node's children (bytes[j..n), ids or, for a single child, `only`).
   struct Frame {
     uint32_t pos, end;
@@ -191,19 +177,19 @@ struct ByteWalk {
   };
 
   const StringTrie &trie;
-  const TokenTrieNode *nodes;
+  const VocabTrieNode *nodes;
 
-  explicit ByteWalk(const StringTrie &t) : trie(t), nodes(t.vocab().token_trie().nodes()) {}
+  explicit ByteWalk(const StringTrie &t) : trie(t), nodes(t.vocab().vocab_trie().nodes()) {}
 
-  // Opens a frame for byte-trie node s over token-trie children [pos, end);
+  // Opens a frame for byte-trie node s over vocabulary-trie children [pos, end);
   // false if s has no children.
   bool open(Frame &f, uint32_t s, uint32_t pos, uint32_t end) const {
-    const ByteTrieArrays &a = trie.a_;
+    const TrieArrays &a = trie.a_;
     f.pos = pos;
     f.end = end;
     f.j = 0;
     if (StringTrie::bit(a.unary_bits, s)) {
-      f.bytes = a.labels + s + 1;
+      f.bytes = a.byte_labels + s + 1;
       f.ids = nullptr;
       f.only = s + 1;
       f.n = 1;
@@ -226,14 +212,14 @@ struct ByteWalk {
     return stack;
   }
 
-  // Walks the tokens below token-trie node `root_pos`'s children [pos, end)
+  // Walks the tokens below vocabulary-trie node `root_pos`'s children [pos, end)
   // from byte-trie node s, calling emit(token) for each allowed one (stop
   // tokens included: the caller applies them). emit returns false to stop.
-  // `at_root`: [pos, end) are the token trie root's children (first-byte
-  // table). Returns the token-trie nodes visited.
+  // `at_root`: [pos, end) are the vocabulary trie root's children (first-byte
+  // table). Returns the vocabulary-trie nodes visited.
   template <class Emit>
   uint64_t run(uint32_t s, uint32_t pos, uint32_t end, bool at_root, Emit &&emit) const {
-    const TokenTrie &tt = trie.vocab().token_trie();
+    const VocabTrie &tt = trie.vocab().vocab_trie();
     std::vector<Frame> &stack = frames(tt.max_depth());
     // The current frame lives in locals (registers: nothing the emitter
     // writes can alias it); the frames above it wait on the stack.
@@ -247,7 +233,7 @@ struct ByteWalk {
         f = stack[--below];
         continue;
       }
-      const TokenTrieNode node = nodes[f.pos];
+      const VocabTrieNode node = nodes[f.pos];
       const uint8_t b = node.byte(), want = f.bytes[f.j];
       ++visits;
       if (b < want) {
@@ -263,7 +249,7 @@ struct ByteWalk {
       const uint32_t child = f.ids ? f.ids[f.j] : f.only;
       const uint32_t here = f.pos;
       f.pos += node.subtree_size();
-      if (node.token != TokenTrieNode::kNoToken && !emit(node.token)) return visits;
+      if (node.token != VocabTrieNode::kNoToken && !emit(node.token)) return visits;
       Frame next;
       if (node.subtree_size() > 1 && open(next, child, here + 1, f.pos)) {
         stack[below++] = f;
@@ -275,7 +261,7 @@ struct ByteWalk {
 
   template <class Emit>
   uint64_t from_root(uint32_t s, Emit &&emit) const {
-    const TokenTrie &tt = trie.vocab().token_trie();
+    const VocabTrie &tt = trie.vocab().vocab_trie();
     return run(s, 1, tt.root_end(), true, emit);
   }
 };
@@ -384,16 +370,16 @@ size_t StringTrie::forced_tokens(uint32_t node, std::span<const int32_t> stops, 
   forced_bytes(node, reinterpret_cast<uint8_t *>(forced.data()), forced.size());
   if (forced.empty()) return 0;
   const uint32_t end_state = walk(node, forced);
-  const TokenTrie &tt = vocab().token_trie();
-  const TokenTrieNode *nodes = tt.nodes();
+  const VocabTrie &tt = vocab().vocab_trie();
+  const VocabTrieNode *nodes = tt.nodes();
   const ByteWalk walker(*this);
 
   size_t k = 0;
   for (size_t p = 0; p < forced.size();) {
-    // Follow forced[p..] down the token trie, noting the longest token.
-    int32_t longest = TokenTrieNode::kNoToken;
+    // Follow forced[p..] down the vocabulary trie, noting the longest token.
+    int32_t longest = VocabTrieNode::kNoToken;
     size_t longest_len = 0;
-    uint32_t at = 0;  // token-trie node of forced[p .. p + depth)
+    uint32_t at = 0;  // vocabulary-trie node of forced[p .. p + depth)
     size_t depth = 0;
     for (; p + depth < forced.size(); ++depth) {
       const auto b = static_cast<uint8_t>(forced[p + depth]);
@@ -406,7 +392,7 @@ size_t StringTrie::forced_tokens(uint32_t node, std::span<const int32_t> stops, 
       // one that may have children.
       for (;;) {
         const int32_t t = nodes[c].token;
-        if (t != TokenTrieNode::kNoToken && !is_stop(stops, t) && longest_len != depth + 1) {
+        if (t != VocabTrieNode::kNoToken && !is_stop(stops, t) && longest_len != depth + 1) {
           longest = t;
           longest_len = depth + 1;
         }
@@ -426,7 +412,7 @@ size_t StringTrie::forced_tokens(uint32_t node, std::span<const int32_t> stops, 
       });
       if (crosses) break;
     }
-    if (longest == TokenTrieNode::kNoToken) break;
+    if (longest == VocabTrieNode::kNoToken) break;
     if (k < cap) out[k] = longest;
     ++k;
     p += longest_len;

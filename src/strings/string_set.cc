@@ -67,7 +67,7 @@ void place_labels(VectorTrieStorage &st, const std::vector<uint32_t> &ends, uint
   }
 }
 
-uint32_t max_children(const ByteTrieStorage &b) {
+uint32_t max_children(const VectorTrieStorage &b) {
   uint32_t most = 0;
   for (size_t k = 0; k + 1 < b.branch_first.size(); ++k) {
     most = std::max(most, b.branch_first[k + 1] - b.branch_first[k]);
@@ -89,32 +89,23 @@ void view_vocab(TrieArrays &a, const Vocab &v) {
   a.vocab_bytes = v.n_bytes() ? v.bytes_data() : nullptr;
 }
 
-Ref<const StringTrie> string_trie_over(const Trie &trie, Ref<Vocab> vocab,
-                                       size_t dense_row_cache_bytes) {
-  const TrieArrays &a = trie.arrays();
-  StringTrieOptions so;
-  so.dense_row_cache_bytes = dense_row_cache_bytes;
-  return Ref<const StringTrie>::adopt(
-      new StringTrie(std::move(vocab), byte_trie_view(a),
-                     std::vector<int32_t>(a.stop_tokens, a.stop_tokens + a.n_stop_tokens), so));
+// The kind of a string-set Trie: the byte trie over the Trie's own arrays.
+Ref<const TrieKind> string_trie_over(const Trie &trie, Ref<Vocab> vocab,
+                                     const StringTrieOptions &opts) {
+  return Ref<const TrieKind>::adopt(new StringTrie(std::move(vocab), trie.arrays(), opts));
 }
 
 }  // namespace
 
-ByteTrieArrays byte_trie_view(const TrieArrays &a) {
-  ByteTrieArrays b;
-  b.labels = a.byte_labels;
-  b.terminal_bits = a.terminal_bits;
-  b.unary_bits = a.unary_bits;
-  b.branch_bits = a.branch_bits;
-  b.branch_rank = a.branch_rank;
-  b.branch_first = a.branch_first;
-  b.child_bytes = a.child_bytes;
-  b.child_ids = a.child_ids;
-  b.n_nodes = a.n_byte_nodes();
-  b.n_branches = a.n_branches;
-  b.n_branch_children = a.n_branch_children;
-  return b;
+const StringTrie *string_set_of(const Trie &trie) {
+  return dynamic_cast<const StringTrie *>(trie.kind());
+}
+
+bool is_string_set(const Trie &trie) { return string_set_of(trie) != nullptr; }
+
+const Vocab *vocab_of(const Trie &trie) {
+  const StringTrie *s = string_set_of(trie);
+  return s ? &s->vocab() : nullptr;
 }
 
 SavedVocab saved_vocab(const TrieArrays &a) {
@@ -148,23 +139,15 @@ Result<Ref<Trie>> build_trie_from_strings(const StringSetOptions &opts, Ref<Voca
     return error(Code::kOutOfRange, "a string of ", built.max_depth, " bytes is too long");
   }
 
-  ByteTrieStorage &b = *built.storage;
-  auto st = std::make_unique<VectorTrieStorage>();
+  // The byte trie's arrays are the storage's byte-trie rows already
+  // (trie/layout.h); the counts follow from their sizes.
+  std::unique_ptr<VectorTrieStorage> st = std::move(built.storage);
   TrieArrays a;
-  a.n_nodes = b.labels.size();
-  a.n_branches = b.branch_first.size() - 1;
-  a.n_branch_children = b.child_ids.size();
-  a.max_fanout = max_children(b);
+  a.n_nodes = st->byte_labels.size();
+  a.n_branches = st->branch_first.size() - 1;
+  a.n_branch_children = st->child_ids.size();
+  a.max_fanout = max_children(*st);
   a.max_depth = static_cast<uint32_t>(built.max_depth);
-  st->byte_labels = std::move(b.labels);
-  st->terminal_bits = std::move(b.terminal_bits);
-  st->unary_bits = std::move(b.unary_bits);
-  st->branch_bits = std::move(b.branch_bits);
-  st->branch_rank = std::move(b.branch_rank);
-  st->branch_first = std::move(b.branch_first);
-  st->child_bytes = std::move(b.child_bytes);
-  st->child_ids = std::move(b.child_ids);
-  built.storage.reset();
 
   // The terminal rank directory, then the labels by rank.
   st->terminal_rank.resize(st->terminal_bits.size());
@@ -198,15 +181,14 @@ Result<Ref<Trie>> build_trie_from_strings(const StringSetOptions &opts, Ref<Voca
   view_vocab(a, *vocab);
   // The vocabulary's own arrays were checked when it was built: skip
   // hashing them again (a small string set builds in microseconds).
-  if (Status s = validate_trie_arrays(a, /*check_vocab=*/false); !s.ok()) {
+  if (Status s = validate_trie_arrays(a); !s.ok()) {
     return error(Code::kInternal, "built an inconsistent string-set trie: ", s.message());
   }
   auto trie = Ref<Trie>::adopt(new Trie(std::move(st), a, to.dense_row_cache_bytes));
   StringTrieOptions so;
   so.dense_row_cache_bytes = to.dense_row_cache_bytes;
-  so.prefix = opts.prefix;
-  trie->set_strings(Ref<const StringTrie>::adopt(
-      new StringTrie(std::move(vocab), byte_trie_view(trie->arrays()), to.stop_tokens, so)));
+  so.dense_row_min_visits = opts.dense_row_min_visits;
+  trie->set_kind(string_trie_over(*trie, std::move(vocab), so));
   return trie;
 }
 
@@ -235,7 +217,7 @@ Status check_trie_vocab(const Trie &trie, const Vocab &model) {
                  ", wider than the model's vocabulary (vocab_size ", model.vocab_size(),
                  ", fingerprint ", Hex{model.fingerprint()}, "): built for another model");
   }
-  const StringTrie *strings = trie.strings();
+  const StringTrie *strings = string_set_of(trie);
   if (!strings) return Status::Ok();  // token paths: no vocabulary to compare
   const Vocab &own = strings->vocab();
   if (own.fingerprint() == model.fingerprint()) return Status::Ok();
@@ -261,6 +243,9 @@ Status check_trie_vocab(const Trie &trie, const Vocab &model) {
 Result<Ref<Trie>> make_validated_trie(std::unique_ptr<TrieStorage> storage, const TrieArrays &a,
                                       size_t dense_row_cache_bytes, Ref<Vocab> vocab) {
   if (a.is_string_set()) {
+    // The saved vocabulary is checked (its rules, its fingerprint) even
+    // when another is given: a file that loads holds nothing unchecked.
+    TM_TRY(check_saved_vocab(saved_vocab(a)));
     const uint64_t wanted = *a.vocab_fingerprint;
     if (vocab && vocab->fingerprint() != wanted) {
       return error(Code::kInvalidArgument,
@@ -273,13 +258,33 @@ Result<Ref<Trie>> make_validated_trie(std::unique_ptr<TrieStorage> storage, cons
   }
   auto trie = Ref<Trie>::adopt(new Trie(std::move(storage), a, dense_row_cache_bytes));
   if (a.is_string_set()) {
-    trie->set_strings(string_trie_over(*trie, std::move(vocab), dense_row_cache_bytes));
+    StringTrieOptions so;
+    so.dense_row_cache_bytes = dense_row_cache_bytes;
+    trie->set_kind(string_trie_over(*trie, std::move(vocab), so));
   } else if (vocab && trie->vocab_size() > vocab->vocab_size()) {
     // Token paths carry no vocabulary to compare, but ids past the model's
     // width are certainly another model's.
     return error(Code::kInvalidArgument, "the token-path trie has vocab_size ", trie->vocab_size(),
                  ", wider than the vocabulary given (vocab_size ", vocab->vocab_size(),
                  ", fingerprint ", Hex{vocab->fingerprint()}, ")");
+    StringTrieOptions so;
+    so.dense_row_cache_bytes = dense_row_cache_bytes;
+    trie->set_kind(string_trie_over(*trie, std::move(vocab), so));
+  }
+  return trie;
+}
+
+Result<Ref<Trie>> load_trie(const std::string &path, uint32_t flags, size_t dense_row_cache_bytes,
+                            Ref<Vocab> vocab) {
+  TM_ASSIGN_OR_RETURN(MappedTrie mapped, map_trie_file(path, flags));
+  auto made = make_validated_trie(std::move(mapped.storage), mapped.arrays, dense_row_cache_bytes,
+                                  std::move(vocab));
+  if (!made.ok()) {
+    return Status(made.status().code(), cat("\"", path, "\": ", made.status().message()));
+  }
+  Ref<Trie> trie = made.take_value();
+  if (!mapped.metadata.empty()) {
+    trie->set_annotations(TrieAnnotations::borrow(std::move(mapped.metadata)));
   }
   return trie;
 }

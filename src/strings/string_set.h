@@ -3,7 +3,8 @@
 // terminal_bits, the labels as a token-path trie's, the vocabulary as the
 // kVocab arrays), so that a string-set trie is saved, loaded, validated,
 // counted and handed out through the C API like any other, while its masks
-// and steps come from the StringTrie the Trie holds (Trie::strings()).
+// and steps come from the StringTrie the Trie holds as its kind
+// (Trie::kind(), trie/trie_kind.h).
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #pragma once
@@ -16,6 +17,7 @@
 #include "core/status.h"
 #include "strings/string_trie.h"
 #include "strings/vocab.h"
+#include "trie/file.h"
 #include "trie/trie.h"
 
 namespace treemask {
@@ -25,6 +27,9 @@ struct StringSetOptions {
   // least one, < vocab_size); the dense-row cache budget; no_labels.
   TrieBuildOptions trie;
   std::string prefix;  // put before every string
+  // The dense-row cache's admission threshold (StringTrieOptions; 0: the
+  // default). Tests and benchmarks set it.
+  uint64_t dense_row_min_visits = 0;
 };
 
 // Builds the trie of prefix + each string over vocab. String i carries
@@ -34,8 +39,15 @@ struct StringSetOptions {
 Result<Ref<Trie>> build_trie_from_strings(const StringSetOptions &opts, Ref<Vocab> vocab,
                                           const StringList &strings, const int64_t *label_ids);
 
-// A string-set trie's byte trie and vocabulary, as views of its arrays.
-ByteTrieArrays byte_trie_view(const TrieArrays &a);
+// The byte trie of a string-set trie (its masks, steps and vocabulary);
+// null for a token-path trie.
+const StringTrie *string_set_of(const Trie &trie);
+// Whether trie is a string-set trie, and its vocabulary (null for a
+// token-path trie): what the C API asks about the kind.
+bool is_string_set(const Trie &trie);
+const Vocab *vocab_of(const Trie &trie);
+
+// A string-set trie's vocabulary, as a view of its arrays.
 SavedVocab saved_vocab(const TrieArrays &a);
 
 // A Trie over validated arrays (validate_trie_arrays: a loaded file's),
@@ -52,5 +64,12 @@ Result<Ref<Trie>> make_validated_trie(std::unique_ptr<TrieStorage> storage, cons
 // text bytes or not text in both). kInvalidArgument naming both fingerprints
 // and the first token that differs.
 Status check_trie_vocab(const Trie &trie, const Vocab &model);
+
+// Loads a .tmtrie file of either kind: map_trie_file (trie/file.h: every
+// structural check), then make_validated_trie with `vocab`. Here rather
+// than in trie/file.cc because only this layer can make a string set's
+// kind. Errors name the path.
+Result<Ref<Trie>> load_trie(const std::string &path, uint32_t flags,
+                            size_t dense_row_cache_bytes = size_t{64} << 20, Ref<Vocab> vocab = {});
 
 }  // namespace treemask

@@ -18,25 +18,8 @@
 #include <cstring>
 
 #include "strings/string_sort.h"
-#include "trie/trie.h"  // normalize_stop_tokens
 
 namespace treemask {
-
-ByteTrieArrays ByteTrieStorage::view() const {
-  ByteTrieArrays a;
-  a.labels = labels.data();
-  a.terminal_bits = terminal_bits.data();
-  a.unary_bits = unary_bits.data();
-  a.branch_bits = branch_bits.data();
-  a.branch_rank = branch_rank.data();
-  a.branch_first = branch_first.data();
-  a.child_bytes = child_bytes.data();
-  a.child_ids = child_ids.data();
-  a.n_nodes = labels.size();
-  a.n_branches = branch_first.empty() ? 0 : branch_first.size() - 1;
-  a.n_branch_children = child_ids.size();
-  return a;
-}
 
 namespace {
 
@@ -162,8 +145,8 @@ void set_range(std::vector<uint64_t> &bits, uint64_t first, uint64_t last) {
 
 // ends (when given) receives the node each string ends at, by its index in
 // the caller's list.
-Result<std::unique_ptr<ByteTrieStorage>> build_storage(const PrefixedStrings &s,
-                                                       std::vector<uint32_t> *ends) {
+Result<std::unique_ptr<VectorTrieStorage>> build_storage(const PrefixedStrings &s,
+                                                         std::vector<uint32_t> *ends) {
   // Node ids: string k's new nodes start at start[k].
   std::vector<uint32_t> start(s.size());
   uint64_t n_nodes = 1;
@@ -177,9 +160,9 @@ Result<std::unique_ptr<ByteTrieStorage>> build_storage(const PrefixedStrings &s,
                  " trie nodes");
   }
 
-  auto st = std::make_unique<ByteTrieStorage>();
+  auto st = std::make_unique<VectorTrieStorage>();
   const uint64_t words = (n_nodes + 63) / 64;
-  st->labels.assign(n_nodes, 0);
+  st->byte_labels.assign(n_nodes, 0);
   st->terminal_bits.assign(words, 0);
   st->unary_bits.assign(words, 0);
   st->branch_bits.assign(words, 0);
@@ -201,7 +184,7 @@ Result<std::unique_ptr<ByteTrieStorage>> build_storage(const PrefixedStrings &s,
       },
       [](uint32_t, uint32_t, uint32_t) {},
       [&](size_t k, const Run &r) {
-        for (uint64_t d = r.d0; d <= r.d1; ++d) st->labels[r.node_at(d)] = s.byte(k, d - 1);
+        for (uint64_t d = r.d0; d <= r.d1; ++d) st->byte_labels[r.node_at(d)] = s.byte(k, d - 1);
         set(st->terminal_bits, r.node_at(r.d1));
         if (ends) (*ends)[s.original(k)] = r.node_at(r.d1);
       },
@@ -236,10 +219,10 @@ Result<std::unique_ptr<ByteTrieStorage>> build_storage(const PrefixedStrings &s,
         if (index == 0 || !test(st->branch_bits.data(), parent)) return;
         const uint32_t first = st->branch_first[rank_of(parent)];
         if (index == 1) {
-          st->child_bytes[first] = st->labels[parent + 1];
+          st->child_bytes[first] = st->byte_labels[parent + 1];
           st->child_ids[first] = parent + 1;
         }
-        st->child_bytes[first + index] = st->labels[child];
+        st->child_bytes[first + index] = st->byte_labels[child];
         st->child_ids[first + index] = child;
       },
       [](size_t, const Run &) {}, [](size_t, uint32_t) {});
@@ -247,81 +230,6 @@ Result<std::unique_ptr<ByteTrieStorage>> build_storage(const PrefixedStrings &s,
 }
 
 }  // namespace
-
-Status validate_byte_trie_arrays(const ByteTrieArrays &a) {
-  if (a.n_nodes == 0 || a.n_nodes > kMaxByteTrieNodes) {
-    return error(Code::kCorruptFile, "byte trie: ", a.n_nodes, " nodes");
-  }
-  if (a.n_branch_children > UINT32_MAX || a.n_branches > a.n_nodes) {
-    return error(Code::kCorruptFile, "byte trie: branch table of ", a.n_branches, " nodes and ",
-                 a.n_branch_children, " children");
-  }
-  if (a.labels[0] != 0) return error(Code::kCorruptFile, "byte trie: the root has a label");
-  const uint64_t words = a.words();
-  uint64_t rank = 0;
-  for (uint64_t w = 0; w < words; ++w) {
-    if (a.branch_rank[w] != rank) {
-      return error(Code::kCorruptFile, "byte trie: branch_rank[", w, "] = ", a.branch_rank[w],
-                   ", expected ", rank);
-    }
-    rank += std::popcount(a.branch_bits[w]);
-  }
-  const uint64_t tail = a.n_nodes & 63;
-  const uint64_t past = tail ? ~((uint64_t{1} << tail) - 1) : 0;
-  if ((a.terminal_bits[words - 1] | a.unary_bits[words - 1] | a.branch_bits[words - 1]) & past) {
-    return error(Code::kCorruptFile, "byte trie: bits set past the last node");
-  }
-  if (rank != a.n_branches) {
-    return error(Code::kCorruptFile, "byte trie: ", rank, " branch nodes, the table has ",
-                 a.n_branches);
-  }
-  if (a.branch_first[0] != 0 || a.branch_first[a.n_branches] != a.n_branch_children) {
-    return error(Code::kCorruptFile, "byte trie: branch offsets do not span the child table");
-  }
-  // The bits a word at a time (the tail past the last node is zero, checked
-  // above): unary and branch exclusive, every leaf (neither) terminal.
-  for (uint64_t w = 0; w < words; ++w) {
-    const uint64_t valid = w + 1 < words || tail == 0 ? ~uint64_t{0} : (uint64_t{1} << tail) - 1;
-    const uint64_t both = a.unary_bits[w] & a.branch_bits[w];
-    const uint64_t bad_leaf = valid & ~(a.unary_bits[w] | a.branch_bits[w] | a.terminal_bits[w]);
-    if (both) {
-      return error(Code::kCorruptFile, "byte trie: node ", w * 64 + std::countr_zero(both),
-                   " is unary and a branch");
-    }
-    if (bad_leaf) {
-      return error(Code::kCorruptFile, "byte trie: leaf ", w * 64 + std::countr_zero(bad_leaf),
-                   " is not terminal");
-    }
-  }
-  if (test(a.unary_bits, a.n_nodes - 1)) {
-    return error(Code::kCorruptFile, "byte trie: unary node ", a.n_nodes - 1, " has no next node");
-  }
-  // The branch table, branch by branch (k-th set branch bit).
-  uint64_t k = 0;
-  for (uint64_t w = 0; w < words; ++w) {
-    for (uint64_t bits = a.branch_bits[w]; bits != 0; bits &= bits - 1, ++k) {
-      const uint64_t n = w * 64 + static_cast<uint64_t>(std::countr_zero(bits));
-      const uint32_t first = a.branch_first[k], end = a.branch_first[k + 1];
-      if (end < first || end - first < 2) {
-        return error(Code::kCorruptFile, "byte trie: branch node ", n, " has children [", first,
-                     ", ", end, ")");
-      }
-      for (uint32_t c = first; c < end; ++c) {
-        const uint32_t id = a.child_ids[c];
-        const bool ok =
-            id > n && id < a.n_nodes && a.labels[id] == a.child_bytes[c] &&
-            (c == first ? id == n + 1
-                        : a.child_bytes[c] > a.child_bytes[c - 1] && id > a.child_ids[c - 1]);
-        if (!ok) {
-          return error(Code::kCorruptFile, "byte trie: branch node ", n, ", child ", c - first,
-                       " (byte ", int{a.child_bytes[c]}, ", node ", id,
-                       ") is out of order or range");
-        }
-      }
-    }
-  }
-  return Status::Ok();
-}
 
 Result<BuiltByteTrie> build_byte_trie(const StringList &strings, std::string_view prefix) {
   TM_TRY(check_strings(strings, prefix.size()));
@@ -340,20 +248,8 @@ Result<BuiltByteTrie> build_byte_trie(const StringList &strings, std::string_vie
   return out;
 }
 
-Result<Ref<StringTrie>> build_string_trie(Ref<Vocab> vocab, const StringTrieOptions &opts,
-                                          const StringList &strings) {
-  if (!vocab) return error(Code::kInvalidArgument, "a string set needs a vocabulary");
-  std::vector<int32_t> stops = opts.stop_tokens;
-  TM_TRY(normalize_stop_tokens(vocab->vocab_size(), stops));
-  TM_ASSIGN_OR_RETURN(BuiltByteTrie built, build_byte_trie(strings, opts.prefix));
-  const Status valid = validate_byte_trie_arrays(built.storage->view());
-  if (!valid.ok()) return error(Code::kInternal, "string trie builder: ", valid.message());
-  return Ref<StringTrie>::adopt(
-      new StringTrie(std::move(vocab), std::move(built.storage), std::move(stops), opts));
-}
-
 uint32_t StringTrie::child(uint32_t node, uint8_t byte) const {
-  if (bit(a_.unary_bits, node)) return a_.labels[node + 1] == byte ? node + 1 : kNoNode;
+  if (bit(a_.unary_bits, node)) return a_.byte_labels[node + 1] == byte ? node + 1 : kNoNode;
   if (!bit(a_.branch_bits, node)) return kNoNode;
   const uint32_t k = branch_index(node);
   const uint8_t *first = a_.child_bytes + a_.branch_first[k];
@@ -378,7 +274,7 @@ uint32_t StringTrie::child_count(uint32_t node) const {
 }
 
 uint8_t StringTrie::child_byte(uint32_t node, uint32_t i) const {
-  if (bit(a_.unary_bits, node)) return a_.labels[node + 1];
+  if (bit(a_.unary_bits, node)) return a_.byte_labels[node + 1];
   return a_.child_bytes[a_.branch_first[branch_index(node)] + i];
 }
 
@@ -387,16 +283,35 @@ uint32_t StringTrie::child_id(uint32_t node, uint32_t i) const {
   return a_.child_ids[a_.branch_first[branch_index(node)] + i];
 }
 
-TokenStep StringTrie::step_token(uint32_t node, int32_t token,
-                                 std::span<const int32_t> stops) const {
+NodeStep StringTrie::step_token(uint32_t node, int32_t token,
+                                std::span<const int32_t> stops) const {
   if (std::binary_search(stops.begin(), stops.end(), token)) {
-    return is_terminal(node) ? TokenStep{TokenStep::kTerminated, kNoNode}
-                             : TokenStep{TokenStep::kRejected, kNoNode};
+    return is_terminal(node) ? NodeStep{NodeStep::kTerminated, kNoNode}
+                             : NodeStep{NodeStep::kRejected, kNoNode};
   }
-  if (!vocab_->is_text_token(token)) return {TokenStep::kRejected, kNoNode};
+  if (!vocab_->is_text_token(token)) return {NodeStep::kRejected, kNoNode};
   const uint32_t next = walk(node, vocab_->token_bytes(token));
-  return next == kNoNode ? TokenStep{TokenStep::kRejected, kNoNode}
-                         : TokenStep{TokenStep::kAdvanced, next};
+  return next == kNoNode ? NodeStep{NodeStep::kRejected, kNoNode}
+                         : NodeStep{NodeStep::kAdvanced, next};
+}
+
+const char *StringTrie::unsupported(TrieFeature f) const {
+  switch (f) {
+    case TrieFeature::kDecodingModes:
+      return "the decoding modes are defined over token paths, and a string set allows any "
+             "tokenization of its strings";
+    case TrieFeature::kDeviceSteps:
+      return "the device steps walk token paths only; fill its rows on the host "
+             "(treemask_trie_fill_states or a matcher) and apply them with "
+             "treemask_cuda_apply_token_bitmask";
+    case TrieFeature::kTokenPaths:
+      return "it allows any tokenization of its strings (treemask inspect describes it)";
+  }
+  return "unknown feature";
+}
+
+std::string StringTrie::describe(uint32_t node) const {
+  return cat("bytes=\"", escape_control(path_bytes(node)), "\"");
 }
 
 std::string StringTrie::path_bytes(uint32_t node) const {
@@ -409,7 +324,7 @@ std::string StringTrie::path_bytes(uint32_t node) const {
     uint32_t i = 0;
     while (i + 1 < n && child_id(at, i + 1) <= node) ++i;
     at = child_id(at, i);
-    out.push_back(static_cast<char>(a_.labels[at]));
+    out.push_back(static_cast<char>(a_.byte_labels[at]));
   }
   return out;
 }
@@ -418,7 +333,7 @@ size_t StringTrie::forced_bytes(uint32_t node, uint8_t *out, size_t cap) const {
   size_t k = 0;
   while (!is_terminal(node) && bit(a_.unary_bits, node)) {
     ++node;
-    if (k < cap) out[k] = a_.labels[node];
+    if (k < cap) out[k] = a_.byte_labels[node];
     ++k;
   }
   return k;

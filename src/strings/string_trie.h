@@ -1,8 +1,8 @@
 // A string set as a byte trie over a vocabulary: the byte-level kind of
-// constraint (DESIGN.md §1, sources item 4). A state is a node id (uint32,
-// root = 0); token t is allowed at node s iff its bytes spell a path from s
-// (it may end inside a string, and it may run on from one string's end into
-// a longer string that continues it); a stop token is allowed iff s ends a
+// trie (src/README.md, "Kinds of trie"). A state is a node id (uint32, root
+// = 0); token t is allowed at node s iff its bytes spell a path from s (it
+// may end inside a string, and it may run on from one string's end into a
+// longer string that continues it); a stop token is allowed iff s ends a
 // string. Special tokens, empty tokens and ids past the tokenizer are never
 // allowed as text (vocab.h), and a stop token is only ever a stop token,
 // whatever its bytes.
@@ -10,9 +10,10 @@
 // Layout (depth-first ids). The nodes are numbered in depth-first order with
 // children by ascending byte, so a node's first child is the next id and a
 // chain of single children (the tail of a string once it differs from every
-// other) is a run of consecutive ids:
+// other) is a run of consecutive ids. The arrays are the byte-trie rows of
+// the layout table (trie/layout.h), n = n_nodes:
 //
-//   labels[n_nodes]            the byte on the edge into node n (labels[0] = 0)
+//   byte_labels[n]             the byte on the edge into node n (byte_labels[0] = 0)
 //   terminal_bits[words]       a string ends at n
 //   unary_bits[words]          n has exactly one child: n + 1
 //   branch_bits[words]         n has two or more children (the branch table)
@@ -27,8 +28,9 @@
 // 5 per child of a branching node and 4 per branching node: GeoNames' 150,634
 // names with prefix " " take 2.96 bytes per node, 1.5 per byte of the names
 // (bench_strings prints it). Child ids are greater than their parent's, so
-// every walk down the trie ends. validate_byte_trie_arrays checks every
-// invariant the accessors below rely on.
+// every walk down the trie ends. validate_byte_trie_arrays (trie/trie.h)
+// checks every invariant the accessors below rely on, when the trie is built
+// or loaded.
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #pragma once
@@ -47,50 +49,14 @@
 #include "core/refcount.h"
 #include "core/status.h"
 #include "strings/vocab.h"
+#include "trie/trie.h"
 
 namespace treemask {
 
 // No child / not a node. Node ids stay below the rules' two reserved state
-// values (0xFFFFFFFE terminated, 0xFFFFFFFF failed), as a token trie's do.
+// values (0xFFFFFFFE terminated, 0xFFFFFFFF failed), as a token-path trie's do.
 inline constexpr uint32_t kNoNode = 0xFFFFFFFFu;
-inline constexpr uint64_t kMaxByteTrieNodes = 0xFFFFFFFDu;
-
-struct ByteTrieArrays {
-  const uint8_t *labels = nullptr;
-  const uint64_t *terminal_bits = nullptr;
-  const uint64_t *unary_bits = nullptr;
-  const uint64_t *branch_bits = nullptr;
-  const uint32_t *branch_rank = nullptr;
-  const uint32_t *branch_first = nullptr;
-  const uint8_t *child_bytes = nullptr;
-  const uint32_t *child_ids = nullptr;
-  uint64_t n_nodes = 0;
-  uint64_t n_branches = 0;
-  uint64_t n_branch_children = 0;
-
-  uint64_t words() const { return (n_nodes + 63) / 64; }
-  uint64_t bytes() const {
-    return n_nodes + words() * (3 * 8 + 4) + (n_branches + 1) * 4 + n_branch_children * 5;
-  }
-};
-
-struct ByteTrieStorage {
-  std::vector<uint8_t> labels;
-  std::vector<uint64_t> terminal_bits, unary_bits, branch_bits;
-  std::vector<uint32_t> branch_rank;
-  std::vector<uint32_t> branch_first;
-  std::vector<uint8_t> child_bytes;
-  std::vector<uint32_t> child_ids;
-
-  ByteTrieArrays view() const;
-};
-
-// Every invariant the accessors rely on, in one linear pass: sizes, the
-// three bits (unary and branch exclusive, a leaf is terminal, a unary node's
-// child exists and a branch's children are >= 2, in range, ascending by
-// byte and by id, above the parent and labelled with their byte, the first
-// being n + 1), the rank directory. kCorruptFile names the first violation.
-Status validate_byte_trie_arrays(const ByteTrieArrays &a);
+inline constexpr uint64_t kMaxByteTrieNodes = kMaxNodes;
 
 // Strings as one byte buffer: string i is bytes[offsets[i], offsets[i + 1]).
 struct StringList {
@@ -99,44 +65,34 @@ struct StringList {
 };
 
 struct StringTrieOptions {
-  std::vector<int32_t> stop_tokens;  // at least one, < vocab_size
-  std::string prefix;                // put before every string (any bytes)
   // Budget of the dense-row cache (rows of expensive states, built lazily).
   size_t dense_row_cache_bytes = size_t{64} << 20;
   // A state's row is cached once its walk visits at least this many
-  // token-trie nodes; 0 picks max(256, row words / 4) (byte_mask.cc).
+  // vocabulary-trie nodes; 0 picks max(256, row words / 4) (byte_mask.cc).
   uint64_t dense_row_min_visits = 0;
-};
-
-// What a token does at a node.
-struct TokenStep {
-  enum Kind : uint8_t { kAdvanced, kTerminated, kRejected };
-  Kind kind;
-  uint32_t node;  // the node reached (kAdvanced), else kNoNode
 };
 
 class DenseRowCache;  // byte_mask.cc
 
-class StringTrie final : public RefCounted {
+// The string-set kind of trie (trie/trie_kind.h): the Trie of a string set
+// holds one (string_set_of in strings/string_set.h finds it).
+class StringTrie final : public TrieKind {
  public:
-  StringTrie(Ref<Vocab> vocab, std::unique_ptr<ByteTrieStorage> storage,
-             std::vector<int32_t> stop_tokens, const StringTrieOptions &opts);
-  // Over arrays someone else owns (a string-set Trie's storage: a built
-  // trie's vectors or a mapped .tmtrie file), validated
-  // (validate_byte_trie_arrays) and alive while this object is.
-  StringTrie(Ref<Vocab> vocab, const ByteTrieArrays &arrays, std::vector<int32_t> stop_tokens,
-             const StringTrieOptions &opts);
-  ~StringTrie();
+  // Over the arrays of a string-set trie (trie/layout.h: the byte-trie rows,
+  // terminal_bits and stop_tokens), validated (validate_trie_arrays) and
+  // alive while this object is: the Trie that holds this object owns them.
+  StringTrie(Ref<Vocab> vocab, const TrieArrays &arrays, const StringTrieOptions &opts);
+  ~StringTrie() override;
 
   const Ref<Vocab> &vocab_ref() const { return vocab_; }
 
   const Vocab &vocab() const { return *vocab_; }
-  const ByteTrieArrays &arrays() const { return a_; }
+  const TrieArrays &arrays() const { return a_; }
   uint32_t n_nodes() const { return static_cast<uint32_t>(a_.n_nodes); }
   int32_t vocab_size() const { return vocab_->vocab_size(); }
   size_t row_words() const { return (static_cast<size_t>(vocab_size()) + 31) / 32; }
-  std::span<const int32_t> stop_tokens() const { return stop_tokens_; }
-  const std::string &prefix() const { return prefix_; }
+  // The trie's own stop tokens (ascending, distinct).
+  std::span<const int32_t> stop_tokens() const { return {a_.stop_tokens, a_.n_stop_tokens}; }
 
   // Node accessors: node < n_nodes() (callers check ids they did not make).
   bool is_terminal(uint32_t node) const { return bit(a_.terminal_bits, node); }
@@ -153,9 +109,9 @@ class StringTrie final : public RefCounted {
   // terminal node and is rejected elsewhere; any other token advances along
   // its bytes or is rejected (special, empty, past the tokenizer, or a byte
   // string that leaves the trie).
-  TokenStep step_token(uint32_t node, int32_t token, std::span<const int32_t> stops) const;
-  TokenStep step_token(uint32_t node, int32_t token) const {
-    return step_token(node, token, stop_tokens_);
+  NodeStep step_token(uint32_t node, int32_t token, std::span<const int32_t> stops) const;
+  NodeStep step_token(uint32_t node, int32_t token) const {
+    return step_token(node, token, stop_tokens());
   }
 
   // Writes node's whole row (row_words() words; words up to
@@ -171,19 +127,19 @@ class StringTrie final : public RefCounted {
   // Forced bytes: the bytes every continuation from node begins with (the
   // chain of single children while the node is not terminal). Returns their
   // number, writing at most cap.
-  size_t forced_bytes(uint32_t node, uint8_t *out, size_t cap) const;
+  size_t forced_bytes(uint32_t node, uint8_t *out, size_t cap) const override;
   // Forced tokens (jump-forward): see byte_mask.cc for the definition. At
   // most cap written; returns how many there are.
   size_t forced_tokens(uint32_t node, std::span<const int32_t> stops, int32_t *out,
-                       size_t cap) const;
+                       size_t cap) const override;
   size_t forced_tokens(uint32_t node, int32_t *out, size_t cap) const {
-    return forced_tokens(node, stop_tokens_, out, cap);
+    return forced_tokens(node, stop_tokens(), out, cap);
   }
 
   // The bytes from the root to node (prefix included), for messages.
   std::string path_bytes(uint32_t node) const;
 
-  // Token-trie nodes a walk from node visits (the cost of an uncached row;
+  // Vocabulary-trie nodes a walk from node visits (the cost of an uncached row;
   // for benchmarks and diagnostics).
   uint64_t walk_visits(uint32_t node) const;
 
@@ -191,8 +147,21 @@ class StringTrie final : public RefCounted {
   uint64_t dense_cache_bytes() const;
   uint64_t dense_cache_rows() const;
 
-  // Bytes held by the trie's arrays (the vocabulary not included).
-  uint64_t memory_bytes() const { return a_.bytes(); }
+  // The kind's interface (trie/trie_kind.h), over the functions above.
+  const char *name() const override { return "string-set trie"; }
+  const char *unsupported(TrieFeature f) const override;
+  uint64_t write_row(uint32_t node, std::span<const int32_t> stops, uint32_t *row) const override {
+    return write_allowed_row(node, stops, row, 0);
+  }
+  size_t list(uint32_t node, std::span<const int32_t> stops, int32_t *out,
+              size_t cap) const override {
+    return list_allowed(node, stops, out, cap);
+  }
+  NodeStep step(uint32_t node, int32_t token, std::span<const int32_t> stops) const override {
+    return step_token(node, token, stops);
+  }
+  bool is_leaf(uint32_t node) const override { return child_count(node) == 0; }
+  std::string describe(uint32_t node) const override;
 
  private:
   static bool bit(const uint64_t *bits, uint32_t n) { return (bits[n >> 6] >> (n & 63)) & 1; }
@@ -204,32 +173,22 @@ class StringTrie final : public RefCounted {
   friend struct ByteWalk;  // byte_mask.cc
 
   Ref<Vocab> vocab_;
-  std::unique_ptr<ByteTrieStorage> storage_;
-  ByteTrieArrays a_;
-  std::vector<int32_t> stop_tokens_;
-  std::string prefix_;
+  TrieArrays a_;  // a copy of the view, not of the arrays
   std::unique_ptr<DenseRowCache> cache_;
   uint64_t cache_min_visits_;
 };
 
-// The byte trie of prefix + each string, without a vocabulary: the arrays
-// (not yet validated: the caller validates what it makes of them), the node
-// each string ends at (by its index in the list) and the longest string
-// with the prefix, in bytes. Errors: those of build_string_trie below about
-// the strings.
+// The byte trie of prefix + each string, without a vocabulary: its arrays
+// in a trie's storage (the byte-trie rows and terminal_bits of the layout
+// table; not yet validated: the caller validates what it makes of them),
+// the node each string ends at (by its index in the list) and the longest
+// string with the prefix, in bytes. Errors: no strings, offsets that do not
+// start at 0, decrease or overrun the bytes, too many nodes.
 struct BuiltByteTrie {
-  std::unique_ptr<ByteTrieStorage> storage;
+  std::unique_ptr<VectorTrieStorage> storage;
   std::vector<uint32_t> ends;
   uint64_t max_depth = 0;
 };
 Result<BuiltByteTrie> build_byte_trie(const StringList &strings, std::string_view prefix);
-
-// Builds the trie of prefix + each string over vocab. Strings are any bytes
-// (not checked as UTF-8: a tokenizer's bytes need not be either);
-// duplicates merge; the empty string makes the node after the prefix
-// terminal. Errors: no strings, offsets that do not start at 0, decrease or
-// overrun the bytes, too many nodes, bad stop tokens.
-Result<Ref<StringTrie>> build_string_trie(Ref<Vocab> vocab, const StringTrieOptions &opts,
-                                          const StringList &strings);
 
 }  // namespace treemask

@@ -94,7 +94,7 @@ uint64_t fingerprint_of(int32_t vocab_size, const uint8_t *bytes, const uint32_t
 
 uint64_t Vocab::memory_bytes() const {
   return bytes_.capacity() + offsets_.capacity() * sizeof(uint32_t) + flags_.capacity() +
-         token_trie_.memory_bytes();
+         vocab_trie_.memory_bytes();
 }
 
 Result<Ref<Vocab>> build_vocab(const VocabSpec &spec) {
@@ -118,7 +118,7 @@ Status Vocab::finish() {
   for (size_t t = 0; t < n; ++t) {
     include[t] = offsets_[t + 1] > offsets_[t] && !(flags_[t] & kTokenSpecial);
   }
-  TM_ASSIGN_OR_RETURN(token_trie_, TokenTrie::build(bytes_.data(), offsets_.data(), include));
+  TM_ASSIGN_OR_RETURN(vocab_trie_, VocabTrie::build(bytes_.data(), offsets_.data(), include));
   return Status::Ok();
 }
 

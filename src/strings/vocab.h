@@ -1,8 +1,8 @@
 // A vocabulary at the byte level: each token id's bytes and flags, built once
 // per tokenizer and shared (immutable, reference counted) by every string-set
-// trie over it, with the token trie that the mask walk needs (token_trie.h).
+// trie over it, with the vocabulary trie that the mask walk needs (vocab_trie.h).
 //
-// Rules a vocabulary pins (DESIGN.md §1, sources item 4):
+// Rules a vocabulary pins (src/README.md, "Kinds of trie"):
 // - ids [0, n_tokens) are the tokenizer's; each has a byte string (what the
 //   token contributes to the decoded text) and flags;
 // - a token flagged kTokenSpecial (control, added, special tokens) is never
@@ -26,7 +26,7 @@
 
 #include "core/refcount.h"
 #include "core/status.h"
-#include "strings/token_trie.h"
+#include "strings/vocab_trie.h"
 
 namespace treemask {
 
@@ -77,16 +77,16 @@ class Vocab final : public RefCounted {
     return token >= 0 && token < n_tokens() ? flags_[static_cast<size_t>(token)] : 0;
   }
   // Whether the token may be allowed for its bytes (not special, not empty,
-  // not past the tokenizer): exactly the tokens of the token trie.
+  // not past the tokenizer): exactly the tokens of the vocabulary trie.
   bool is_text_token(int32_t token) const {
     return token >= 0 && token < n_tokens() && !(flags(token) & kTokenSpecial) &&
            !token_bytes(token).empty();
   }
-  const TokenTrie &token_trie() const { return token_trie_; }
+  const VocabTrie &vocab_trie() const { return vocab_trie_; }
   // XXH64 of vocab_size, n_tokens and every token's flags and bytes (the
   // exact serialisation is in vocab.cc; changing it changes every value).
   uint64_t fingerprint() const { return fingerprint_; }
-  // Bytes held (token bytes, offsets, flags, token trie).
+  // Bytes held (token bytes, offsets, flags, vocabulary trie).
   uint64_t memory_bytes() const;
 
   // The arrays as a string-set trie saves them (trie/layout.h, kVocab):
@@ -101,7 +101,7 @@ class Vocab final : public RefCounted {
   friend Result<Ref<Vocab>> build_vocab(const VocabSpec &spec);
   friend Result<Ref<Vocab>> vocab_from_saved(const SavedVocab &s);
   Vocab() = default;
-  // The fingerprint and the token trie, from the arrays.
+  // The fingerprint and the vocabulary trie, from the arrays.
   Status finish();
 
   int32_t vocab_size_ = 0;
@@ -109,7 +109,7 @@ class Vocab final : public RefCounted {
   std::vector<uint32_t> offsets_;  // n_tokens + 1
   std::vector<uint8_t> flags_;     // n_tokens
   uint64_t fingerprint_ = 0;
-  TokenTrie token_trie_;
+  VocabTrie vocab_trie_;
 };
 
 // Every rule of build_vocab over saved arrays, and the fingerprint
@@ -118,13 +118,13 @@ class Vocab final : public RefCounted {
 Status check_saved_vocab(const SavedVocab &saved);
 
 // A vocabulary with a copy of checked saved arrays (check_saved_vocab), its
-// token trie built.
+// vocabulary trie built.
 Result<Ref<Vocab>> vocab_from_saved(const SavedVocab &saved);
 
 // Checks the spec (offsets start at 0, never decrease, end at bytes.size();
 // flags sized and known; 1 <= n_tokens <= vocab_size; tokens no longer than
 // kMaxTokenBytes; under 4 GiB of bytes) and builds the vocabulary and its
-// token trie. Errors name the offending token id.
+// vocabulary trie. Errors name the offending token id.
 Result<Ref<Vocab>> build_vocab(const VocabSpec &spec);
 
 }  // namespace treemask

@@ -18,8 +18,6 @@
 #include <type_traits>
 
 #include "core/open_file.h"
-#include "strings/string_set.h"
-#include "treemask/treemask.h"
 #include "trie/annotations.h"
 #include "trie/xxh64.h"
 
@@ -33,8 +31,6 @@ constexpr uint64_t kAlign = 64;
 constexpr unsigned char kZeroPadding[kAlign] = {};
 constexpr size_t kHeaderChecksummed = offsetof(FileHeader, header_checksum);
 
-static_assert(kTmtrieFormatVersion == TREEMASK_TMTRIE_FORMAT_VERSION);
-static_assert(kLoadTrusted == TREEMASK_LOAD_TRUSTED);
 static_assert(std::endian::native == std::endian::little,
               ".tmtrie files are little-endian and mapped as they are");
 
@@ -352,8 +348,7 @@ Status save_trie(const Trie &trie, const std::string &path,
   return s;
 }
 
-Result<Ref<Trie>> load_trie(const std::string &path, uint32_t flags, size_t dense_row_cache_bytes,
-                            Ref<Vocab> vocab) {
+Result<MappedTrie> map_trie_file(const std::string &path, uint32_t flags) {
   if (flags & ~kLoadTrusted) {
     return error(Code::kInvalidArgument, "unknown load flags ", Hex{flags & ~kLoadTrusted});
   }
@@ -373,23 +368,16 @@ Result<Ref<Trie>> load_trie(const std::string &path, uint32_t flags, size_t dens
   // the checksum) reads nearly every page right away.
   void *base = mmap(nullptr, size, PROT_READ, MAP_SHARED | MAP_POPULATE, fd.get(), 0);
   if (base == MAP_FAILED) return error(Code::kIo, "cannot map \"", path, "\": ", errno_text());
-  auto storage = std::make_unique<MappedTrieStorage>(base, size);
+  MappedTrie out;
+  out.storage = std::make_unique<MappedTrieStorage>(base, size);
   auto image = parse_trie_image(static_cast<const unsigned char *>(base), size, flags);
   if (!image.ok()) {
     return Status(image.status().code(), cat("\"", path, "\": ", image.status().message()));
   }
-  TrieImage &img = image.value();
-  std::vector<TrieAnnotations::Entry> entries;
-  entries.reserve(img.metadata.size());
-  for (const auto &[k, v] : img.metadata) entries.push_back({k, v});
-  auto made =
-      make_validated_trie(std::move(storage), img.arrays, dense_row_cache_bytes, std::move(vocab));
-  if (!made.ok()) {
-    return Status(made.status().code(), cat("\"", path, "\": ", made.status().message()));
-  }
-  Ref<Trie> trie = made.take_value();
-  if (!entries.empty()) trie->set_annotations(TrieAnnotations::borrow(std::move(entries)));
-  return trie;
+  out.arrays = image.value().arrays;
+  out.metadata.reserve(image.value().metadata.size());
+  for (const auto &[k, v] : image.value().metadata) out.metadata.push_back({k, v});
+  return out;
 }
 
 }  // namespace treemask

@@ -39,7 +39,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "strings/vocab.h"
+#include "trie/annotations.h"
 #include "trie/trie.h"
 
 namespace treemask {
@@ -122,14 +122,18 @@ static_assert(sizeof(MetadataEntry) == 24);
 Status save_trie(const Trie &trie, const std::string &path,
                  const std::vector<std::pair<std::string, std::string>> &extra_metadata);
 
-// Maps path and checks it (see above). flags: kLoadTrusted skips the payload
-// checksum. Metadata entries point into the mapping. A string-set trie uses
-// `vocab` when given (its fingerprint must match the file's) and otherwise
-// rebuilds the vocabulary the file holds (make_validated_trie).
-Result<Ref<Trie>> load_trie(const std::string &path, uint32_t flags,
-                            size_t dense_row_cache_bytes = size_t{64} << 20, Ref<Vocab> vocab = {});
+// Maps path and checks it (see above): the arrays of a trie of either kind,
+// the mapping that holds them and the metadata entries, which point into it.
+// flags: kLoadTrusted skips the payload checksum. Errors name the path.
+// load_trie (strings/string_set.h) makes the Trie of its kind from it.
+struct MappedTrie {
+  std::unique_ptr<TrieStorage> storage;
+  TrieArrays arrays;
+  std::vector<TrieAnnotations::Entry> metadata;
+};
+Result<MappedTrie> map_trie_file(const std::string &path, uint32_t flags);
 
-// The checks of load_trie over an image in memory, which must stay alive and
+// The checks of map_trie_file over an image in memory, which must stay alive and
 // unmodified while the returned arrays are used: a pure function over bytes
 // (what a fuzzer drives). data must be 8-byte aligned.
 struct TrieImage {

@@ -52,10 +52,10 @@
 //             (shared by every trie over it) and so not counted in the
 //             trie's bytes.
 //
-// Two kinds of trie share the table. A token-path trie (sources 1-3 of
-// DESIGN.md §1) has the plain arrays and the host arrays of its labels. A
-// string-set trie (source 4: n_vocab_tokens > 0) has none of the plain
-// arrays but terminal_bits and stop_tokens: its nodes are the byte trie of
+// Two kinds of trie share the table (src/README.md, "Kinds of trie"). A
+// token-path trie has the plain arrays and the host arrays of its labels. A
+// string-set trie (n_vocab_tokens > 0) has none of the plain arrays but
+// terminal_bits and stop_tokens: its nodes are the byte trie of
 // strings/string_trie.h (byte_labels .. child_ids, with terminal_bits), its
 // labels the same host arrays, and its vocabulary the kVocab arrays.
 // An array whose count is 0 has a null pointer. The saved arrays are the

@@ -6,8 +6,6 @@
 #include <cstring>
 #include <new>
 
-#include "strings/string_trie.h"
-
 namespace treemask {
 
 namespace {
@@ -52,7 +50,7 @@ Trie::Trie(std::unique_ptr<TrieStorage> storage, const TrieArrays &arrays,
   }
 }
 
-void Trie::set_strings(Ref<const StringTrie> strings) { strings_ = std::move(strings); }
+void Trie::set_kind(Ref<const TrieKind> kind) { kind_ = std::move(kind); }
 
 int32_t Trie::token_into(uint32_t node) const {
   if (node < a_.n_explicit) return a_.edge_tokens[node - 1];

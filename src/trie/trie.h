@@ -1,5 +1,7 @@
-// The compiled token trie: immutable flat arrays, shared by matchers and
-// threads.
+// The compiled trie: immutable flat arrays, shared by matchers and threads.
+// Its kind (src/README.md, "Kinds of trie"; trie_kind.h) says what its nodes
+// are; below, the layout of a token-path trie's nodes (a string set's byte
+// trie is strings/string_trie.h's).
 //
 // Layout (BFS order). Nodes are numbered breadth-first with the root = 0 and
 // the children of each node in ascending token order. Then the edges, listed
@@ -77,11 +79,11 @@
 #include "trie/find_token.h"
 #include "trie/layout.h"
 #include "trie/node_edges.h"
+#include "trie/trie_kind.h"
 
 namespace treemask {
 
 class TrieAnnotations;  // trie/annotations.h
-class StringTrie;       // strings/string_trie.h
 
 // Node ids stay below the two reserved state values of the rules
 // (rules/plain_rules.h: kStateTerminated, kStateFailed).
@@ -277,12 +279,13 @@ class Trie final : public RefCounted {
   ~Trie();
 
   const TrieArrays &arrays() const { return a_; }
-  // The string set of a string-set trie (trie/layout.h): its nodes, masks
-  // and steps. Null for a token-path trie. Every caller that reads the plain
-  // arrays (children, the plain rule, the device upload) checks it first.
-  const StringTrie *strings() const { return strings_.get(); }
-  // Set once by whoever makes a string-set trie, before it is shared.
-  void set_strings(Ref<const StringTrie> strings);
+  // The node rules of a trie that is not made of token paths (trie_kind.h:
+  // a string set's); null for a token-path trie, whose nodes are the CSR
+  // nodes and tails read by children() and the plain rule. Only the chooser
+  // of rules (rules/trie_rules.h) and the kind's own layer look at it.
+  const TrieKind *kind() const { return kind_.get(); }
+  // Set once by whoever makes a trie of another kind, before it is shared.
+  void set_kind(Ref<const TrieKind> kind);
   int32_t vocab_size() const { return a_.vocab_size; }
   size_t row_words() const { return words_for_vocab(a_.vocab_size); }
   uint64_t n_nodes() const { return a_.n_nodes; }
@@ -350,7 +353,7 @@ class Trie final : public RefCounted {
   std::unique_ptr<TrieStorage> storage_;
   TrieArrays a_;
   std::vector<int32_t> tail_values_;  // a_.tail_values
-  Ref<const StringTrie> strings_;     // over storage_'s arrays: destroyed first
+  Ref<const TrieKind> kind_;          // over storage_'s arrays: destroyed first
   std::shared_ptr<const TrieAnnotations> annotations_;
 
   // Dense-row cache: a fixed open-addressing table (first child -> row) allocated on
@@ -418,13 +421,23 @@ Status check_counts(const TrieCounts &c);
 // plus: every node without children is terminal, no edge carries a stop
 // token, max_depth and max_fanout are exact, labels and ranks consistent),
 // after check_counts and a pointer for every non-empty saved array. A
-// string-set trie's byte trie is checked by validate_byte_trie_arrays
-// (strings/string_trie.h) plus its depth-first nesting, and its saved
-// vocabulary (check_vocab: its rules and its fingerprint, which a builder
-// that took the arrays from a vocabulary object may skip). Linear in the
-// arrays' size. Every loaded or built trie passes it, so code that reads a
-// Trie never re-checks the arrays. kCorruptFile names the first violation.
-Status validate_trie_arrays(const TrieArrays &a, bool check_vocab = true);
+// string-set trie's byte trie is checked by validate_byte_trie below; its
+// saved vocabulary's rules and fingerprint are the strings layer's to check
+// (make_validated_trie, strings/string_set.h). Linear in the arrays' size.
+// Every loaded or built trie passes it, so code that reads a Trie never
+// re-checks the arrays. kCorruptFile names the first violation.
+Status validate_trie_arrays(const TrieArrays &a);
+
+// A string-set trie's byte trie (trie/validate_bytes.cc; the layout is
+// strings/string_trie.h's): validate_byte_trie_arrays, then the depth-first
+// nesting of the ids, max_depth and max_fanout.
+Status validate_byte_trie(const TrieArrays &a);
+// Each byte-trie node's own fields, in one linear pass: the counts, the
+// three bits (unary and branch exclusive, a leaf is terminal, a unary node's
+// child exists and a branch's children are >= 2, in range, ascending by
+// byte and by id, above the parent and labelled with their byte, the first
+// being n + 1), the rank directory. kCorruptFile names the first violation.
+Status validate_byte_trie_arrays(const TrieArrays &a);
 
 // The pass/fail scan of nodes and edges inside validate_trie_arrays (no
 // message), with the AVX2 words where the CPU has them (vector) or only the

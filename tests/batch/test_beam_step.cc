@@ -109,7 +109,7 @@ struct Rows {
   const void *row(size_t i) const {
     return bytes.data() + i * stride * treemask::kernels::dtype_bytes(dtype);
   }
-  float value(size_t i, size_t c) const { return treemask::kernels::load_value(row(i), dtype, c); }
+  float value(size_t i, size_t c) const { return treemask::kernels::load_logit(row(i), dtype, c); }
 };
 
 struct RefOut {

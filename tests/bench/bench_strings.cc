@@ -212,16 +212,23 @@ Ref<treemask::Vocab> letters_vocab() {
   return r.take_value();
 }
 
-Ref<StringTrie> build(const Ref<treemask::Vocab> &vocab, const Strings &s,
-                      const std::string &prefix, std::vector<int32_t> stops,
-                      size_t cache_bytes = size_t{64} << 20) {
-  treemask::StringTrieOptions o;
-  o.stop_tokens = std::move(stops);
+// A string-set trie as the C API builds one, seen through its byte trie.
+struct Built {
+  Ref<treemask::Trie> trie;
+  const StringTrie *operator->() const { return treemask::string_set_of(*trie); }
+  const StringTrie &operator*() const { return *operator->(); }
+};
+
+Built build(const Ref<treemask::Vocab> &vocab, const Strings &s, const std::string &prefix,
+            std::vector<int32_t> stops, size_t cache_bytes = size_t{64} << 20) {
+  treemask::StringSetOptions o;
+  o.trie.stop_tokens = std::move(stops);
+  o.trie.dense_row_cache_bytes = cache_bytes;
+  o.trie.no_labels = true;
   o.prefix = prefix;
-  o.dense_row_cache_bytes = cache_bytes;
-  auto r = treemask::build_string_trie(vocab, o, s.list());
+  auto r = treemask::build_trie_from_strings(o, vocab, s.list(), nullptr);
   if (!r.ok()) fail(r.status().message());
-  return r.take_value();
+  return Built{r.take_value()};
 }
 
 void bench_build(const char *name, const Strings &s, const std::string &prefix) {
@@ -249,10 +256,16 @@ void bench_build(const char *name, const Strings &s, const std::string &prefix) 
     const int64_t before = g_live.load();
     g_peak.store(before);
     t0 = now_ns();
-    const auto trie = build(vocab, s, prefix, {256});
+    auto built = treemask::build_byte_trie(s.list(), prefix);
     t = (now_ns() - t0) * 1e-6;
+    if (!built.ok()) fail(built.status().message());
     peak = g_peak.load() - before;
-    trie_bytes = trie->memory_bytes();
+  }
+  {
+    // The arrays of the same byte trie as a trie without labels (what a
+    // .tmtrie saves besides the vocabulary).
+    const Built trie = build(vocab, s, prefix, {256});
+    trie_bytes = trie.trie->arrays().bytes();
     nodes = trie->n_nodes();
     branches = trie->arrays().n_branches;
   }
@@ -325,10 +338,10 @@ Ref<treemask::Vocab> read_vocab_dump(const std::string &path) {
   if (!r.ok()) fail(r.status().message());
   const auto v = r.take_value();
   std::printf(
-      "vocabulary: %d tokens (%d wide), token trie of %zu nodes (%.2f MB), longest token "
+      "vocabulary: %d tokens (%d wide), vocabulary trie of %zu nodes (%.2f MB), longest token "
       "%zu bytes, built in %.1f ms\n",
-      v->n_tokens(), v->vocab_size(), v->token_trie().n_nodes(),
-      1e-6 * static_cast<double>(v->token_trie().memory_bytes()), v->token_trie().max_depth(),
+      v->n_tokens(), v->vocab_size(), v->vocab_trie().n_nodes(),
+      1e-6 * static_cast<double>(v->vocab_trie().memory_bytes()), v->vocab_trie().max_depth(),
       (now_ns() - t0) * 1e-6);
   return v;
 }
@@ -366,8 +379,8 @@ std::vector<uint32_t> walk_states(const StringTrie &t, size_t walks, uint64_t se
       const size_t n = t.list_allowed(node, t.stop_tokens(), allowed.data(), allowed.size());
       if (n == 0) break;
       const int32_t tok = allowed[rng() % n];
-      const treemask::TokenStep s = t.step_token(node, tok);
-      if (s.kind != treemask::TokenStep::kAdvanced) break;
+      const treemask::NodeStep s = t.step_token(node, tok);
+      if (s.kind != treemask::NodeStep::kAdvanced) break;
       node = s.node;
     }
   }
@@ -403,7 +416,7 @@ void bench_masks(const Ref<treemask::Vocab> &vocab, const Strings &names, size_t
   // slowest runs measure the neighbours). A cold cache is a fresh trie.
   std::vector<double> no_cache_ns(states.size(), 1e300), cold(states.size(), 1e300),
       warm(states.size(), 1e300);
-  Ref<StringTrie> cached;
+  Built cached;
   for (int run = 0; run < 3; ++run) {
     cached = build(vocab, names, " ", stops);
     for (size_t i = 0; i < states.size(); ++i) {
@@ -421,7 +434,7 @@ void bench_masks(const Ref<treemask::Vocab> &vocab, const Strings &names, size_t
   print_row("fill, cache warm", warm, "targets: p50 <= 10, p99 <= 300");
   std::vector<double> visits;
   for (uint32_t s : states) visits.push_back(1e3 * static_cast<double>(no_cache->walk_visits(s)));
-  print_row("token-trie nodes visited (x1000)", visits);
+  print_row("vocabulary-trie nodes visited (x1000)", visits);
   double root_ns = 1e300;
   for (int r = 0; r < 3; ++r) root_ns = std::min(root_ns, time_once([&] { fill(*no_cache, 0); }));
   const uint64_t root_allowed = no_cache->write_allowed_row(0, stops, row.data(), words);
@@ -478,7 +491,7 @@ void bench_masks(const Ref<treemask::Vocab> &vocab, const Strings &names, size_t
     ns.push_back(time_once([&] {
       std::memset(row.data(), 0, words * 4);
       for (int32_t t = 0; t < vocab->vocab_size(); ++t) {
-        if (no_cache->step_token(s, t).kind != treemask::TokenStep::kRejected) {
+        if (no_cache->step_token(s, t).kind != treemask::NodeStep::kRejected) {
           row[static_cast<uint32_t>(t) >> 5] |= uint32_t{1} << (t & 31);
         }
       }

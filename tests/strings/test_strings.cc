@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/test_util.h"
+#include "strings/string_set.h"
 #include "strings/string_sort.h"
 #include "strings/string_trie.h"
 #include "strings/vocab.h"
@@ -26,9 +27,9 @@ namespace {
 using strings_oracle::random_vocab;
 using strings_oracle::SetModel;
 using strings_oracle::VocabModel;
+using treemask::NodeStep;
 using treemask::Ref;
 using treemask::StringTrie;
-using treemask::TokenStep;
 
 struct Packed {
   std::string bytes;
@@ -47,22 +48,31 @@ Packed pack(const std::vector<std::string> &strings) {
   return p;
 }
 
-treemask::Result<Ref<StringTrie>> try_build(const VocabModel &v,
-                                            const std::vector<std::string> &strings,
-                                            std::vector<int32_t> stops, std::string prefix = "",
-                                            uint64_t min_visits = 0, size_t cache_bytes = 1 << 20) {
-  treemask::StringTrieOptions o;
-  o.stop_tokens = std::move(stops);
+// A string-set trie built as the library builds one (build_trie_from_strings),
+// seen through its byte trie.
+struct Built {
+  Ref<treemask::Trie> trie;
+  const StringTrie *operator->() const { return treemask::string_set_of(*trie); }
+  const StringTrie &operator*() const { return *operator->(); }
+};
+
+treemask::Result<Built> try_build(const VocabModel &v, const std::vector<std::string> &strings,
+                                  std::vector<int32_t> stops, std::string prefix = "",
+                                  uint64_t min_visits = 0, size_t cache_bytes = 1 << 20) {
+  treemask::StringSetOptions o;
+  o.trie.stop_tokens = std::move(stops);
+  o.trie.dense_row_cache_bytes = cache_bytes;
   o.prefix = std::move(prefix);
   o.dense_row_min_visits = min_visits;
-  o.dense_row_cache_bytes = cache_bytes;
   const Packed p = pack(strings);
-  return treemask::build_string_trie(v.build(), o, p.list());
+  TM_ASSIGN_OR_RETURN(Ref<treemask::Trie> trie,
+                      treemask::build_trie_from_strings(o, v.build(), p.list(), nullptr));
+  return Built{std::move(trie)};
 }
 
-Ref<StringTrie> build(const VocabModel &v, const std::vector<std::string> &strings,
-                      std::vector<int32_t> stops, std::string prefix = "", uint64_t min_visits = 0,
-                      size_t cache_bytes = 1 << 20) {
+Built build(const VocabModel &v, const std::vector<std::string> &strings,
+            std::vector<int32_t> stops, std::string prefix = "", uint64_t min_visits = 0,
+            size_t cache_bytes = 1 << 20) {
   auto r = try_build(v, strings, std::move(stops), std::move(prefix), min_visits, cache_bytes);
   if (!r.ok()) throw std::runtime_error(r.status().message());
   return r.take_value();
@@ -125,20 +135,20 @@ void check_state(const StringTrie &t, const SetModel &m, const std::string &w, u
   // Forced tokens are accepted one after the other.
   uint32_t at = node;
   for (int32_t tok : ft) {
-    const TokenStep s = t.step_token(at, tok);
-    ASSERT_EQ(s.kind, TokenStep::kAdvanced);
+    const NodeStep s = t.step_token(at, tok);
+    ASSERT_EQ(s.kind, NodeStep::kAdvanced);
     at = s.node;
   }
   // Every token: accepted iff allowed, and to the right node.
   for (int32_t tok = -1; tok <= m.vocab->vocab_size; ++tok) {
-    const TokenStep s = t.step_token(node, tok);
+    const NodeStep s = t.step_token(node, tok);
     const bool allowed = tok >= 0 && tok < m.vocab->vocab_size && m.allowed(w, tok);
-    ASSERT_EQ(s.kind != TokenStep::kRejected, allowed) << "token " << tok;
+    ASSERT_EQ(s.kind != NodeStep::kRejected, allowed) << "token " << tok;
     if (!allowed) continue;
     if (m.is_stop(tok)) {
-      EXPECT_EQ(s.kind, TokenStep::kTerminated);
+      EXPECT_EQ(s.kind, NodeStep::kTerminated);
     } else {
-      EXPECT_EQ(s.kind, TokenStep::kAdvanced);
+      EXPECT_EQ(s.kind, NodeStep::kAdvanced);
       EXPECT_EQ(s.node, t.walk(node, m.vocab->tokens[static_cast<size_t>(tok)]));
     }
   }
@@ -215,7 +225,7 @@ TEST(Vocab, BadSpecsNameTheProblem) {
   EXPECT_TRUE(treemask::build_vocab(spec).ok());
 }
 
-TEST(TokenTrie, DepthFirstLayoutHoldsEveryTextTokenOnce) {
+TEST(VocabTrie, DepthFirstLayoutHoldsEveryTextTokenOnce) {
   std::mt19937_64 rng(7);
   VocabModel v;
   for (int i = 0; i < 400; ++i) {
@@ -228,8 +238,8 @@ TEST(TokenTrie, DepthFirstLayoutHoldsEveryTextTokenOnce) {
   v.flags.push_back(0);
   v.vocab_size = static_cast<int32_t>(v.tokens.size());
   const auto vocab = v.build();
-  const treemask::TokenTrie &tt = vocab->token_trie();
-  const treemask::TokenTrieNode *n = tt.nodes();
+  const treemask::VocabTrie &tt = vocab->vocab_trie();
+  const treemask::VocabTrieNode *n = tt.nodes();
   ASSERT_EQ(n[0].subtree_size(), tt.n_nodes());
   // Rebuild each node's bytes from the layout alone.
   std::vector<std::string> spelled(tt.n_nodes());
@@ -347,7 +357,7 @@ TEST(StringTrie, PrefixesOfEachOtherAndCrossingAStringEnd) {
   const uint32_t a = t->walk(0, "a");
   EXPECT_TRUE(t->is_terminal(a));
   EXPECT_EQ(list(*t, a), (std::vector<int32_t>{1, 4, 7}));  // </s>, "b", "bc"
-  EXPECT_EQ(t->step_token(a, 1).kind, TokenStep::kTerminated);
+  EXPECT_EQ(t->step_token(a, 1).kind, NodeStep::kTerminated);
   const uint32_t abc = t->walk(0, "abc");
   EXPECT_EQ(list(*t, abc), (std::vector<int32_t>{1, 3}));  // </s>, "a"
   check_all_states(*t, model(v, s, {1}));
@@ -387,10 +397,10 @@ TEST(StringTrie, SpecialEmptyAndPaddedTokensAreNeverText) {
   const std::vector<std::string> s = {"<s>", "a"};
   const auto t = build(v, s, {1});
   for (const int32_t tok : {0, 2, 16, 39}) {
-    EXPECT_EQ(t->step_token(0, tok).kind, TokenStep::kRejected) << tok;
+    EXPECT_EQ(t->step_token(0, tok).kind, NodeStep::kRejected) << tok;
   }
-  EXPECT_EQ(t->step_token(0, 40).kind, TokenStep::kRejected);
-  EXPECT_EQ(t->step_token(0, -5).kind, TokenStep::kRejected);
+  EXPECT_EQ(t->step_token(0, 40).kind, NodeStep::kRejected);
+  EXPECT_EQ(t->step_token(0, -5).kind, NodeStep::kRejected);
   check_all_states(*t, model(v, s, {1}));
 }
 
@@ -400,7 +410,7 @@ TEST(StringTrie, AStopTokenWithTextIsOnlyAStop) {
   const auto t = build(v, {"a", "ab"}, {4});
   const uint32_t a = t->walk(0, "a");
   EXPECT_EQ(list(*t, a), (std::vector<int32_t>{4}));
-  EXPECT_EQ(t->step_token(a, 4).kind, TokenStep::kTerminated);
+  EXPECT_EQ(t->step_token(a, 4).kind, NodeStep::kTerminated);
   EXPECT_EQ(list(*t, 0), (std::vector<int32_t>{3, 6}));  // "a", "ab"
   check_all_states(*t, model(v, {"a", "ab"}, {4}));
 }
@@ -432,42 +442,45 @@ TEST(StringTrie, ForcedTokensStopWhereAContinuationDecides) {
 
 TEST(StringTrie, BadInputsNameTheProblem) {
   const VocabModel v = letters_vocab();
-  const auto expect_error = [&](const treemask::Result<Ref<StringTrie>> &r, const char *needle) {
+  const auto expect_error = [&](const auto &r, const char *needle) {
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.status().message().find(needle), std::string::npos) << r.status().message();
   };
   expect_error(try_build(v, {}, {1}), "at least one string");
   expect_error(try_build(v, {"a"}, {}), "at least one stop token");
   expect_error(try_build(v, {"a"}, {40}), "stop token 40");
-  treemask::StringTrieOptions o;
-  o.stop_tokens = {1};
+  treemask::StringSetOptions o;
+  o.trie.stop_tokens = {1};
   const std::string bytes = "ab";
   std::vector<uint64_t> offsets = {0, 2, 1};
   treemask::StringList l{{reinterpret_cast<const uint8_t *>(bytes.data()), 2}, offsets};
-  expect_error(treemask::build_string_trie(v.build(), o, l), "string 1: offsets decrease");
+  expect_error(treemask::build_trie_from_strings(o, v.build(), l, nullptr),
+               "string 1: offsets decrease");
   offsets = {0, 1};
-  expect_error(treemask::build_string_trie(v.build(), o, l), "does not match the 2 bytes");
-  expect_error(treemask::build_string_trie(Ref<treemask::Vocab>(), o, l), "vocabulary");
+  expect_error(treemask::build_trie_from_strings(o, v.build(), l, nullptr),
+               "does not match the 2 bytes");
+  expect_error(treemask::build_trie_from_strings(o, Ref<treemask::Vocab>(), l, nullptr),
+               "vocab is NULL");
 }
 
 TEST(StringTrie, ValidationCatchesCorruptArrays) {
   const VocabModel v = letters_vocab();
   const auto t = build(v, {"abc", "abd", "b", "ab"}, {1});
-  const treemask::ByteTrieArrays good = t->arrays();
+  const treemask::TrieArrays good = t.trie->arrays();
   ASSERT_TRUE(treemask::validate_byte_trie_arrays(good).ok());
   // Copies to corrupt.
-  std::vector<uint8_t> labels(good.labels, good.labels + good.n_nodes);
-  std::vector<uint64_t> term(good.terminal_bits, good.terminal_bits + good.words());
-  std::vector<uint64_t> unary(good.unary_bits, good.unary_bits + good.words());
+  std::vector<uint8_t> labels(good.byte_labels, good.byte_labels + good.n_nodes);
+  std::vector<uint64_t> term(good.terminal_bits, good.terminal_bits + good.byte_words());
+  std::vector<uint64_t> unary(good.unary_bits, good.unary_bits + good.byte_words());
   std::vector<uint32_t> ids(good.child_ids, good.child_ids + good.n_branch_children);
   const auto with = [&](auto mutate) {
     auto l = labels;
     auto te = term;
     auto u = unary;
     auto i = ids;
-    treemask::ByteTrieArrays a = good;
+    treemask::TrieArrays a = good;
     mutate(l, te, u, i);
-    a.labels = l.data();
+    a.byte_labels = l.data();
     a.terminal_bits = te.data();
     a.unary_bits = u.data();
     a.child_ids = i.data();
@@ -534,9 +547,9 @@ TEST(StringTrieProperty, RandomSetsAgainstTheModel) {
         }
         if (allowed.empty()) break;
         const int32_t tok = allowed[rng() % allowed.size()];
-        const TokenStep s = t->step_token(node, tok);
-        if (s.kind == TokenStep::kTerminated) break;
-        ASSERT_EQ(s.kind, TokenStep::kAdvanced);
+        const NodeStep s = t->step_token(node, tok);
+        if (s.kind == NodeStep::kTerminated) break;
+        ASSERT_EQ(s.kind, NodeStep::kAdvanced);
         w += v.tokens[static_cast<size_t>(tok)];
         node = s.node;
       }

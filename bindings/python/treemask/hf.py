@@ -95,7 +95,7 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
     fills a pinned bitmask, copies it up and masks with torch.
 
     A string-set trie (:meth:`Trie.from_strings`) always takes the host path:
-    its masks come from a walk of the vocabulary's token trie, which only the
+    its masks come from a walk of the vocabulary trie, which only the
     host runs; the device applies them (a pinned bitmask copied up, then the
     CUDA apply kernel).
 

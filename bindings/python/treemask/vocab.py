@@ -3,7 +3,7 @@
 A :class:`Vocab` gives every token id the bytes it adds to the decoded text
 and marks the ids that are never text (special and added tokens, ids with no
 piece, and the padded rows of a model's logits past the tokenizer). It is
-built once per tokenizer (the token trie that masks walk takes ~0.1 s for a
+built once per tokenizer (the vocabulary trie that masks walk takes ~0.1 s for a
 150k vocabulary) and shared by every :meth:`Trie.from_strings` over it.
 
 Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
@@ -23,7 +23,7 @@ __all__ = ["Vocab"]
 
 
 class Vocab:
-    """Each token id's bytes and flags, with the token trie string-set masks
+    """Each token id's bytes and flags, with the vocabulary trie string-set masks
     walk: immutable, shared by every trie built over it (a trie keeps its
     vocabulary alive). Build one with :meth:`from_tokenizer` or
     :meth:`from_token_bytes`.
@@ -125,7 +125,7 @@ class Vocab:
 
     @property
     def memory_bytes(self) -> int:
-        """Bytes held: token bytes, offsets, flags and the token trie."""
+        """Bytes held: token bytes, offsets, flags and the vocabulary trie."""
         return int(lib.treemask_vocab_memory_bytes(self._ptr))
 
     def token_bytes(self, token: int) -> bytes:

@@ -154,11 +154,11 @@ Status apply_token_bitmask_out(const BitmaskApply &a, const void *src, size_t sr
   LogitsRows input = a;
   input.logits = const_cast<void *>(src);
   input.row_stride = src_row_stride;
-  TM_TRY(check_rows(input, Where::kHost));
+  TM_TRY(check_logits_rows(input, Where::kHost));
   BitmaskApply out = a;
   out.indices = nullptr;  // every output row is written; indices only pick what is masked
   out.n_indices = 0;
-  TM_TRY(check_rows(out, Where::kHost));
+  TM_TRY(check_logits_rows(out, Where::kHost));
   if (a.n_rows == 0 || a.width == 0) return apply_token_bitmask(a, row_fn);
   const size_t bytes = dtype_bytes(DType(a.dtype));
   const auto *in_begin = static_cast<const char *>(src);

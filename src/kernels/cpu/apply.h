@@ -1,8 +1,9 @@
 // CPU logits masking: pure functions over raw rows, a scalar reference beside
 // every SIMD variant, and the argument checks of the public entry points.
 //
-// A row is masked by writing the dtype's -inf bit pattern; values are never
-// read as floats, so NaNs and signed zeros pass through untouched.
+// A row is masked by writing the dtype's -inf bit pattern (kernels/dtype.h);
+// values are never read as floats, so NaNs and signed zeros pass through
+// untouched.
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #pragma once
@@ -15,10 +16,6 @@
 #include "kernels/dtype.h"
 
 namespace treemask::kernels {
-
-inline constexpr uint32_t kNegInfF32 = 0xFF800000u;
-inline constexpr uint16_t kNegInfF16 = 0xFC00u;
-inline constexpr uint16_t kNegInfBF16 = 0xFF80u;
 
 // Masks one logits row: columns [0, width) are written, column c keeps its
 // value iff c < valid and bit c of mask is set. mask holds at least

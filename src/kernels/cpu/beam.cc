@@ -28,7 +28,7 @@ bool cpu_has_avx2_fma_f16c() {
 float logsumexp_scalar(const void *row, DType dtype, size_t n) {
   double m = -std::numeric_limits<double>::infinity();
   for (size_t c = 0; c < n; ++c) {
-    const double x = load_value(row, dtype, c);
+    const double x = load_logit(row, dtype, c);
     if (std::isnan(x) || x == std::numeric_limits<double>::infinity()) {
       return std::numeric_limits<float>::quiet_NaN();
     }
@@ -36,7 +36,7 @@ float logsumexp_scalar(const void *row, DType dtype, size_t n) {
   }
   if (m == -std::numeric_limits<double>::infinity()) return -std::numeric_limits<float>::infinity();
   double sum = 0;
-  for (size_t c = 0; c < n; ++c) sum += std::exp(double{load_value(row, dtype, c)} - m);
+  for (size_t c = 0; c < n; ++c) sum += std::exp(double{load_logit(row, dtype, c)} - m);
   return static_cast<float>(m + std::log(sum));
 }
 

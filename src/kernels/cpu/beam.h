@@ -1,8 +1,8 @@
 // CPU kernels of the constrained beam step: the log-softmax normalizer of a
-// logits row (one read of the row, vectorized, never written), the value of
-// one column as a float, and an exact top-k over candidates with the pinned
-// tie rule. Pure functions over raw spans, a scalar reference beside every
-// SIMD variant.
+// logits row (one read of the row, vectorized, never written) and an exact
+// top-k over candidates with the pinned tie rule (one logit as a float is
+// kernels/dtype.h's load_logit). Pure functions over raw spans, a scalar
+// reference beside every SIMD variant.
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #pragma once
@@ -15,16 +15,6 @@
 #include "kernels/cpu/apply.h"
 
 namespace treemask::kernels {
-
-// Column t of a row of the given dtype, as a float.
-inline float load_value(const void *row, DType dtype, size_t t) {
-  switch (dtype) {
-    case DType::kF32: return static_cast<const float *>(row)[t];
-    case DType::kF16: return f16_to_f32(static_cast<const uint16_t *>(row)[t]);
-    case DType::kBF16: return bf16_to_f32(static_cast<const uint16_t *>(row)[t]);
-  }
-  return NAN;
-}
 
 // ---- the normalizer ------------------------------------------------------------
 

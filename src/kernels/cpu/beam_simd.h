@@ -62,7 +62,7 @@ float logsumexp(const void *row, DType dtype, size_t n) {
     }
     float bm = S::hmax(vm);
     for (size_t i = vend; i < b1; ++i) {
-      const float x = load_value(row, dtype, i);
+      const float x = load_logit(row, dtype, i);
       if (std::isnan(x)) return std::numeric_limits<float>::quiet_NaN();
       bm = std::fmax(bm, x);
     }
@@ -86,7 +86,7 @@ float logsumexp(const void *row, DType dtype, size_t n) {
       s0 = S::add(s0, exp_nonpositive<S>(S::sub(S::load(row, dtype, i), vmax)));
     }
     double bs = S::hsum(S::add(S::add(s0, s1), S::add(s2, s3)));
-    for (; i < b1; ++i) bs += std::exp(double{load_value(row, dtype, i)} - double{m});
+    for (; i < b1; ++i) bs += std::exp(double{load_logit(row, dtype, i)} - double{m});
     total += bs;
     // A +inf element makes the sum NaN (x - m with m = +inf is NaN).
     if (std::isnan(total)) return std::numeric_limits<float>::quiet_NaN();

@@ -13,8 +13,6 @@
 #include <memory>
 #include <type_traits>
 
-#include "kernels/cuda/launch.h"
-
 namespace treemask::cuda {
 
 struct DeviceTrie {
@@ -166,17 +164,11 @@ Status check_pointer(const void *p, const char *name, int device) {
   }
 }
 
-size_t element_bytes(int32_t dtype) { return dtype == launch::kF32 ? 4 : 2; }
-
-launch::Logits logits_view(const LogitsArg &a) {
-  launch::Logits l;
-  l.data = a.data;
-  l.dtype = a.dtype;
-  l.row_stride = a.row_stride;
-  l.width = a.width;
-  l.vocab_size = a.vocab_size;
-  const size_t bytes = element_bytes(a.dtype);
-  l.vector_ok = reinterpret_cast<uintptr_t>(a.data) % 16 == 0 && (a.row_stride * bytes) % 16 == 0;
+// The logits with vector_ok set: 16-byte accesses where data and the stride
+// allow them.
+launch::Logits with_vectors(launch::Logits l) {
+  const size_t bytes = kernels::dtype_bytes(l.dtype);
+  l.vector_ok = reinterpret_cast<uintptr_t>(l.data) % 16 == 0 && (l.row_stride * bytes) % 16 == 0;
   return l;
 }
 
@@ -199,14 +191,10 @@ launch::DeviceShape device_shape(int device) {
   return launch::DeviceShape{std::max(1, sms) * 4};
 }
 
-Status check_rows(const RowsArg &rows, int device) {
-  if (rows.indices && rows.n_indices > 0) TM_TRY(check_pointer(rows.indices, "indices", device));
+// The row indices, when given, are device memory.
+Status check_indices(const launch::Rows &rows, int device) {
+  if (rows.indices && rows.n_active > 0) TM_TRY(check_pointer(rows.indices, "indices", device));
   return Status::Ok();
-}
-
-launch::Rows rows_view(const RowsArg &rows, size_t n_rows) {
-  return rows.indices ? launch::Rows{rows.indices, rows.n_indices, n_rows}
-                      : launch::Rows{nullptr, n_rows, n_rows};
 }
 
 size_t align_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
@@ -234,31 +222,31 @@ bool built() { return true; }
 
 bool available() { return usable_device().ok(); }
 
-Status apply_bitmask(const LogitsArg &logits, const RowsArg &rows, const int32_t *bitmask,
-                     size_t bitmask_row_words, size_t bitmask_rows, void *stream) {
+Status apply_bitmask(const launch::Logits &logits, const launch::Rows &rows, const int32_t *bitmask,
+                     size_t bitmask_row_words, void *stream) {
   const RelaxedCaptureMode relaxed;
   TM_ASSIGN_OR_RETURN(const int device, usable_device());
   TM_TRY(check_pointer(logits.data, "logits", device));
   TM_TRY(check_pointer(bitmask, "bitmask", device));
-  TM_TRY(check_rows(rows, device));
-  return launched(launch::apply_bitmask(
-                      logits_view(logits), rows_view(rows, std::min(logits.n_rows, bitmask_rows)),
-                      reinterpret_cast<const uint32_t *>(bitmask), bitmask_row_words, stream),
-                  "launching the bitmask apply kernel");
+  TM_TRY(check_indices(rows, device));
+  return launched(
+      launch::apply_bitmask(with_vectors(logits), rows, reinterpret_cast<const uint32_t *>(bitmask),
+                            bitmask_row_words, stream),
+      "launching the bitmask apply kernel");
 }
 
-Status apply_candidates(const LogitsArg &logits, const RowsArg &rows, const int32_t *row_offsets,
-                        const int32_t *candidates, size_t n_candidates, void *stream) {
+Status apply_candidates(const launch::Logits &logits, const launch::Rows &rows,
+                        const int32_t *row_offsets, const int32_t *candidates, size_t n_candidates,
+                        void *stream) {
   const RelaxedCaptureMode relaxed;
   TM_ASSIGN_OR_RETURN(const int device, usable_device());
   TM_TRY(check_pointer(logits.data, "logits", device));
   TM_TRY(check_pointer(row_offsets, "row_offsets", device));
   if (n_candidates > 0) TM_TRY(check_pointer(candidates, "candidates", device));
-  TM_TRY(check_rows(rows, device));
-  return launched(
-      launch::apply_candidates(logits_view(logits), rows_view(rows, logits.n_rows), row_offsets,
-                               candidates, n_candidates, device_shape(device), stream),
-      "launching the candidate apply kernel");
+  TM_TRY(check_indices(rows, device));
+  return launched(launch::apply_candidates(with_vectors(logits), rows, row_offsets, candidates,
+                                           n_candidates, device_shape(device), stream),
+                  "launching the candidate apply kernel");
 }
 
 Result<DeviceTrie *> upload_trie(const Trie &trie, void *stream) {
@@ -323,7 +311,7 @@ Status advance_fill_bitmask(const StepArg &step, int32_t *bitmask, size_t bitmas
                   "launching the advance + fill kernel");
 }
 
-Status advance_mask_logits(const StepArg &step, const LogitsArg &logits, void *stream) {
+Status advance_mask_logits(const StepArg &step, const launch::Logits &logits, void *stream) {
   const RelaxedCaptureMode relaxed;
   TM_ASSIGN_OR_RETURN(const int device, usable_device());
   TM_TRY(check_step(step, device));
@@ -333,11 +321,11 @@ Status advance_mask_logits(const StepArg &step, const LogitsArg &logits, void *s
                                     step.failure_policy, step.accepted, stream),
                     "launching the advance kernel"));
   }
-  LogitsArg masked = logits;
+  launch::Logits masked = logits;
   masked.vocab_size = step.trie->view.vocab_size;
   return launched(
       launch::mask_logits_from_states(step.trie->view, step.states, step.n_rows,
-                                      logits_view(masked), device_shape(device), stream),
+                                      with_vectors(masked), device_shape(device), stream),
       "launching the logits mask kernel");
 }
 
@@ -352,7 +340,7 @@ Status advance_states(const StepArg &step, void *stream) {
 
 namespace {
 
-Status check_token_rows(const TokenRowsArg &rows, const char *name, int device) {
+Status check_token_rows(const launch::TokenRows &rows, const char *name, int device) {
   if (rows.n_rows == 0) return Status::Ok();
   if (rows.n_tokens > 0) {
     TM_TRY(check_pointer(rows.tokens, cat(name, "->tokens").c_str(), device));
@@ -361,14 +349,10 @@ Status check_token_rows(const TokenRowsArg &rows, const char *name, int device) 
   return check_pointer(rows.keys, cat(name, "->keys").c_str(), device);
 }
 
-launch::TokenRows token_rows(const TokenRowsArg &a) {
-  return launch::TokenRows{a.tokens, a.n_rows, a.n_tokens, a.row_stride, a.states, a.keys};
-}
-
 }  // namespace
 
-Status follow_rows(const DeviceTrie &trie, const TokenRowsArg *prev, const TokenRowsArg &rows,
-                   int32_t failure_policy, void *stream) {
+Status follow_rows(const DeviceTrie &trie, const launch::TokenRows *prev,
+                   const launch::TokenRows &rows, int32_t failure_policy, void *stream) {
   const RelaxedCaptureMode relaxed;
   TM_ASSIGN_OR_RETURN(const int device, usable_device());
   if (trie.device != device) {
@@ -380,25 +364,18 @@ Status follow_rows(const DeviceTrie &trie, const TokenRowsArg *prev, const Token
   // A prev of another length is never read: no need to check its arrays.
   const bool use_prev = prev && prev->n_rows > 0 && prev->n_tokens + 1 == rows.n_tokens;
   if (use_prev) TM_TRY(check_token_rows(*prev, "prev", device));
-  const launch::TokenRows prev_rows = use_prev ? token_rows(*prev) : launch::TokenRows{};
-  return launched(launch::follow_rows(trie.view, use_prev ? &prev_rows : nullptr, token_rows(rows),
-                                      failure_policy, stream),
-                  "launching the follow-rows kernel");
+  return launched(
+      launch::follow_rows(trie.view, use_prev ? prev : nullptr, rows, failure_policy, stream),
+      "launching the follow-rows kernel");
 }
 
 namespace {
 
-uint32_t bits_for(uint64_t max_value) {
-  uint32_t bits = 0;
-  while (bits < 64 && (max_value >> bits) != 0) ++bits;
-  return bits;
-}
-
 // The candidate key layout of a step, or an error when beam and token do
 // not fit together in 32 bits.
 Result<launch::KeyLayout> key_layout(size_t beam_width, int32_t vocab_size) {
-  const uint32_t beam_bits = bits_for(beam_width - 1);
-  const uint32_t token_bits = bits_for(static_cast<uint64_t>(vocab_size - 1));
+  const uint32_t beam_bits = launch::bits_for(beam_width - 1);
+  const uint32_t token_bits = launch::bits_for(static_cast<uint64_t>(vocab_size - 1));
   if (beam_bits + token_bits > 32) {
     return error(Code::kInvalidArgument, "beam_width ", beam_width, " with the trie's vocab_size ",
                  vocab_size, " is too large for the device beam step: (beam_width - 1) and ",
@@ -409,10 +386,6 @@ Result<launch::KeyLayout> key_layout(size_t beam_width, int32_t vocab_size) {
   k.beam_max = static_cast<uint32_t>((uint64_t{1} << beam_bits) - 1);
   k.token_max = static_cast<uint32_t>((uint64_t{1} << token_bits) - 1);
   return k;
-}
-
-launch::BeamLogits beam_logits(const BeamLogitsArg &a) {
-  return launch::BeamLogits{a.data, a.dtype, a.n_columns, a.row_stride, a.log_probs};
 }
 
 }  // namespace
@@ -453,10 +426,10 @@ Status beam_step(const BeamArg &step, void *stream) {
   TM_ASSIGN_OR_RETURN(const int device, usable_device());
   TM_TRY(check_device_trie(*step.trie, device));
   TM_TRY(check_pointer(step.logits.data, "logits data", device));
-  TM_TRY(check_pointer(step.states, "states", device));
-  TM_TRY(check_pointer(step.scores, "scores", device));
-  TM_TRY(check_pointer(step.parents, "parents", device));
-  TM_TRY(check_pointer(step.tokens, "tokens", device));
+  TM_TRY(check_pointer(step.state.states, "states", device));
+  TM_TRY(check_pointer(step.state.scores, "scores", device));
+  TM_TRY(check_pointer(step.state.parents, "parents", device));
+  TM_TRY(check_pointer(step.state.tokens, "tokens", device));
   TM_TRY(check_pointer(step.workspace, "workspace", device));
   if (step.n_bad_rows) TM_TRY(check_pointer(step.n_bad_rows, "n_bad_rows", device));
   const size_t n_slots = step.n_requests * step.beam_width;
@@ -465,10 +438,9 @@ Status beam_step(const BeamArg &step, void *stream) {
   ws.keys = reinterpret_cast<uint64_t *>(static_cast<char *>(step.workspace) +
                                          align_up(step.n_requests * 4, 8));
   ws.next = reinterpret_cast<uint32_t *>(ws.keys + n_slots * step.beam_width);
-  const launch::BeamState state{step.states, step.scores, step.parents, step.tokens};
-  return launched(launch::beam_step(step.trie->view, beam_logits(step.logits), layout,
-                                    step.n_requests, static_cast<uint32_t>(step.beam_width), state,
-                                    ws, step.n_bad_rows, device_shape(device), stream),
+  return launched(launch::beam_step(step.trie->view, step.logits, layout, step.n_requests,
+                                    static_cast<uint32_t>(step.beam_width), step.state, ws,
+                                    step.n_bad_rows, device_shape(device), stream),
                   "launching the beam step kernel");
 }
 
@@ -490,9 +462,9 @@ Status trie_topk(const TopkArg &topk, void *stream) {
     TM_TRY(check_pointer(topk.out_scores, "out_scores", device));
   }
   if (topk.n_bad_rows) TM_TRY(check_pointer(topk.n_bad_rows, "n_bad_rows", device));
-  return launched(launch::trie_topk(topk.trie->view, beam_logits(topk.logits), layout, topk.states,
-                                    topk.n_rows, static_cast<uint32_t>(topk.k), topk.out_tokens,
-                                    topk.out_scores, topk.out_counts, topk.n_bad_rows, stream),
+  return launched(launch::trie_topk(topk.trie->view, topk.logits, layout, topk.states, topk.n_rows,
+                                    static_cast<uint32_t>(topk.k), topk.out_tokens, topk.out_scores,
+                                    topk.out_counts, topk.n_bad_rows, stream),
                   "launching the top-k kernel");
 }
 

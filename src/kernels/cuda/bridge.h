@@ -1,5 +1,6 @@
 // The CUDA bridge: what the C shim (capi/capi_cuda.cc) calls. No CUDA type
-// appears here. Two implementations exist: bridge.cc (CUDA built) and
+// appears here, and no struct of its own where the kernels have one
+// (launch.h). Two implementations exist: bridge.cc (CUDA built) and
 // bridge_unsupported.cc (CUDA not built: every call is kUnsupported).
 //
 // The shim validates host-side arguments (NULLs, sizes, dtype, policy)
@@ -13,6 +14,7 @@
 #include <cstdint>
 
 #include "core/status.h"
+#include "kernels/cuda/launch.h"
 #include "trie/trie.h"
 
 namespace treemask::cuda {
@@ -24,30 +26,19 @@ bool built();
 // kernels. Never fails and never prints.
 bool available();
 
-// A logits buffer as the shim validated it (row_stride >= width >= 1 and
-// vocab_size in [1, width], dtype known, byte sizes fit in size_t).
-struct LogitsArg {
-  void *data = nullptr;
-  int32_t dtype = 0;
-  size_t n_rows = 0;
-  size_t row_stride = 0;
-  size_t width = 0;
-  int32_t vocab_size = 0;
-};
+// The argument structs are the kernels' own (launch.h): a logits buffer
+// (launch::Logits, vector_ok set here), a selection of its rows
+// (launch::Rows), token rows (launch::TokenRows), a beam step's logits
+// (kernels::BeamLogits).
 
-// indices == nullptr selects rows [0, logits.n_rows).
-struct RowsArg {
-  const int32_t *indices = nullptr;
-  size_t n_indices = 0;
-};
+// The bitmask holds a row for every row of `rows` (an index outside it is
+// skipped on the device).
+Status apply_bitmask(const launch::Logits &logits, const launch::Rows &rows, const int32_t *bitmask,
+                     size_t bitmask_row_words, void *stream);
 
-// The bitmask has bitmask_rows rows (>= logits.n_rows without indices); an
-// index outside both arrays is skipped on the device.
-Status apply_bitmask(const LogitsArg &logits, const RowsArg &rows, const int32_t *bitmask,
-                     size_t bitmask_row_words, size_t bitmask_rows, void *stream);
-
-Status apply_candidates(const LogitsArg &logits, const RowsArg &rows, const int32_t *row_offsets,
-                        const int32_t *candidates, size_t n_candidates, void *stream);
+Status apply_candidates(const launch::Logits &logits, const launch::Rows &rows,
+                        const int32_t *row_offsets, const int32_t *candidates, size_t n_candidates,
+                        void *stream);
 
 // A trie's arrays in device memory; defined in bridge.cc.
 struct DeviceTrie;
@@ -71,38 +62,16 @@ Status advance_fill_bitmask(const StepArg &step, int32_t *bitmask, size_t bitmas
 
 // logits.n_rows must equal step.n_rows and logits.width >= the trie's
 // vocab_size; logits.vocab_size is taken from the trie.
-Status advance_mask_logits(const StepArg &step, const LogitsArg &logits, void *stream);
+Status advance_mask_logits(const StepArg &step, const launch::Logits &logits, void *stream);
 
 // step.tokens is not null.
 Status advance_states(const StepArg &step, void *stream);
 
-// Token rows as the shim validated them (row_stride resolved, extents
-// addressable, arrays non-null where used).
-struct TokenRowsArg {
-  const int64_t *tokens = nullptr;
-  size_t n_rows = 0;
-  size_t n_tokens = 0;
-  size_t row_stride = 0;
-  uint32_t *states = nullptr;
-  uint64_t *keys = nullptr;
-};
-
 // treemask_cuda_trie_follow_rows; prev may be null.
-Status follow_rows(const DeviceTrie &trie, const TokenRowsArg *prev, const TokenRowsArg &rows,
-                   int32_t failure_policy, void *stream);
+Status follow_rows(const DeviceTrie &trie, const launch::TokenRows *prev,
+                   const launch::TokenRows &rows, int32_t failure_policy, void *stream);
 
 // ---- the beam step and top-k on the device ----------------------------------
-
-// A step's logits as the shim validated them (dtype known, n_columns >= the
-// trie's vocab_size after resolving 0, row_stride >= n_columns, extents
-// addressable).
-struct BeamLogitsArg {
-  const void *data = nullptr;
-  int32_t dtype = 0;
-  size_t n_columns = 0;   // 0: the trie's vocab_size
-  size_t row_stride = 0;  // 0: n_columns
-  bool log_probs = false;
-};
 
 // Bytes of the workspace of a beam step of n_requests x beam_width slots;
 // an error when it overflows or beam_width is outside [1, kMaxBeamWidth].
@@ -110,15 +79,13 @@ struct BeamLogitsArg {
 // zero before the first step of a shape; every step leaves them zero.
 Result<size_t> beam_workspace_bytes(size_t n_requests, size_t beam_width);
 
+// logits checked by check_beam_logits (resolved against the trie).
 struct BeamArg {
   const DeviceTrie *trie = nullptr;
   size_t n_requests = 0;
   size_t beam_width = 0;
-  BeamLogitsArg logits;
-  uint32_t *states = nullptr;
-  float *scores = nullptr;
-  int32_t *parents = nullptr;
-  int32_t *tokens = nullptr;
+  kernels::BeamLogits logits;
+  launch::BeamState state;
   void *workspace = nullptr;
   size_t workspace_bytes = 0;
   uint32_t *n_bad_rows = nullptr;
@@ -130,7 +97,7 @@ struct TopkArg {
   const DeviceTrie *trie = nullptr;
   const uint32_t *states = nullptr;
   size_t n_rows = 0;
-  BeamLogitsArg logits;
+  kernels::BeamLogits logits;
   size_t k = 0;
   int32_t *out_tokens = nullptr;
   float *out_scores = nullptr;

@@ -22,12 +22,13 @@ bool built() { return false; }
 
 bool available() { return false; }
 
-Status apply_bitmask(const LogitsArg &, const RowsArg &, const int32_t *, size_t, size_t, void *) {
+Status apply_bitmask(const launch::Logits &, const launch::Rows &, const int32_t *, size_t,
+                     void *) {
   return not_built();
 }
 
-Status apply_candidates(const LogitsArg &, const RowsArg &, const int32_t *, const int32_t *,
-                        size_t, void *) {
+Status apply_candidates(const launch::Logits &, const launch::Rows &, const int32_t *,
+                        const int32_t *, size_t, void *) {
   return not_built();
 }
 
@@ -39,12 +40,12 @@ int32_t trie_vocab_size(const DeviceTrie &) { return 0; }
 
 Status advance_fill_bitmask(const StepArg &, int32_t *, size_t, void *) { return not_built(); }
 
-Status advance_mask_logits(const StepArg &, const LogitsArg &, void *) { return not_built(); }
+Status advance_mask_logits(const StepArg &, const launch::Logits &, void *) { return not_built(); }
 
 Status advance_states(const StepArg &, void *) { return not_built(); }
 
-Status follow_rows(const DeviceTrie &, const TokenRowsArg *, const TokenRowsArg &, int32_t,
-                   void *) {
+Status follow_rows(const DeviceTrie &, const launch::TokenRows *, const launch::TokenRows &,
+                   int32_t, void *) {
   return not_built();
 }
 

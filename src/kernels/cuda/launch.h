@@ -1,9 +1,10 @@
 // Kernel launchers: the seam between the host code of the CUDA bridge
 // (bridge.cc, compiled by the C++ compiler) and the .cu files (compiled by
 // nvcc). Plain structs and `void *` streams only, so that nvcc never has to
-// see the C++20 core and the core never sees a CUDA type. Every launcher
-// enqueues on `stream` and returns the cudaError_t of the launch as an int
-// (0 = success); arguments were validated by the caller.
+// see the C++20 core and the core never sees a CUDA type. The structs are
+// the arguments of the bridge (bridge.h) too, each defined once here. Every
+// launcher enqueues on `stream` and returns the cudaError_t of the launch as
+// an int (0 = success); arguments were validated by the caller.
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #pragma once
@@ -11,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/beam_logits.h"
 #include "kernels/dtype.h"
 #include "rules/plain_rules.h"
 
@@ -21,24 +23,31 @@ using kernels::kBF16;
 using kernels::kF16;
 using kernels::kF32;
 
-// A logits buffer on the device, already validated.
+// A logits buffer on the device, as the C shim validated it (row_stride >=
+// width >= 1, vocab_size in [1, width], dtype known, byte sizes fit).
 struct Logits {
   void *data = nullptr;
   int32_t dtype = kF32;
+  size_t n_rows = 0;       // rows the buffer holds
   size_t row_stride = 0;   // elements
   size_t width = 0;        // columns per row; <= row_stride
   int32_t vocab_size = 0;  // columns >= vocab_size are always masked; <= width
-  // data and row_stride allow 16-byte accesses.
+  // data and row_stride allow 16-byte accesses (the bridge sets it).
   bool vector_ok = false;
 };
 
 // Which rows a call touches: indices == nullptr means rows [0, n_active);
 // otherwise indices[0 .. n_active) name rows, and an entry outside
-// [0, n_rows) is skipped.
+// [0, n_rows) is skipped on the device.
 struct Rows {
   const int32_t *indices = nullptr;
   size_t n_active = 0;
   size_t n_rows = 0;
+
+  // Rows [0, n_rows), or the n_indices rows that indices name.
+  static Rows select(const int32_t *indices, size_t n_indices, size_t n_rows) {
+    return indices ? Rows{indices, n_indices, n_rows} : Rows{nullptr, n_rows, n_rows};
+  }
 };
 
 // A trie in device memory: the arrays the plain rule reads
@@ -69,7 +78,9 @@ int advance_fill_bitmask(const TrieView &trie, uint32_t *states, const int32_t *
 int advance(const TrieView &trie, uint32_t *states, const int32_t *tokens, size_t n_rows,
             int32_t failure_policy, uint8_t *accepted, void *stream);
 
-// Rows of int64 ids and where their states and keys go (follow_rows).
+// Rows of int64 ids and where their states and keys go (follow_rows), as
+// the C shim validated them (row_stride resolved, extents addressable,
+// arrays non-null where used).
 struct TokenRows {
   const int64_t *tokens = nullptr;
   size_t n_rows = 0;
@@ -102,15 +113,16 @@ constexpr uint32_t kMaxBeamWidth = 1024;
 constexpr size_t kWarpMaxColumns = 4096;
 constexpr uint32_t kWarpMaxBeamWidth = 128;
 
-// A step's logits rows on the device: row i at data + i * row_stride
-// elements; the normalizer runs over columns [0, n_columns).
-struct BeamLogits {
-  const void *data = nullptr;
-  int32_t dtype = kF32;
-  size_t n_columns = 0;
-  size_t row_stride = 0;
-  bool log_probs = false;
-};
+// A step's logits rows on the device (kernels/beam_logits.h: the CPU step's
+// struct), checked and resolved by check_beam_logits.
+using kernels::BeamLogits;
+
+// The bits that hold values up to max_value.
+inline uint32_t bits_for(uint64_t max_value) {
+  uint32_t bits = 0;
+  while (bits < 64 && (max_value >> bits) != 0) ++bits;
+  return bits;
+}
 
 // How a candidate's beam and token are packed below its score in a 64-bit
 // key (beam_bits + token_bits <= 32): beam_max = 2^beam_bits - 1, token_max

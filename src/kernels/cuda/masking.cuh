@@ -3,8 +3,9 @@
 // lists of allowed tokens (candidate CSR rows or trie children).
 //
 // Logits are handled as raw bit patterns (uint32_t for fp32, uint16_t for
-// fp16 / bf16): masking only ever stores -inf or keeps a value, so no
-// floating-point type or header is needed.
+// fp16 / bf16): masking only ever stores -inf (the host's patterns,
+// kernels/dtype.h) or keeps a value, so no floating-point type or header is
+// needed.
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #pragma once
@@ -21,17 +22,18 @@
 
 namespace treemask::cuda::device {
 
+// A dtype's storage element and -inf bits.
 struct F32 {
   using Elem = uint32_t;
-  static constexpr uint32_t kNegInf = 0xFF800000u;
+  static constexpr uint32_t kNegInf = kernels::kNegInfF32;
 };
 struct F16 {
   using Elem = uint16_t;
-  static constexpr uint16_t kNegInf = 0xFC00u;
+  static constexpr uint16_t kNegInf = kernels::kNegInfF16;
 };
 struct BF16 {
   using Elem = uint16_t;
-  static constexpr uint16_t kNegInf = 0xFF80u;
+  static constexpr uint16_t kNegInf = kernels::kNegInfBF16;
 };
 
 // Calls body(Traits{}, std::integral_constant<int, VEC>{}) for the dtype of

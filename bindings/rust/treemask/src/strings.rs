@@ -22,7 +22,7 @@ use crate::trie::{Trie, TrieOptions};
 pub const TOKEN_SPECIAL: u8 = sys::TREEMASK_TOKEN_SPECIAL as u8;
 
 /// A tokenizer's vocabulary at the byte level: each token id's bytes and
-/// flags, with the token trie that string-set masks walk (~0.1 s to build
+/// flags, with the vocabulary trie that string-set masks walk (~0.1 s to build
 /// for a 150k vocabulary). Immutable and reference counted: `clone` adds a
 /// reference, and every string-set trie built over it keeps it alive. `Send
 /// + Sync`.
@@ -170,7 +170,7 @@ impl Vocab {
         unsafe { sys::treemask_vocab_fingerprint(self.raw.as_ptr()) }
     }
 
-    /// Bytes held: token bytes, offsets, flags and the token trie.
+    /// Bytes held: token bytes, offsets, flags and the vocabulary trie.
     pub fn memory_bytes(&self) -> u64 {
         // Safety: self.raw is live.
         unsafe { sys::treemask_vocab_memory_bytes(self.raw.as_ptr()) }

@@ -1,11 +1,11 @@
-// Building the depth-first token trie: sort the tokens by their bytes, then
+// Building the depth-first vocabulary trie: sort the tokens by their bytes, then
 // walk them in order keeping the path of open nodes. A token shares the first
 // lcp bytes with the one before it; the open nodes deeper than that are
 // complete (their subtree sizes are known) and the token's remaining bytes
 // become new nodes, appended in depth-first order.
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
-#include "strings/token_trie.h"
+#include "strings/vocab_trie.h"
 
 #include <algorithm>
 #include <cstring>
@@ -29,7 +29,7 @@ size_t common_prefix(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-Result<TokenTrie> TokenTrie::build(const uint8_t *bytes, const uint32_t *offsets,
+Result<VocabTrie> VocabTrie::build(const uint8_t *bytes, const uint32_t *offsets,
                                    const std::vector<bool> &include) {
   std::vector<uint32_t> order;
   for (uint32_t t = 0; t < include.size(); ++t) {
@@ -53,15 +53,15 @@ Result<TokenTrie> TokenTrie::build(const uint8_t *bytes, const uint32_t *offsets
       prev = w;
     }
   }
-  if (total > kMaxTokenTrieNodes) {
-    return error(Code::kOutOfRange, "the vocabulary's token trie would have ", total,
-                 " nodes; at most ", kMaxTokenTrieNodes, " are supported");
+  if (total > kMaxVocabTrieNodes) {
+    return error(Code::kOutOfRange, "the vocabulary trie would have ", total, " nodes; at most ",
+                 kMaxVocabTrieNodes, " are supported");
   }
 
-  TokenTrie trie;
+  VocabTrie trie;
   auto &nodes = trie.nodes_;
   nodes.reserve(total);
-  nodes.push_back({0, TokenTrieNode::kNoToken});
+  nodes.push_back({0, VocabTrieNode::kNoToken});
   std::vector<uint32_t> path{0};  // path[d]: the open node at depth d
   const auto close = [&](uint32_t n) {
     const auto size = static_cast<uint32_t>(nodes.size() - n);
@@ -79,7 +79,7 @@ Result<TokenTrie> TokenTrie::build(const uint8_t *bytes, const uint32_t *offsets
     }
     for (size_t d = lcp; d < w.size(); ++d) {
       path.push_back(static_cast<uint32_t>(nodes.size()));
-      nodes.push_back({static_cast<uint8_t>(w[d]), TokenTrieNode::kNoToken});
+      nodes.push_back({static_cast<uint8_t>(w[d]), VocabTrieNode::kNoToken});
     }
     nodes[path.back()].token = static_cast<int32_t>(t);
     trie.max_depth_ = std::max(trie.max_depth_, w.size());

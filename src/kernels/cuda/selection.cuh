@@ -1,0 +1,370 @@
+// Exact top-k of unique 64-bit keys by a group of threads (a warp or a
+// block; beam_step.cu has the design): a radix select from the keys' first
+// differing bit, digit by digit through a shared-memory histogram, then one
+// compaction; a subset's top-k floors a large selection.
+//
+// Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/cuda/beam_common.cuh"
+
+namespace treemask::cuda::device {
+namespace {
+
+// Keys a block selects from shared memory (16 KB).
+constexpr uint32_t kSharedKeys = 2048;
+// Radix digits of a block: 10 bits, or 8 (one bin per thread) for a
+// selection among at most kSmallSelection keys, where a pass's fixed cost
+// (clearing, scanning and deciding over the bins) would otherwise outweigh
+// the keys' own. A warp always uses 8 (eight bins per lane).
+constexpr int kDigitBits = 10;
+constexpr int kSmallDigitBits = 8;
+constexpr uint32_t kSmallSelection = 512;
+constexpr uint32_t kBins = 1u << kDigitBits;
+constexpr uint32_t kWarpBins = 1u << kSmallDigitBits;
+static_assert(kBins % kBlock == 0 && kWarpBins % kBlock == 0 && kWarpBins % 32 == 0,
+              "each thread scans whole bins");
+static_assert(kMaxK <= kSharedKeys, "a selection's winners fit");
+// Sorting the winners by rank (every key counts the keys above it) costs
+// kept^2 / kBlock compares: below this it beats a bitonic network.
+constexpr uint32_t kRankSortMax = 256;
+// Keys generated per thread before any of them is used (their loads overlap).
+constexpr int kKeyBatch = 4;
+
+// A selection's shared scalars, and the slots of a block's reductions.
+struct SelectState {
+  uint64_t prefix, mask;
+  uint32_t needed, appended;
+  int done;
+  uint64_t red_min[kWarps], red_max[kWarps];
+  uint32_t red_count[kWarps];
+};
+
+// Where a group selects: `capacity` keys and a histogram of shared memory,
+// and (nullable) where a merge keeps each kept key's source index.
+struct SelectSpace {
+  uint64_t *keys;
+  uint32_t capacity;
+  uint32_t *hist;
+  SelectState *st;
+  uint32_t *idx;
+};
+
+// ---- exact top-k of unique keys ------------------------------------------------
+
+// Keys held in shared memory.
+struct SharedKeys {
+  const uint64_t *keys;
+  __device__ uint64_t operator()(uint32_t i) const { return keys[i]; }
+};
+
+// The smallest and largest non-zero key of a set and how many there are.
+struct KeyStats {
+  uint64_t lo = ~uint64_t{0}, hi = 0;
+  uint32_t count = 0;
+
+  __device__ __forceinline__ void add(uint64_t key) {
+    if (key == 0) return;
+    lo = key < lo ? key : lo;
+    hi = key > hi ? key : hi;
+    ++count;
+  }
+  __device__ __forceinline__ void merge(uint64_t lo2, uint64_t hi2, uint32_t count2) {
+    lo = lo2 < lo ? lo2 : lo;
+    hi = hi2 > hi ? hi2 : hi;
+    count += count2;
+  }
+};
+
+// The group's total of every thread's stats, in every thread.
+template <class G>
+__device__ KeyStats group_stats(KeyStats s, SelectState &st) {
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const uint64_t lo2 = __shfl_xor_sync(kFullWarp, s.lo, offset);
+    const uint64_t hi2 = __shfl_xor_sync(kFullWarp, s.hi, offset);
+    const uint32_t count2 = __shfl_xor_sync(kFullWarp, s.count, offset);
+    s.merge(lo2, hi2, count2);
+  }
+  if constexpr (G::kSize == 32) {
+    return s;
+  } else {
+    if (lane_of() == 0) {
+      st.red_min[warp_of()] = s.lo;
+      st.red_max[warp_of()] = s.hi;
+      st.red_count[warp_of()] = s.count;
+    }
+    __syncthreads();
+    KeyStats total;
+    for (int w = 0; w < kWarps; ++w) total.merge(st.red_min[w], st.red_max[w], st.red_count[w]);
+    __syncthreads();
+    return total;
+  }
+}
+
+// Calls f(key, i) for i = rank, rank + size, ... over [0, n) rounded up to
+// whole batches (key 0 past n), every thread of the group equally often;
+// each batch's kKeyBatch keys are generated before f sees any, so their
+// loads overlap.
+template <class G, class Gen, class F>
+__device__ __forceinline__ void for_each_key(const Gen &gen, uint32_t n, F &&f) {
+  for (uint32_t base = 0; base < n; base += kKeyBatch * G::kSize) {
+    uint64_t key[kKeyBatch];
+    TREEMASK_UNROLL
+    for (int u = 0; u < kKeyBatch; ++u) {
+      const uint32_t i = base + u * G::kSize + G::rank();
+      key[u] = i < n ? gen(i) : 0;
+    }
+    TREEMASK_UNROLL
+    for (int u = 0; u < kKeyBatch; ++u) f(key[u], base + u * G::kSize + G::rank());
+  }
+}
+
+template <class G, class Gen>
+__device__ KeyStats key_stats(const Gen &gen, uint32_t n, const SelectSpace &sp) {
+  KeyStats st;
+  for_each_key<G>(gen, n, [&](uint64_t key, uint32_t) { st.add(key); });
+  return group_stats<G>(st, *sp.st);
+}
+
+// gen(0 .. n) into sp.keys (n <= sp.capacity), and their stats; the keys
+// are visible to the whole group on return.
+template <class G, class Gen>
+__device__ KeyStats materialize(const Gen &gen, uint32_t n, const SelectSpace &sp) {
+  KeyStats st;
+  for_each_key<G>(gen, n, [&](uint64_t key, uint32_t i) {
+    if (i < n) sp.keys[i] = key;
+    st.add(key);
+  });
+  if constexpr (G::kSize == 32) __syncwarp();  // a block's stats end in a barrier
+  return group_stats<G>(st, *sp.st);
+}
+
+// Bits [0, bit] set.
+__device__ __forceinline__ uint64_t bits_through(int bit) {
+  return bit >= 63 ? ~uint64_t{0} : (uint64_t{2} << bit) - 1;
+}
+
+// One radix pass over the keys whose bits under `st.mask` equal
+// `st.prefix`: the histogram of their digit of `bits` bits at bit lo, then
+// the bin holding the needed-th largest. Updates st.prefix / mask / needed
+// and sets st.done when that bin holds exactly the keys still needed.
+template <class G, class Gen>
+__device__ void radix_pass(const Gen &gen, uint32_t n, int lo, int bits, const SelectSpace &sp) {
+  SelectState &st = *sp.st;
+  const uint32_t r = G::rank();
+  const uint32_t bins = 1u << bits, per_thread = bins / G::kSize;
+  for (uint32_t b = r; b < bins; b += G::kSize) sp.hist[b] = 0;
+  G::sync();
+  const uint64_t prefix = st.prefix, mask = st.mask;
+  const uint32_t needed = st.needed;
+  const uint64_t digit_mask = bins - 1;
+  for_each_key<G>(gen, n, [&](uint64_t key, uint32_t) {
+    if (key != 0 && (key & mask) == prefix) {
+      atomicAdd(&sp.hist[static_cast<uint32_t>((key >> lo) & digit_mask)], 1u);
+    }
+  });
+  G::sync();
+  // Thread t owns bins [t * per_thread, (t + 1) * per_thread); larger bins
+  // hold larger keys. `above`: the keys in bins past this thread's, by a
+  // suffix scan over the lanes, then (a block) over the warps.
+  uint32_t own = 0;
+  for (uint32_t j = 0; j < per_thread; ++j) own += sp.hist[r * per_thread + j];
+  uint32_t suffix = own;  // this lane's bins and those of the lanes above it
+  for (int offset = 1; offset < 32; offset <<= 1) {
+    const uint32_t v = __shfl_down_sync(kFullWarp, suffix, offset);
+    if (lane_of() + offset < 32) suffix += v;
+  }
+  uint32_t above = suffix - own;
+  if constexpr (G::kSize > 32) {
+    if (lane_of() == 0) st.red_count[warp_of()] = suffix;  // the warp's total
+    __syncthreads();
+    for (unsigned w = warp_of() + 1; w < kWarps; ++w) above += st.red_count[w];
+  }
+  for (int j = static_cast<int>(per_thread) - 1; j >= 0; --j) {
+    const uint32_t bin = r * per_thread + static_cast<uint32_t>(j);
+    const uint32_t in_bin = sp.hist[bin];
+    if (above < needed && above + in_bin >= needed) {  // exactly one thread
+      st.prefix = prefix | (uint64_t{bin} << lo);
+      st.mask = mask | (digit_mask << lo);
+      st.needed = needed - above;
+      st.done = in_bin == needed - above;
+    }
+    above += in_bin;
+  }
+  G::sync();
+}
+
+// The least t such that exactly k of the (unique, non-zero) keys are >= t,
+// given their stats with stats.count > k: radix passes from the first bit
+// where the smallest and largest key differ (the bits above are common to
+// every key), until the needed-th key's bin holds exactly the keys needed.
+template <class G, class Gen>
+__device__ uint64_t radix_threshold(const Gen &gen, uint32_t n, uint32_t k, const KeyStats &stats,
+                                    const SelectSpace &sp) {
+  SelectState &st = *sp.st;
+  const int top = 63 - __clzll(static_cast<long long>(stats.lo ^ stats.hi));
+  if (G::rank() == 0) {
+    st.mask = ~bits_through(top);
+    st.prefix = stats.hi & st.mask;
+    st.needed = k;
+    st.done = 0;
+  }
+  G::sync();
+  // Digits [lo, lo + bits) from the top; the last one may reach above bits
+  // already fixed, which the prefix then already holds.
+  const int bits = G::kSize == 32 || n <= kSmallSelection ? kSmallDigitBits : kDigitBits;
+  for (int hi = top; hi >= 0 && !st.done; hi -= bits) {
+    radix_pass<G>(gen, n, hi - bits + 1 >= 0 ? hi - bits + 1 : 0, bits, sp);
+  }
+  return st.prefix;  // keys >= prefix are exactly the k wanted
+}
+
+// Hands the non-zero keys of gen(0 .. n) that are >= floor to out(pos, key,
+// i) (i: the key's index in gen), up to cap of them; returns how many there
+// are (which may exceed cap) and their stats, in every thread. A warp keeps
+// gen's order (a running count); a block appends by one shared atomic per
+// warp and batch. out must not write what gen reads.
+template <class G, class Gen, class Out>
+__device__ KeyStats compact(const Gen &gen, uint32_t n, uint64_t floor, const Out &out,
+                            uint32_t cap, const SelectSpace &sp) {
+  KeyStats taken;
+  if constexpr (G::kSize == 32) {
+    uint32_t running = 0;
+    for_each_key<G>(gen, n, [&](uint64_t key, uint32_t i) {
+      const bool take = key != 0 && key >= floor;
+      const unsigned ballot = __ballot_sync(kFullWarp, take);
+      if (take) {
+        taken.add(key);
+        const uint32_t pos = running + static_cast<uint32_t>(__popc(ballot & lanes_below()));
+        if (pos < cap) out(pos, key, i);
+      }
+      running += static_cast<uint32_t>(__popc(ballot));
+    });
+    __syncwarp();  // publishes what out wrote to shared memory
+  } else {
+    SelectState &st = *sp.st;
+    if (threadIdx.x == 0) st.appended = 0;
+    __syncthreads();
+    for_each_key<G>(gen, n, [&](uint64_t key, uint32_t i) {
+      const bool take = key != 0 && key >= floor;
+      const unsigned ballot = __ballot_sync(kFullWarp, take);
+      uint32_t at = 0;
+      if (lane_of() == 0 && ballot) {
+        at = atomicAdd(&st.appended, static_cast<uint32_t>(__popc(ballot)));
+      }
+      at = __shfl_sync(kFullWarp, at, 0);
+      if (take) {
+        taken.add(key);
+        const uint32_t pos = at + static_cast<uint32_t>(__popc(ballot & lanes_below()));
+        if (pos < cap) out(pos, key, i);
+      }
+    });
+  }
+  return group_stats<G>(taken, *sp.st);  // a block's ends in a barrier
+}
+
+// The min(k, non-zero keys) largest non-zero keys of gen(0 .. n), whose
+// stats are `stats`, to out (unordered); returns their count in every thread.
+template <class G, class Gen, class Out>
+__device__ uint32_t select_known(const Gen &gen, uint32_t n, uint32_t k, const KeyStats &stats,
+                                 const Out &out, const SelectSpace &sp) {
+  const uint64_t floor = stats.count > k ? radix_threshold<G>(gen, n, k, stats, sp) : 1;
+  const KeyStats taken = compact<G>(gen, n, floor, out, k, sp);
+  return taken.count < k ? taken.count : k;
+}
+
+// The min(k, non-zero keys) largest non-zero keys of gen(0 .. n), handed to
+// out(pos, key, i) with pos in [0, count) and i the key's index in gen;
+// returns count in every thread. Keys must be unique, k in [1,
+// sp.capacity]. Every thread of the group must call it; out must not write
+// sp.keys or sp.hist.
+//
+// Up to sp.capacity keys are computed once into shared memory and selected
+// there. Past that, the top-k of the first sp.capacity keys gives a floor
+// (every key of the whole top-k is at least the subset's k-th), one pass
+// over all keys keeps those at or above it in shared memory (about k * n /
+// capacity of them on random scores; sp.idx, when given, remembers where
+// each came from) and the selection runs over those; only when they
+// overflow shared memory does it run over all keys, regenerating them each
+// pass.
+template <class G, class Gen, class Out>
+__device__ uint32_t group_select(const Gen &gen, uint32_t n, uint32_t k, const Out &out,
+                                 const SelectSpace &sp) {
+  if (n <= sp.capacity) {
+    const KeyStats st = materialize<G>(gen, n, sp);
+    return select_known<G>(SharedKeys{sp.keys}, n, k, st, out, sp);
+  }
+  KeyStats st = materialize<G>(gen, sp.capacity, sp);
+  const uint64_t floor =
+      st.count > k ? radix_threshold<G>(SharedKeys{sp.keys}, sp.capacity, k, st, sp) : 1;
+  G::sync();  // the subset's keys are read; they are overwritten next
+  auto kept = [&](uint32_t i) -> uint64_t {
+    const uint64_t key = gen(i);
+    return key >= floor ? key : 0;
+  };
+  auto keep = [&](uint32_t pos, uint64_t key, uint32_t i) {
+    sp.keys[pos] = key;
+    if (sp.idx) sp.idx[pos] = i;
+  };
+  st = compact<G>(kept, n, floor, keep, sp.capacity, sp);
+  if (st.count <= sp.capacity) {
+    auto from_kept = [&](uint32_t pos, uint64_t key, uint32_t j) {
+      out(pos, key, sp.idx ? sp.idx[j] : j);
+    };
+    return select_known<G>(SharedKeys{sp.keys}, st.count, k, st, from_kept, sp);
+  }
+  st = key_stats<G>(kept, n, sp);
+  return select_known<G>(kept, n, k, st, out, sp);
+}
+
+// Sorts keys[0 .. count) descending into sorted[0 .. count) and carries
+// idx along into sorted_idx (four distinct arrays in shared memory, count <=
+// kMaxK; sorted and sorted_idx hold the next power of two) with the whole
+// block. Keys are unique.
+__device__ void block_sort_desc(const uint64_t *keys, const uint32_t *idx, uint32_t count,
+                                uint64_t *sorted, uint32_t *sorted_idx) {
+  if (count <= kRankSortMax) {
+    for (uint32_t i = threadIdx.x; i < count; i += kBlock) {
+      const uint64_t key = keys[i];
+      uint32_t rank = 0;
+      for (uint32_t j = 0; j < count; ++j) rank += keys[j] > key ? 1u : 0u;
+      sorted[rank] = key;
+      sorted_idx[rank] = idx[i];
+    }
+    __syncthreads();
+    return;
+  }
+  // Bitonic over the next power of two, padded with zeros (sorted last).
+  uint32_t p = 1;
+  while (p < count) p <<= 1;
+  for (uint32_t i = threadIdx.x; i < p; i += kBlock) {
+    sorted[i] = i < count ? keys[i] : 0;
+    sorted_idx[i] = i < count ? idx[i] : 0;
+  }
+  __syncthreads();
+  for (uint32_t size = 2; size <= p; size <<= 1) {
+    for (uint32_t stride = size >> 1; stride > 0; stride >>= 1) {
+      for (uint32_t i = threadIdx.x; i < p; i += kBlock) {
+        const uint32_t j = i ^ stride;
+        if (j > i) {
+          const uint64_t a = sorted[i], b = sorted[j];
+          const bool desc = (i & size) == 0;
+          if (desc ? a < b : a > b) {
+            sorted[i] = b;
+            sorted[j] = a;
+            const uint32_t t = sorted_idx[i];
+            sorted_idx[i] = sorted_idx[j];
+            sorted_idx[j] = t;
+          }
+        }
+      }
+      __syncthreads();
+    }
+  }
+}
+}  // namespace
+}  // namespace treemask::cuda::device

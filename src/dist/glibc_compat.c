@@ -32,9 +32,13 @@ HIDDEN int __wrap_lstat(const char *p, struct stat *b) { return __lxstat(TREEMAS
 HIDDEN int __wrap_fstatat(int d, const char *p, struct stat *b, int f) {
   return __fxstatat(TREEMASK_STAT_VER, d, p, b, f);
 }
-HIDDEN int __wrap_stat64(const char *p, struct stat64 *b) { return __xstat64(TREEMASK_STAT_VER, p, b); }
+HIDDEN int __wrap_stat64(const char *p, struct stat64 *b) {
+  return __xstat64(TREEMASK_STAT_VER, p, b);
+}
 HIDDEN int __wrap_fstat64(int fd, struct stat64 *b) { return __fxstat64(TREEMASK_STAT_VER, fd, b); }
-HIDDEN int __wrap_lstat64(const char *p, struct stat64 *b) { return __lxstat64(TREEMASK_STAT_VER, p, b); }
+HIDDEN int __wrap_lstat64(const char *p, struct stat64 *b) {
+  return __lxstat64(TREEMASK_STAT_VER, p, b);
+}
 HIDDEN int __wrap_fstatat64(int d, const char *p, struct stat64 *b, int f) {
   return __fxstatat64(TREEMASK_STAT_VER, d, p, b, f);
 }

@@ -421,6 +421,12 @@ def test_the_offline_driver_asks_again_and_equals_the_dense_search(monkeypatch, 
 
     monkeypatch.setitem(sys.modules, "vllm", types.SimpleNamespace(SamplingParams=SamplingParams))
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    # The model the driver checks the trie against (the engine's own, in
+    # vLLM): the world's vocabulary, so its string set is the model's.
+    from treemask.vllm.model import ModelInfo
+
+    monkeypatch.setattr(vllm_beam, "_model_of",
+                        lambda llm, config: ModelInfo(llm.world.width, llm.world.stops, vocab=llm.world.vocab))
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     asked_again = 0
     try:

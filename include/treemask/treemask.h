@@ -1581,9 +1581,13 @@ TREEMASK_API treemask_vocab *treemask_trie_vocab(const treemask_trie *trie);
  * - a string set's masks are the same over both vocabularies: their
  *   fingerprints are equal, or else every id is text with the same bytes in
  *   both, or text in neither (special tokens' names and padding may differ:
- *   they are never text). A string set compiled for another tokenizer (other
- *   bytes at the same width, or a smaller vocabulary) would mask by other
- *   tokens' bytes: a model would write text outside the set.
+ *   they are never text), or (for at most 64 ids) an id whose text in
+ *   either vocabulary is never allowed by the set, its bytes spelling no
+ *   path in the set's strings (a loader that makes a text token such as
+ *   "</s>" a control token changes nothing for strings without it). A
+ *   string set compiled for another tokenizer (other bytes at the same
+ *   width, or a smaller vocabulary) would mask by other tokens' bytes: a
+ *   model would write text outside the set.
  * Errors: NULL arguments; TREEMASK_ERR_INVALID_ARGUMENT naming both
  * fingerprints and vocab sizes and the first token that differs. Cost: O(1)
  * when the fingerprints are equal, else one pass over both vocabularies'

@@ -222,12 +222,30 @@ Status check_trie_vocab(const Trie &trie, const Vocab &model) {
   const Vocab &own = strings->vocab();
   if (own.fingerprint() == model.fingerprint()) return Status::Ok();
   // Masks depend only on which ids are text and their bytes: the two
-  // vocabularies may differ in special tokens' names or padding.
+  // vocabularies may differ in special tokens' names or padding. An id
+  // that differs still gives equal masks when neither of its texts is ever
+  // allowed, i.e. neither spells a path from any node of the set (a model
+  // loader that makes "</s>" a control token while the tokenizer keeps it
+  // as text, for strings that never contain "</s>"). That search walks
+  // every node, so only the first kMaxSpelledChecks differing ids get it:
+  // beyond them the vocabularies are another tokenizer's.
+  constexpr int kMaxSpelledChecks = 64;
+  int checked = 0;
+  auto spelled = [&](std::string_view bytes) {
+    for (uint32_t s = 0; s < strings->n_nodes(); ++s) {
+      if (strings->walk(s, bytes) != kNoNode) return true;
+    }
+    return false;
+  };
   const int32_t n = std::max(own.vocab_size(), model.vocab_size());
   for (int32_t t = 0; t < n; ++t) {
     const bool a = t < own.vocab_size() && own.is_text_token(t);
     const bool b = model.is_text_token(t);
     if (a == b && (!a || own.token_bytes(t) == model.token_bytes(t))) continue;
+    if (checked++ < kMaxSpelledChecks && !(a && spelled(own.token_bytes(t))) &&
+        !(b && spelled(model.token_bytes(t)))) {
+      continue;  // never allowed over either vocabulary
+    }
     return error(Code::kInvalidArgument,
                  "the string set was compiled for another vocabulary: its vocabulary has "
                  "fingerprint ",

@@ -183,6 +183,14 @@ class FileDescriptor {
   FileDescriptor(const FileDescriptor &) = delete;
   FileDescriptor &operator=(const FileDescriptor &) = delete;
   int get() const { return fd_; }
+  // Gives up the descriptor (the caller closes it): closing it here and
+  // again in the destructor would close whatever another thread opened
+  // under the same number in between (a socket of a server's, say).
+  int release() {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
 
  private:
   int fd_;
@@ -338,7 +346,7 @@ Status save_trie(const Trie &trie, const std::string &path,
     s = for_each_payload_piece(
         [&](const void *p, uint64_t n) { return write_all(fd.get(), p, n, tmp); });
   }
-  if (s.ok() && close(fd.get()) != 0) {
+  if (s.ok() && close(fd.release()) != 0) {
     s = error(Code::kIo, "cannot write \"", tmp, "\": ", errno_text());
   }
   if (s.ok() && rename(tmp.c_str(), path.c_str()) != 0) {

@@ -78,6 +78,27 @@ def test_check_vocab_takes_equal_masks_and_refuses_other_bytes_or_a_smaller_voca
         strings.check_vocab("qwen")
 
 
+def test_check_vocab_takes_a_token_text_in_one_vocabulary_only_when_no_string_spells_it():
+    # llama.cpp makes "</s>" a control token where the Hugging Face tokenizer
+    # keeps it as text: the masks are equal unless a string spells it.
+    tag = len(PIECES)
+    text = treemask.Vocab.from_token_bytes(PIECES + [b"</s>"], WIDTH, SPECIAL + [False])
+    control = treemask.Vocab.from_token_bytes(PIECES + [b"</s>"], WIDTH, SPECIAL + [True])
+    assert text.fingerprint != control.fingerprint
+    plain = treemask.Trie.from_strings(["cat", "dog"], text, [0], prefix=" ")
+    plain.check_vocab(control)
+    treemask.Trie.from_strings(["cat", "dog"], control, [0], prefix=" ").check_vocab(text)
+    tagged = treemask.Trie.from_strings(["cat</s>", "dog"], text, [0], prefix=" ")
+    with pytest.raises(treemask.InvalidArgumentError, match="token %d is text" % tag):
+        tagged.check_vocab(control)
+    # A part of its text in a string is enough: the token may be allowed there.
+    partly = treemask.Trie.from_strings(["cat</s"], text, [0], prefix=" ")
+    partly.check_vocab(control)  # "</s>" is not inside " cat</s"
+    inside = treemask.Trie.from_strings(["a</s>b"], text, [0])
+    with pytest.raises(treemask.InvalidArgumentError, match="token %d is text" % tag):
+        inside.check_vocab(control)
+
+
 def test_load_with_vocab_refuses_a_token_path_file_wider_than_the_model(tmp_path, vocab):
     path = str(tmp_path / "paths.tmtrie")
     treemask.Trie.from_paths([[1, 2]], WIDTH + 5, [0]).save(path)

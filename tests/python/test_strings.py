@@ -269,7 +269,9 @@ def test_save_load_and_share_the_vocabulary(trie, vocab, tmp_path):
     shared = treemask.Trie.load(path, vocab=vocab, trusted=True)
     for t in (loaded, shared):
         assert treemask.Matcher(t).next_tokens() == treemask.Matcher(trie).next_tokens()
-    other = treemask.Vocab.from_token_bytes(PIECES[:-1] + [b"zz"], WIDTH, SPECIAL)
+    # Another vocabulary whose last token ("ba", never spelled by the set)
+    # is "ab" (spelled by "ab", "abc", "cab"): the masks differ, refused.
+    other = treemask.Vocab.from_token_bytes(PIECES[:-1] + [b"ab"], WIDTH, SPECIAL)
     with pytest.raises(treemask.InvalidArgumentError, match="fingerprint"):
         treemask.Trie.load(path, vocab=other)
     with pytest.raises(treemask.InvalidArgumentError, match="treemask.Vocab"):
@@ -283,7 +285,9 @@ def test_llama_cpp_processor_takes_a_string_set(trie, vocab):
     # The model's vocabulary is required for a string set, and checked.
     with pytest.raises(treemask.InvalidArgumentError, match="vocab=llm"):
         TrieLogitsProcessor(trie)
-    other = treemask.Vocab.from_token_bytes(PIECES[:-1] + [b"zz"], WIDTH, SPECIAL)
+    # Another vocabulary whose last token ("ba", never spelled by the set)
+    # is "ab" (spelled by "ab", "abc", "cab"): the masks differ, refused.
+    other = treemask.Vocab.from_token_bytes(PIECES[:-1] + [b"ab"], WIDTH, SPECIAL)
     with pytest.raises(treemask.InvalidArgumentError, match="0x%x" % other.fingerprint):
         TrieLogitsProcessor(trie, vocab=other)
     proc = TrieLogitsProcessor(trie, vocab=vocab)

@@ -13,9 +13,11 @@
 # Requires-Dist with the torch==2.13.0+cpu pin (PyPI serves no +cpu build)
 # replaced by torch==2.13.0 (measured: ~3.4 min, 6.3 GB on a busy 2-core
 # machine). A stamp file records the pins; a changed pin rebuilds the venv.
-# treemask itself is built from this tree into it (build-vllm/wheel keeps
-# the meson build, so later runs only relink what changed), and the model
-# is written once to build-vllm/tiny-qwen2.
+# treemask goes into it as the wheel TREEMASK_WHEEL names when that is set
+# (./dev test sets it to the wheel it just built and checked, so vLLM runs
+# what users install, and nothing is compiled twice); otherwise it is built
+# from this tree (build-vllm/wheel keeps the meson build, so later runs only
+# relink what changed). The model is written once to build-vllm/tiny-qwen2.
 #
 # Exits 77 (skip) only when the install is impossible here: not enough
 # disk, or no route to the package index; it says which.
@@ -92,6 +94,12 @@ EOF
 install_treemask() {
   local start
   start=$(date +%s)
+  if [ -n "${TREEMASK_WHEEL:-}" ]; then
+    [ -f "$TREEMASK_WHEEL" ] || { echo "[vllm] TREEMASK_WHEEL=$TREEMASK_WHEEL: no such file" >&2; exit 2; }
+    "$VENV/bin/python" "${PIP[@]}" install -q --no-deps --force-reinstall "$TREEMASK_WHEEL"
+    log "treemask installed from $(basename "$TREEMASK_WHEEL") in $(( $(date +%s) - start )) s"
+    return
+  fi
   PATH="$VENV/bin:$PATH" "$VENV/bin/python" "${PIP[@]}" install -q --no-build-isolation --no-deps \
     --force-reinstall -Cbuild-dir="$WORK/wheel" "$ROOT"
   log "treemask built from the tree and installed in $(( $(date +%s) - start )) s"

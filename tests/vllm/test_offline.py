@@ -156,7 +156,8 @@ def test_any_tokenization_choices(llm, tiny_model):
     ({"treemask_trie": "/nonexistent/catalog.tmtrie"}, "no trie file of that name is available"),
     ({"treemask_choices": ["a b c d e f g"], "max_tokens": 2}, "cannot hold the trie's shortest sequence"),
     ({"treemask_choices": ["a"], "treemask_trie": "x.tmtrie"}, "exactly one of"),
-    ({"treemask_choices": ["a"], "treemask_stop_tokens": [VOCAB + 5]}, "out of range"),
+    ({"treemask_choices": ["a"], "treemask_stop_tokens": [VOCAB + 5]},
+     "treemask_stop_tokens: token %d is outside the model's vocabulary" % (VOCAB + 5)),
 ])
 def test_bad_requests_raise_value_error(llm, extra, message):
     # vLLM turns the ValueError of validate_params into its VLLMValidationError

@@ -49,6 +49,14 @@ struct TrieHandle {
   ~TrieHandle() { treemask_trie_free(p); }
 };
 
+struct VocabHandle {
+  treemask_vocab *p = nullptr;
+  VocabHandle() = default;
+  VocabHandle(const VocabHandle &) = delete;
+  VocabHandle &operator=(const VocabHandle &) = delete;
+  ~VocabHandle() { treemask_vocab_free(p); }
+};
+
 struct MatcherHandle {
   treemask_matcher *p = nullptr;
   MatcherHandle() = default;

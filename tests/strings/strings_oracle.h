@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/test_util.h"
 #include "strings/string_trie.h"
 #include "strings/vocab.h"
 
@@ -31,13 +32,21 @@ struct VocabModel {
            !tokens[static_cast<size_t>(t)].empty();
   }
 
-  treemask::Ref<treemask::Vocab> build() const {
-    std::string bytes;
-    std::vector<uint64_t> offsets{0};
+  // The tokens as one byte buffer and its offsets (n + 1, from 0), as
+  // treemask_vocab_create takes them.
+  void joined(std::string &bytes, std::vector<uint64_t> &offsets) const {
+    bytes.clear();
+    offsets.assign(1, 0);
     for (const auto &t : tokens) {
       bytes += t;
       offsets.push_back(bytes.size());
     }
+  }
+
+  treemask::Ref<treemask::Vocab> build() const {
+    std::string bytes;
+    std::vector<uint64_t> offsets;
+    joined(bytes, offsets);
     treemask::VocabSpec spec;
     spec.bytes = {reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size()};
     spec.offsets = offsets;
@@ -48,6 +57,15 @@ struct VocabModel {
     return r.take_value();
   }
 };
+
+// The vocabulary through the C API (treemask_vocab_create), into out.
+inline treemask_status make_vocab(const VocabModel &v, testutil::VocabHandle &out) {
+  std::string bytes;
+  std::vector<uint64_t> offsets;
+  v.joined(bytes, offsets);
+  return treemask_vocab_create(reinterpret_cast<const uint8_t *>(bytes.data()), offsets.data(),
+                               v.tokens.size(), v.flags.data(), v.vocab_size, &out.p);
+}
 
 struct SetModel {
   const VocabModel *vocab;

@@ -33,32 +33,15 @@
 
 namespace {
 
+using strings_oracle::make_vocab;
 using strings_oracle::random_vocab;
 using strings_oracle::SetModel;
 using strings_oracle::VocabModel;
 using testutil::MatcherHandle;
 using testutil::TrieHandle;
+using testutil::VocabHandle;
 
 std::string last_error() { return treemask_last_error(); }
-
-struct VocabHandle {
-  treemask_vocab *p = nullptr;
-  VocabHandle() = default;
-  VocabHandle(const VocabHandle &) = delete;
-  VocabHandle &operator=(const VocabHandle &) = delete;
-  ~VocabHandle() { treemask_vocab_free(p); }
-};
-
-treemask_status make_vocab(const VocabModel &v, VocabHandle &out) {
-  std::string bytes;
-  std::vector<uint64_t> offsets{0};
-  for (const auto &t : v.tokens) {
-    bytes += t;
-    offsets.push_back(bytes.size());
-  }
-  return treemask_vocab_create(reinterpret_cast<const uint8_t *>(bytes.data()), offsets.data(),
-                               v.tokens.size(), v.flags.data(), v.vocab_size, &out.p);
-}
 
 struct StringsSpec {
   std::vector<std::string> strings;

@@ -32,23 +32,17 @@
 
 namespace {
 
+using strings_oracle::make_vocab;
 using strings_oracle::random_vocab;
 using strings_oracle::SetModel;
 using strings_oracle::VocabModel;
 using testutil::MatcherHandle;
 using testutil::TrieHandle;
+using testutil::VocabHandle;
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 std::string last_error() { return treemask_last_error(); }
-
-struct VocabHandle {
-  treemask_vocab *p = nullptr;
-  VocabHandle() = default;
-  VocabHandle(const VocabHandle &) = delete;
-  VocabHandle &operator=(const VocabHandle &) = delete;
-  ~VocabHandle() { treemask_vocab_free(p); }
-};
 
 struct BeamHandle {
   treemask_beam *p = nullptr;
@@ -76,17 +70,6 @@ struct BatchHandle {
   BatchHandle &operator=(const BatchHandle &) = delete;
   ~BatchHandle() { treemask_batch_free(p); }
 };
-
-treemask_status make_vocab(const VocabModel &v, VocabHandle &out) {
-  std::string bytes;
-  std::vector<uint64_t> offsets{0};
-  for (const auto &t : v.tokens) {
-    bytes += t;
-    offsets.push_back(bytes.size());
-  }
-  return treemask_vocab_create(reinterpret_cast<const uint8_t *>(bytes.data()), offsets.data(),
-                               v.tokens.size(), v.flags.data(), v.vocab_size, &out.p);
-}
 
 treemask_status make_strings(const treemask_vocab *vocab, const std::vector<std::string> &strings,
                              const std::vector<int32_t> &stops, TrieHandle &out) {

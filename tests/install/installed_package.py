@@ -12,8 +12,11 @@ usage: installed_package.py --venv DIR --dist FILE --results DIR [--no-compiler]
   CXX point at one, and /usr/local/cuda is off PATH; so a wheel that pip
   would build instead of install fails here.
 --ml: after the suite ran without torch, installs pyproject.toml's ml group
-  (torch, transformers, xgrammar, tiktoken; pip's cache serves them) into the
-  same venv and runs the suite again.
+  (torch, transformers, xgrammar, tiktoken) into the same venv and runs the
+  suite again. uv installs them when it is found (next to this Python, as in
+  ./dev's venv, or on PATH): its cache, filled by ./dev's own ml install,
+  hard-links them in seconds where pip unpacks 4.8 GB again. treemask
+  itself and the test group are always installed by pip, as a user would.
 Exit 0 when every run passed; the junit XML of each run goes to --results."""
 from __future__ import annotations
 
@@ -105,7 +108,13 @@ def main() -> int:
     if pytest_run(python, tests, args.results, args.label + "-no-torch", env, root) != 0:
         failed += 1
     if args.ml:
-        run(pip + only_binary + ["--group", "%s:ml" % (root / "pyproject.toml")], install_env)
+        group = ["--group", "%s:ml" % (root / "pyproject.toml")]
+        uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
+        if uv:
+            run([uv, "pip", "install", "-q", "--python", python, *(["--only-binary", ":all:"] if only_binary else []),
+                 *group], install_env)
+        else:
+            run(pip + only_binary + group, install_env)
         if pytest_run(python, tests, args.results, args.label + "-ml", env, root) != 0:
             failed += 1
     return 1 if failed else 0

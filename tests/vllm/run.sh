@@ -62,7 +62,9 @@ setup_venv() {
   "$VENV/bin/python" "${PIP[@]}" install -q --upgrade pip >/dev/null
   # uv (./dev's venv has it) or pip installs the third-party packages.
   local install=("$VENV/bin/python" "${PIP[@]}" install -q)
-  [ -x "$UV" ] && install=("$UV" pip install -q --python "$VENV/bin/python")
+  # --compile-bytecode as pip does (without .pyc files every server start
+  # compiles vLLM's and torch's sources again where PYTHONDONTWRITEBYTECODE is set).
+  [ -x "$UV" ] && install=("$UV" pip install -q --compile-bytecode --python "$VENV/bin/python")
   if ! "${install[@]}" --no-deps "$VLLM_PIN"; then
     rm -rf "$VENV"
     skip "cannot install $VLLM_PIN from the package index (no network?)"

@@ -362,6 +362,24 @@ def _next_logits(model: Any, cache: Any, src: Any, tok: Any, mask: Any, position
     return out.logits[:, -1, :], out.past_key_values, mask, positions
 
 
+def _compilable_attention(config: Any) -> str:
+    """The attention implementation of a model beam_search(compile=True) can
+    run (it passes its own full-attention mask): 'sdpa' or 'eager'; else
+    UnsupportedError, before any work."""
+    text = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
+    layer_types = set(getattr(text, "layer_types", None) or ["full_attention"])
+    if layer_types != {"full_attention"}:
+        raise UnsupportedError("beam_search(compile=True): the model has %s layers; the compiled path masks"
+                               " full attention only (use compile=False)"
+                               % ", ".join(sorted(layer_types - {"full_attention"})))
+    attention = getattr(config, "_attn_implementation", None) or "eager"
+    if attention not in ("sdpa", "eager"):
+        raise UnsupportedError("beam_search(compile=True): attention implementation %r; the compiled path"
+                               " passes its own mask to 'sdpa' or 'eager' attention (use compile=False)"
+                               % attention)
+    return attention
+
+
 class _EndProbe:
     """Whether the search has ended (every slot finished), learned without
     waiting for the device: on CUDA the flag is copied to pinned host memory
@@ -438,24 +456,14 @@ class _DeviceLoop:
         from transformers import StaticCache
 
         config = model.config
-        text = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
-        layer_types = set(getattr(text, "layer_types", None) or ["full_attention"])
-        if layer_types != {"full_attention"}:
-            raise UnsupportedError("beam_search(compile=True): the model has %s layers; the compiled path masks"
-                                   " full attention only (use compile=False)"
-                                   % ", ".join(sorted(layer_types - {"full_attention"})))
-        attention = getattr(config, "_attn_implementation", None) or "eager"
-        if attention not in ("sdpa", "eager"):
-            raise UnsupportedError("beam_search(compile=True): attention implementation %r; the compiled path"
-                                   " passes its own mask to 'sdpa' or 'eager' attention (use compile=False)"
-                                   % attention)
+        attention = _compilable_attention(config)
         if not all(hasattr(layer, "keys") for layer in getattr(cache, "layers", [None])):
             raise UnsupportedError("beam_search(compile=True): the model's prefill cache (%s) has no per-layer"
                                    " keys and values to copy into a static cache (use compile=False)"
                                    % type(cache).__name__)
         n = self.src.shape[0]
         max_len = prompt_length + self.max_new_tokens
-        static = StaticCache(config=config, max_cache_len=max_len)
+        static: Any = StaticCache(config=config, max_cache_len=max_len)
         for layer, prompt in zip(static.layers, cache.layers):
             keys = prompt.keys.index_select(0, self.src)
             values = prompt.values.index_select(0, self.src)
@@ -463,6 +471,8 @@ class _DeviceLoop:
             layer.keys[:, :, :prompt_length].copy_(keys)
             layer.values[:, :, :prompt_length].copy_(values)
             layer.cumulative_length.fill_(prompt_length)
+        # Its rows are the beams already: the first step reorders nothing.
+        torch.arange(n, device=self.device, out=self.src)
         self.cache, self.static = static, True
         self.allowed = torch.zeros((n, 1, 1, max_len), dtype=torch.bool, device=self.device)
         self.allowed[:, 0, 0, :prompt_length] = self.mask.bool()
@@ -577,6 +587,8 @@ def _beam_search_device(model: Any, input_ids: Any, trie: Trie, B: int, R: int, 
 
     from .torch import DeviceBeam
 
+    if compile:
+        _compilable_attention(model.config)
     device = input_ids.device
     n_requests, prompt_length = input_ids.shape
     beam = DeviceBeam(trie, n_requests, B, device=device)

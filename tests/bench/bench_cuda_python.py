@@ -25,8 +25,12 @@ each target of issue 22 prints as one line `TARGET <name>: <figure> ...: met`
    MiniOneRec (8 x 50, V = 152,704, its Industrial_and_Scientific index),
    OneRec-like (16 x 32, V = 176,512, 3 codes of 8,192) and 2 x 70 over V =
    2,049 (4 codes of 2,048). Target: >= 15x at each shape.
+4. treemask.hf.beam_search end to end, eager and compile=True (static KV
+   cache, CUDA-graph replay of each step), against generate(num_beams=50)
+   with TrieLogitsProcessor: MiniOneRec 8 x 50 on the Qwen2.5-0.5B-shaped
+   bf16 model, the sequences compared. Target (issue 30): >= 3x.
 
-usage: bench_cuda_python.py [--host-overhead] [--only apply|processor|beam]
+usage: bench_cuda_python.py [--host-overhead] [--only apply|processor|beam|search]
 
 --host-overhead measures, on any machine, the Python time of the CUDA apply's
 fast path up to its C call, with a tensor subclass posing as a CUDA tensor
@@ -386,10 +390,75 @@ def beam_shape(torch, tt, trie, R, B):
     return events_us(torch, ours) - events_us(torch, restore), events_us(torch, pipeline), V
 
 
+# ---- 4. hf.beam_search end to end on the GPU ----------------------------------------
+
+
+def bench_search(torch):
+    """treemask.hf.beam_search (eager device loop, and compile=True: a static
+    KV cache with each step replayed from one CUDA graph) against
+    generate(num_beams=50) with TrieLogitsProcessor, MiniOneRec 8 x 50 on a
+    Qwen2.5-0.5B-shaped bf16 model (random weights); the same sequences are
+    checked. Target (issue 30): compile=True >= 3x generate + processor."""
+    try:
+        import transformers
+    except ImportError:
+        print("\n== 4. hf.beam_search: SKIPPED (transformers is not installed)")
+        return
+    from treemask.hf import TrieLogitsProcessor, beam_search
+
+    trie = minionerec_trie()
+    vocab = BASE_VOCAB + 3 * 256
+    config = transformers.Qwen2Config(
+        vocab_size=vocab, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
+        num_attention_heads=14, num_key_value_heads=2, max_position_embeddings=4096, tie_word_embeddings=True,
+        eos_token_id=EOS, pad_token_id=151643, bos_token_id=None)
+    with torch.device("cuda"):
+        torch.manual_seed(0)
+        model = transformers.Qwen2ForCausalLM(config).to(torch.bfloat16).eval()
+    n_requests, beams = 8, 50
+    input_ids = torch.randint(0, 151000, (n_requests, 32), device="cuda",
+                              generator=torch.Generator("cuda").manual_seed(4))
+    max_new = trie.stats().max_depth + 1
+
+    def generate():
+        with torch.no_grad():
+            return model.generate(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), num_beams=beams,
+                                  num_return_sequences=beams, do_sample=False,
+                                  logits_processor=[TrieLogitsProcessor(trie)], max_new_tokens=max_new,
+                                  eos_token_id=EOS, pad_token_id=151643, length_penalty=0.0,
+                                  return_dict_in_generate=True)
+
+    runs = [("generate(num_beams=50) + TrieLogitsProcessor", lambda: generate().sequences),
+            ("hf.beam_search", lambda: beam_search(model, input_ids, trie, beams).sequences),
+            ("hf.beam_search(compile=True)",
+             lambda: beam_search(model, input_ids, trie, beams, compile=True).sequences)]
+    outputs, times = {}, {}
+    for name, fn in runs:
+        outputs[name] = fn()  # warm-up
+    for name, fn in runs:
+        samples = []
+        for _ in range(5):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            fn()
+            torch.cuda.synchronize()
+            samples.append(time.perf_counter() - t0)
+        times[name] = statistics.median(samples)
+    print("\n== 4. hf.beam_search vs generate, MiniOneRec %d x %d (V = %d), Qwen2.5-0.5B-shaped bf16 model (random"
+          " weights), prompts of 32, %d new tokens" % (n_requests, beams, vocab, max_new))
+    base = times[runs[0][0]]
+    for name, _ in runs:
+        same = torch.equal(outputs[name], outputs[runs[0][0]])
+        print("  %-46s %8.1f ms  %5.1fx  same sequences as generate: %s" % (name, times[name] * 1e3,
+                                                                          base / times[name], same))
+    target("hf.beam_search(compile=True) vs generate + processor, MiniOneRec 8 x 50", base / times[runs[2][0]],
+           "x", ">=", 3)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--host-overhead", action="store_true")
-    parser.add_argument("--only", choices=["apply", "processor", "beam"])
+    parser.add_argument("--only", choices=["apply", "processor", "beam", "search"])
     args = parser.parse_args()
     try:
         import torch
@@ -404,7 +473,7 @@ def main():
               " host-side part runs with --host-overhead" % (torch.cuda.is_available(), treemask.cuda_available()))
         return 77
     print("device: %s, torch %s" % (torch.cuda.get_device_name(), torch.__version__))
-    parts = {"apply": bench_apply, "processor": bench_processor, "beam": bench_beam}
+    parts = {"apply": bench_apply, "processor": bench_processor, "beam": bench_beam, "search": bench_search}
     for name, fn in parts.items():
         if args.only in (None, name):
             fn(torch)

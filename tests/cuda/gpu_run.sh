@@ -137,7 +137,7 @@ part test_cuda_trie 120 program "$HERE/bin/test_cuda_trie"
 part test_cuda_beam 180 program "$HERE/bin/test_cuda_beam"
 part python_test_cuda 240 pytests "$PY" tests/python/test_cuda.py
 part bench_cuda_beam 200 bench "$HERE/bin/bench_cuda_beam"
-part bench_cuda_python 200 bench "$PY" tests/bench/bench_cuda_python.py
+part bench_cuda_python 320 bench "$PY" tests/bench/bench_cuda_python.py
 part bench_cuda 120 bench "$HERE/bin/bench_cuda"
 
 if [ -n "${OUT:-}" ] && [ -d "$OUT" ] && [ -w "$OUT" ]; then

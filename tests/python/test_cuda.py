@@ -544,6 +544,48 @@ def test_hf_beam_search_on_cuda_equals_the_cpu_search():
     assert torch.allclose(gpu.scores.cpu(), cpu.scores, rtol=1e-3, atol=1e-3)
 
 
+def test_hf_beam_search_compiled_equals_the_eager_search():
+    """beam_search(compile=True) on the GPU: a StaticCache and every step
+    after the first replayed from one CUDA graph (no RuntimeWarning: the
+    capture worked), the same sequences as the eager device search and the
+    CPU search, over items of 2 and 3 codes (hypotheses end at different
+    steps), fp32 and bf16, sdpa and eager attention."""
+    _needs_gpu("CUDA graph capture of a transformers decode step (test_hf_beam.py runs the same loop on the CPU)")
+    import warnings
+
+    transformers = _transformers()
+    from treemask.hf import beam_search
+
+    rng = random.Random(21)
+    paths = [[1000 + rng.randrange(30), 1030 + rng.randrange(30), 1060 + rng.randrange(30)][:2 + i % 2]
+             for i in range(300)]
+    trie = treemask.Trie.from_paths(paths, 1100, [1099])
+    input_ids = torch.tensor([[5, 6, 7, 8], [0, 9, 10, 11]], device=DEV)
+    attention_mask = torch.tensor([[1, 1, 1, 1], [0, 1, 1, 1]], device=DEV)
+    for attention in ("sdpa", "eager"):
+        config = transformers.Qwen2Config(vocab_size=1100, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                                          tie_word_embeddings=True, initializer_range=0.5,
+                                          attn_implementation=attention)
+        torch.manual_seed(0)
+        model = transformers.Qwen2ForCausalLM(config).eval()
+        cpu = beam_search(model, input_ids.cpu(), trie, num_beams=6, attention_mask=attention_mask.cpu(),
+                          max_new_tokens=6)
+        for dtype in (torch.float32, torch.bfloat16):
+            model = model.to(device=DEV, dtype=dtype)
+            eager = beam_search(model, input_ids, trie, num_beams=6, attention_mask=attention_mask, max_new_tokens=6)
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", RuntimeWarning)
+                compiled = beam_search(model, input_ids, trie, num_beams=6, attention_mask=attention_mask,
+                                       max_new_tokens=6, compile=True)
+            assert compiled.sequences.tolist() == eager.sequences.tolist(), (attention, dtype)
+            tol = 1e-4 if dtype == torch.float32 else 2e-2
+            assert torch.allclose(compiled.scores, eager.scores, rtol=tol, atol=tol), (attention, dtype)
+            if dtype == torch.float32:
+                assert compiled.sequences.cpu().tolist() == cpu.sequences.tolist(), attention
+            model = model.float().cpu()
+
+
 def _semantic_ids(rng, levels=3, codebook=256, base=0, items=3000):
     paths = [[base + level * codebook + rng.randrange(codebook) for level in range(levels)] for _ in range(items)]
     vocab = base + levels * codebook + 1

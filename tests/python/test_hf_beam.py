@@ -34,8 +34,8 @@ BUNDLED = SOURCE_ROOT / "examples" / "data" / "minionerec" / "Industrial_and_Sci
 CATALOGUES = [BUNDLED] + sorted((SHARED_DATA / "semantic-ids" / "minionerec").glob("*.index.json"))
 
 
-def minionerec_trie(path):
-    """The trie of a MiniOneRec index.json and the model vocabulary size."""
+def minionerec_paths(path):
+    """The token paths of a MiniOneRec index.json and the model vocabulary size."""
     items = json.loads(path.read_text())
     levels = max(len(codes) for codes in items.values())
     paths = []
@@ -45,18 +45,24 @@ def minionerec_trie(path):
             letter, number = code.strip("<>").split("_")
             path_tokens.append(BASE_VOCAB + 256 * (ord(letter) - ord("a")) + int(number))
         paths.append(path_tokens)
-    vocab = BASE_VOCAB + 256 * levels
+    return paths, BASE_VOCAB + 256 * levels
+
+
+def minionerec_trie(path):
+    """The trie of a MiniOneRec index.json and the model vocabulary size."""
+    paths, vocab = minionerec_paths(path)
     return treemask.Trie.from_paths(paths, vocab, [EOS]), vocab
 
 
-def tiny_qwen2(vocab_size, seed=0):
+def tiny_qwen2(vocab_size, seed=0, attention="sdpa"):
     # A wide initializer spreads the logits, so that no two candidates of a
     # step are within float rounding of each other (the two searches compute
     # the log-softmax in different orders).
     config = transformers.Qwen2Config(
         vocab_size=vocab_size, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, initializer_range=0.5,
-        tie_word_embeddings=True, eos_token_id=EOS, pad_token_id=PAD, bos_token_id=None)
+        tie_word_embeddings=True, eos_token_id=EOS, pad_token_id=PAD, bos_token_id=None,
+        attn_implementation=attention)
     torch.manual_seed(seed)
     return transformers.Qwen2ForCausalLM(config).eval()
 
@@ -152,3 +158,87 @@ def test_device_search_loop_equals_the_host_loop(monkeypatch, num_beams):
     assert got.sequences.tolist() == want.sequences.tolist()
     assert torch.equal(got.scores, want.scores)
     assert host.calls["topk"] == 1 and host.calls["beam_step"] == trie.stats().max_depth
+
+
+def mixed_length_trie(path):
+    """MiniOneRec's items, a third of them cut to their first two codes (so
+    hypotheses end at different steps)."""
+    paths, vocab = minionerec_paths(path)
+    paths = [p[:2] if i % 3 == 0 else p for i, p in enumerate(paths)]
+    return treemask.Trie.from_paths(paths, vocab, [EOS]), vocab
+
+
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+@pytest.mark.parametrize("num_beams", [1, 6, 40])
+def test_compiled_search_loop_equals_the_host_loop(monkeypatch, num_beams, attention):
+    """beam_search(compile=True)'s loop: the beams' KV cache a StaticCache
+    (the prompt copied in per beam, reordered in place), the attention mask
+    one tensor over it, the steps with fixed shapes and addresses (on a GPU
+    captured in one CUDA graph: tests/python/test_cuda.py); here on CPU
+    tensors through host_cuda.py, the same steps run eagerly. The same
+    sequences as the host loop, the scores to float rounding (attention
+    over the whole static cache, masked), with either attention
+    implementation's mask (boolean for sdpa, additive for eager)."""
+    import host_cuda
+
+    import treemask.hf as hf
+
+    trie, vocab = minionerec_trie(BUNDLED)
+    model = tiny_qwen2(vocab, seed=3, attention=attention)
+    input_ids, attention_mask = prompts(3, 5, seed=num_beams, ragged=True)
+    want = beam_search(model, input_ids, trie, num_beams, attention_mask=attention_mask)
+    host = host_cuda.install(monkeypatch)
+    got = hf._beam_search_device(model, input_ids, trie, num_beams, num_beams, trie.stats().max_depth + 1,
+                                 attention_mask, PAD, compile=True)
+    assert got.sequences.tolist() == want.sequences.tolist()
+    np.testing.assert_allclose(got.scores.numpy(), want.scores.numpy(), rtol=1e-5, atol=1e-5)
+    assert host.calls["topk"] == 1 and host.calls["beam_step"] == trie.stats().max_depth
+
+
+@pytest.mark.parametrize("compile", [False, True])
+def test_steps_after_the_end_change_nothing(monkeypatch, compile):
+    """On a GPU the device loop learns that every hypothesis has finished a
+    step or two late (it never waits for the device), so it may run steps
+    after the end: those must leave the result as it was. Forced here: the
+    end is never seen, and the loop runs all of max_new_tokens = 8 steps
+    over items of 2 and 3 codes that all end by step 4; the host loop stops
+    there. Same sequences (as many columns) and scores."""
+    import host_cuda
+
+    import treemask.hf as hf
+
+    trie, vocab = mixed_length_trie(BUNDLED)
+    model = tiny_qwen2(vocab, seed=5)
+    input_ids, attention_mask = prompts(2, 5, seed=7, ragged=True)
+    want = beam_search(model, input_ids, trie, 6, attention_mask=attention_mask, max_new_tokens=8)
+    assert want.sequences.shape[1] == 5 + 4, "the host loop stopped at the end"
+    host = host_cuda.install(monkeypatch)
+    monkeypatch.setattr(hf._EndProbe, "ended", lambda self: False)
+    got = hf._beam_search_device(model, input_ids, trie, 6, 6, 8, attention_mask, PAD, compile=compile)
+    assert host.calls["beam_step"] == 7, "every step ran"
+    assert got.sequences.tolist() == want.sequences.tolist()
+    np.testing.assert_allclose(got.scores.numpy(), want.scores.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_compiled_search_refuses_what_it_cannot_mask(monkeypatch):
+    """compile=True passes its own full-attention mask: a model with sliding
+    layers or another attention implementation is refused, naming it."""
+    import host_cuda
+
+    import treemask.hf as hf
+
+    trie, vocab = minionerec_trie(BUNDLED)
+    input_ids, attention_mask = prompts(1, 4, seed=0, ragged=False)
+    host_cuda.install(monkeypatch)
+    model = tiny_qwen2(vocab)
+    model.config.layer_types = ["sliding_attention", "full_attention"]
+    with pytest.raises(treemask.UnsupportedError, match="sliding_attention layers"):
+        hf._beam_search_device(model, input_ids, trie, 2, 2, 4, attention_mask, PAD, compile=True)
+    model = tiny_qwen2(vocab)
+    model.config._attn_implementation = "flash_attention_2"
+    with pytest.raises(treemask.UnsupportedError, match="flash_attention_2"):
+        hf._beam_search_device(model, input_ids, trie, 2, 2, 4, attention_mask, PAD, compile=True)
+    # On CPU tensors the host loop runs: nothing to compile, the same result.
+    model = tiny_qwen2(vocab)
+    assert torch.equal(beam_search(model, input_ids, trie, 2, compile=True).sequences,
+                       beam_search(model, input_ids, trie, 2).sequences)

@@ -362,55 +362,257 @@ def _next_logits(model: Any, cache: Any, src: Any, tok: Any, mask: Any, position
     return out.logits[:, -1, :], out.past_key_values, mask, positions
 
 
+def _compilable_attention(config: Any) -> str:
+    """The attention implementation of a model beam_search(compile=True) can
+    run (it passes its own full-attention mask): 'sdpa' or 'eager'; else
+    UnsupportedError, before any work."""
+    text = config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
+    layer_types = set(getattr(text, "layer_types", None) or ["full_attention"])
+    if layer_types != {"full_attention"}:
+        raise UnsupportedError("beam_search(compile=True): the model has %s layers; the compiled path masks"
+                               " full attention only (use compile=False)"
+                               % ", ".join(sorted(layer_types - {"full_attention"})))
+    attention = getattr(config, "_attn_implementation", None) or "eager"
+    if attention not in ("sdpa", "eager"):
+        raise UnsupportedError("beam_search(compile=True): attention implementation %r; the compiled path"
+                               " passes its own mask to 'sdpa' or 'eager' attention (use compile=False)"
+                               % attention)
+    return attention
+
+
+class _EndProbe:
+    """Whether the search has ended (every slot finished), learned without
+    waiting for the device: on CUDA the flag is copied to pinned host memory
+    behind an event, and read once the event has passed, a step or two
+    later. Steps run after the end change nothing (_DeviceLoop.step), so
+    the lag costs at most those steps' time, never a different result. On
+    CPU tensors (the tests' host mode) it is read at once."""
+
+    def __init__(self, torch: Any, device: Any) -> None:
+        self._cuda = device.type == "cuda"
+        self._ended = False
+        if self._cuda:
+            self._flag = torch.zeros(1, dtype=torch.bool).pin_memory()
+            self._event = torch.cuda.Event()
+
+    def post(self, finished: Any) -> None:
+        ended = finished.all().view(1)
+        if not self._cuda:
+            self._ended = bool(ended)
+            return
+        self._flag.copy_(ended, non_blocking=True)
+        self._event.record()
+
+    def ended(self) -> bool:
+        # query() of an event never recorded is True; the flag starts False.
+        if self._cuda and not self._ended and self._event.query():
+            self._ended = bool(self._flag[0])
+        return self._ended
+
+
+class _DeviceLoop:
+    """beam_search's steps on a CUDA device over a DeviceBeam, every per-step
+    tensor allocated once and updated in place, no host synchronisation
+    (the end is learned through _EndProbe). With a static KV cache
+    (use_static_cache: compile=True) each step has fixed shapes and
+    addresses, so on CUDA it is captured once in a CUDA graph and replayed;
+    with transformers' dynamic cache (use_dynamic_cache) it runs eagerly.
+    On CPU tensors (the tests' host mode, host_cuda.py) both run eagerly."""
+
+    def __init__(self, torch: Any, model: Any, beam: Any, n_requests: int, B: int, max_new_tokens: int,
+                 pad_token_id: int, first_tokens: Any, mask: Any, positions: Any) -> None:
+        self.torch, self.model, self.beam = torch, model, beam
+        dev = self.device = first_tokens.device
+        n = n_requests * B
+        self.max_new_tokens = max_new_tokens
+        self.pad = torch.full((n,), pad_token_id, dtype=torch.long, device=dev)
+        self.request_base = torch.arange(n_requests, device=dev).repeat_interleave(B) * B
+        self.slot_in_request = torch.arange(B, device=dev).repeat(n_requests)
+        self.generated = torch.empty((n, max_new_tokens), dtype=torch.long, device=dev)
+        tok = torch.where(first_tokens < 0, self.pad, first_tokens.long())
+        self.generated[:, 0] = tok
+        self.tok = tok.view(n, 1).clone()
+        # Each beam's row of the prompt's cache: its request's.
+        self.src = torch.arange(n_requests, device=dev).repeat_interleave(B)
+        self.mask, self.positions = mask, positions.clone()
+        self.step_index = torch.ones(1, dtype=torch.long, device=dev)  # the column a step writes
+        self.n_steps = torch.ones((), dtype=torch.long, device=dev)  # columns written before the end
+        self.saved_states = torch.empty_like(beam.states)
+        self.saved_scores = torch.empty_like(beam.scores)
+        self.cache: Any = None
+        self.static = False
+        self.graph: Any = None
+
+    def use_dynamic_cache(self, cache: Any) -> None:
+        self.cache = cache
+
+    def use_static_cache(self, cache: Any, prompt_length: int) -> None:
+        """A transformers StaticCache of n_slots rows and prompt +
+        max_new_tokens columns, the prompt's keys and values copied in once
+        per beam; the attention mask is one boolean (or, for eager
+        attention, additive) tensor over the whole cache, a column turned
+        on as each generated token enters it."""
+        torch, model = self.torch, self.model
+        from transformers import StaticCache
+
+        config = model.config
+        attention = _compilable_attention(config)
+        if not all(hasattr(layer, "keys") for layer in getattr(cache, "layers", [None])):
+            raise UnsupportedError("beam_search(compile=True): the model's prefill cache (%s) has no per-layer"
+                                   " keys and values to copy into a static cache (use compile=False)"
+                                   % type(cache).__name__)
+        n = self.src.shape[0]
+        max_len = prompt_length + self.max_new_tokens
+        static: Any = StaticCache(config=config, max_cache_len=max_len)
+        for layer, prompt in zip(static.layers, cache.layers):
+            keys = prompt.keys.index_select(0, self.src)
+            values = prompt.values.index_select(0, self.src)
+            layer.lazy_initialization(keys, values)
+            layer.keys[:, :, :prompt_length].copy_(keys)
+            layer.values[:, :, :prompt_length].copy_(values)
+            layer.cumulative_length.fill_(prompt_length)
+        # Its rows are the beams already: the first step reorders nothing.
+        torch.arange(n, device=self.device, out=self.src)
+        self.cache, self.static = static, True
+        self.allowed = torch.zeros((n, 1, 1, max_len), dtype=torch.bool, device=self.device)
+        self.allowed[:, 0, 0, :prompt_length] = self.mask.bool()
+        self.additive = None
+        if attention == "eager":
+            dtype = getattr(model, "dtype", torch.float32)
+            self.additive = torch.empty((n, 1, 1, max_len), dtype=dtype, device=self.device)
+            self.zero = torch.zeros((), dtype=dtype, device=self.device)
+            self.lowest = torch.full((), torch.finfo(dtype).min, dtype=dtype, device=self.device)
+        self.newest_column = self.step_index + (prompt_length - 1)  # updated in place with step_index
+        self.prompt_length = prompt_length
+
+    def _logits(self) -> Any:
+        if not self.static:
+            logits, self.cache, self.mask, self.positions = _next_logits(self.model, self.cache, self.src, self.tok,
+                                                                         self.mask, self.positions)
+            return logits
+        torch = self.torch
+        for layer in self.cache.layers:  # the KV cache follows the parents, in place
+            layer.keys.copy_(layer.keys.index_select(0, self.src))
+            layer.values.copy_(layer.values.index_select(0, self.src))
+        # The previous step's token enters the cache at column prompt + step - 1.
+        torch.add(self.step_index, self.prompt_length - 1, out=self.newest_column)
+        self.allowed.index_fill_(3, self.newest_column, True)
+        mask = self.allowed
+        if self.additive is not None:
+            torch.where(self.allowed, self.zero, self.lowest, out=self.additive)
+            mask = self.additive
+        self.positions.add_(1)
+        out = self.model(input_ids=self.tok, attention_mask={"full_attention": mask}, position_ids=self.positions,
+                         past_key_values=self.cache, use_cache=True, logits_to_keep=1)
+        return out.logits[:, -1, :]
+
+    def step(self) -> None:
+        """One step, enqueued: the forward pass, the beam step, the parents'
+        sequences and the next tokens. A step after the end (every slot
+        finished before it) leaves the beam, the sequences' columns so far
+        and n_steps as they were."""
+        torch, beam = self.torch, self.beam
+        from .torch import TERMINATED_INT32
+
+        logits = self._logits()
+        before = beam.finished().all()
+        self.saved_states.copy_(beam.states)
+        self.saved_scores.copy_(beam.scores)
+        was_finished = beam.states == TERMINATED_INT32
+        parents, tokens, _ = beam.step(logits)
+        del logits
+        beam.states.copy_(torch.where(before, self.saved_states, beam.states))
+        beam.scores.copy_(torch.where(before, self.saved_scores, beam.scores))
+        parent = torch.where(before, self.slot_in_request, parents.long().clamp(min=0))
+        torch.add(self.request_base, parent, out=self.src)
+        # A carried-over finished hypothesis (or a dead slot) gets padding.
+        tok = torch.where((parents < 0) | was_finished.index_select(0, self.src) | before, self.pad, tokens.long())
+        self.generated.copy_(self.generated.index_select(0, self.src))
+        self.generated.index_copy_(1, self.step_index, tok.view(-1, 1))
+        self.tok.copy_(tok.view(-1, 1))
+        self.n_steps.copy_(torch.where(before, self.n_steps, self.step_index[0] + 1))
+        self.step_index.add_(1)
+
+    def _capture(self) -> Any:
+        """The step captured in a CUDA graph (nothing runs while capturing),
+        or None, with a warning, when the model cannot be captured (the
+        steps then run eagerly)."""
+        import warnings
+
+        torch = self.torch
+        graph = torch.cuda.CUDAGraph()
+        try:
+            with torch.cuda.graph(graph):
+                self.step()
+        except RuntimeError as e:
+            warnings.warn("treemask.hf.beam_search(compile=True): the model's decode step could not be captured"
+                          " in a CUDA graph (%s); the steps run eagerly" % e, RuntimeWarning, stacklevel=3)
+            return None
+        return graph
+
+    def run(self) -> int:
+        """Steps 1 .. max_new_tokens - 1 or until the end; returns the
+        number of generated columns (the one synchronisation, at the
+        end)."""
+        torch = self.torch
+        probe = _EndProbe(torch, self.device)
+        capture = self.static and self.device.type == "cuda"
+        for step in range(1, self.max_new_tokens):
+            if probe.ended():
+                break
+            if self.graph is not None:
+                self.graph.replay()
+            elif capture and step >= 2:  # step 1 ran eagerly: the warm-up
+                capture = False
+                self.graph = self._capture()
+                if self.graph is not None:
+                    self.graph.replay()
+                else:
+                    self.step()
+            else:
+                self.step()
+            probe.post(self.beam.finished())
+        return int(self.n_steps)
+
+
 def _beam_search_device(model: Any, input_ids: Any, trie: Trie, B: int, R: int, max_new_tokens: int,
-                        attention_mask: Any, pad_token_id: int) -> BeamSearchOutput:
+                        attention_mask: Any, pad_token_id: int, compile: bool = False) -> BeamSearchOutput:
     """beam_search on a CUDA device: the same loop over a
     :class:`treemask.torch.DeviceBeam` (its first step by top-k at the
     root, then its graph-capturable beam step); states, scores and
-    sequences stay on the device."""
+    sequences stay on the device, and the host never waits for it until
+    the end (_DeviceLoop). With compile: a static KV cache and, on CUDA,
+    every step after the first replayed from one CUDA graph."""
     import torch
 
-    from .torch import TERMINATED_INT32, DeviceBeam
+    from .torch import DeviceBeam
 
+    if compile:
+        _compilable_attention(model.config)
     device = input_ids.device
-    n_requests = input_ids.shape[0]
-    n_slots = n_requests * B
+    n_requests, prompt_length = input_ids.shape
     beam = DeviceBeam(trie, n_requests, B, device=device)
     mask = attention_mask.to(device=device, dtype=torch.long)
     positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 0)
-    request_base = torch.arange(n_requests, device=device).repeat_interleave(B) * B
-    generated = torch.empty((n_slots, max_new_tokens), dtype=torch.long, device=device)
     with torch.no_grad():
         out = model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True,
                     logits_to_keep=1)
         tokens, _scores = beam.start(out.logits[:, -1, :])
         cache = out.past_key_values
         del out
-        tok = torch.where(tokens < 0, torch.full_like(tokens, pad_token_id), tokens).long()
-        generated[:, 0] = tok
-        src = torch.arange(n_requests, device=device).repeat_interleave(B)
-        mask = mask.repeat_interleave(B, dim=0)
-        positions = positions[:, -1:].repeat_interleave(B, dim=0)
-        steps = 1
-        for step in range(1, max_new_tokens):
-            if bool(beam.finished().all()):
-                break
-            logits, cache, mask, positions = _next_logits(model, cache, src, tok.view(n_slots, 1), mask, positions)
-            was_finished = beam.states == TERMINATED_INT32
-            parents, tokens, _scores = beam.step(logits)
-            del logits
-            src = request_base + parents.clamp(min=0).long()
-            # A carried-over finished hypothesis (or a dead slot) gets padding.
-            tok = torch.where((parents < 0) | was_finished[src], torch.full_like(tokens, pad_token_id),
-                              tokens).long()
-            generated[:, :step] = generated[src, :step]
-            generated[:, step] = tok
-            steps = step + 1
+        loop = _DeviceLoop(torch, model, beam, n_requests, B, max_new_tokens, pad_token_id, tokens,
+                           mask.repeat_interleave(B, dim=0), positions[:, -1:].repeat_interleave(B, dim=0))
+        if compile:
+            loop.use_static_cache(cache, prompt_length)
+        else:
+            loop.use_dynamic_cache(cache)
+        del cache
+        steps = loop.run()
 
     ids = input_ids.repeat_interleave(R, dim=0)
     keep = (torch.arange(n_requests, device=device)[:, None] * B
             + torch.arange(R, device=device)[None, :]).reshape(-1)
-    sequences = torch.cat([ids, generated[keep, :steps]], dim=1)
+    sequences = torch.cat([ids, loop.generated[keep, :steps]], dim=1)
     return BeamSearchOutput(sequences, beam.scores[keep].clone())
 
 
@@ -442,7 +644,8 @@ def _check_beam_memory(model: Any, trie: Trie, n_requests: int, num_beams: int, 
 
 def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_new_tokens: Optional[int] = None,
                 attention_mask: Any = None, num_return_sequences: Optional[int] = None,
-                pad_token_id: Optional[int] = None, n_threads: int = 1, vocab: Any = None) -> BeamSearchOutput:
+                pad_token_id: Optional[int] = None, n_threads: int = 1, vocab: Any = None,
+                compile: bool = False) -> BeamSearchOutput:
     """Constrained beam search for a transformers causal LM, with the exact
     beam step of :class:`treemask.Beam` instead of full-vocabulary masks:
     the prompt runs once per request (all beams start identical, so the
@@ -501,8 +704,25 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
     step runs on the device: a :class:`treemask.torch.DeviceBeam` (the trie
     uploaded once, its tensors allocated once) takes the first step's top-B
     and each beam step, the states, scores and sequences stay device
-    tensors, and the only host synchronisation per step is the "all
-    finished?" test. The result's tensors are then on that device.
+    tensors, and the host never waits for the device until the end: the
+    "all finished?" test is read a step or two late through an event (the
+    steps after the end change nothing). The result's tensors are then on
+    that device.
+
+    ``compile=True`` (CUDA): the beams' KV cache is a transformers
+    ``StaticCache`` (prompt + max_new_tokens columns, the prompt copied in
+    once per beam, reordered in place by the parents), the attention mask
+    one preallocated tensor over it, and every step after the first (the
+    forward pass, the beam step, the sequences' update) is captured once in
+    a CUDA graph and replayed: eager transformers spends most of a small
+    model's step launching kernels from Python. The same sequences as
+    ``compile=False``, the scores to float rounding (attention runs over
+    the whole static cache, masked). It needs full attention through
+    'sdpa' or 'eager' (UnsupportedError names what the model has
+    instead); a model whose step cannot be captured (a host
+    synchronisation inside its forward) runs the static steps eagerly,
+    with a RuntimeWarning. On CPU tensors there is nothing to compile: the
+    argument is accepted and the host loop runs as without it.
     """
     import torch
 
@@ -550,7 +770,8 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
                                " CPU tensors, or build the trie with Trie.from_labels")
     _check_beam_memory(model, trie, n_requests, B, max_new_tokens, input_ids.device)
     if input_ids.device.type == "cuda":
-        return _beam_search_device(model, input_ids, trie, B, R, max_new_tokens, attention_mask, pad_token_id)
+        return _beam_search_device(model, input_ids, trie, B, R, max_new_tokens, attention_mask, pad_token_id,
+                                   compile=bool(compile))
     beam = Beam(B, n_threads=n_threads)
 
     # The prompt runs once per request, not once per beam: every beam of a

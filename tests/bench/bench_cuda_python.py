@@ -185,6 +185,17 @@ def geonames_trie():
     return treemask.Trie.from_paths(paths, BASE_VOCAB, [EOS]), "150,634 random names of 2-8 tokens"
 
 
+def qwen_05b_shaped(torch, transformers, vocab):
+    """A Qwen2.5-0.5B-shaped bf16 model with random weights on the GPU (no download)."""
+    config = transformers.Qwen2Config(
+        vocab_size=vocab, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
+        num_attention_heads=14, num_key_value_heads=2, max_position_embeddings=4096, tie_word_embeddings=True,
+        eos_token_id=EOS, pad_token_id=151643, bos_token_id=None)
+    with torch.device("cuda"):
+        torch.manual_seed(0)
+        return transformers.Qwen2ForCausalLM(config).to(torch.bfloat16).eval()
+
+
 def bench_processor(torch):
     try:
         import transformers
@@ -194,13 +205,7 @@ def bench_processor(torch):
     from treemask.hf import TrieLogitsProcessor
 
     trie, what = geonames_trie()
-    config = transformers.Qwen2Config(
-        vocab_size=BASE_VOCAB, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
-        num_attention_heads=14, num_key_value_heads=2, max_position_embeddings=4096, tie_word_embeddings=True,
-        eos_token_id=EOS, pad_token_id=151643, bos_token_id=None)
-    with torch.device("cuda"):
-        torch.manual_seed(0)
-        model = transformers.Qwen2ForCausalLM(config).to(torch.bfloat16).eval()
+    model = qwen_05b_shaped(torch, transformers, BASE_VOCAB)
     batch, new = 64, 16
     input_ids = torch.randint(0, 151000, (batch, 16), device="cuda", generator=torch.Generator("cuda").manual_seed(1))
     common = dict(attention_mask=torch.ones_like(input_ids), do_sample=True, max_new_tokens=new,
@@ -408,13 +413,7 @@ def bench_search(torch):
 
     trie = minionerec_trie()
     vocab = BASE_VOCAB + 3 * 256
-    config = transformers.Qwen2Config(
-        vocab_size=vocab, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
-        num_attention_heads=14, num_key_value_heads=2, max_position_embeddings=4096, tie_word_embeddings=True,
-        eos_token_id=EOS, pad_token_id=151643, bos_token_id=None)
-    with torch.device("cuda"):
-        torch.manual_seed(0)
-        model = transformers.Qwen2ForCausalLM(config).to(torch.bfloat16).eval()
+    model = qwen_05b_shaped(torch, transformers, vocab)
     n_requests, beams = 8, 50
     input_ids = torch.randint(0, 151000, (n_requests, 32), device="cuda",
                               generator=torch.Generator("cuda").manual_seed(4))

@@ -21,8 +21,9 @@
 #   ./dev build makes it). --bench runs the sampler benchmark instead of the
 #   tests. --prepare does steps 1 and 2 only (./dev test runs it in the
 #   background, with the sanitizer builds; a lock makes a run that starts
-#   meanwhile wait for it, then find llama.cpp built). Exits 77 (skip) only when something cannot be installed (no
-#   network to PyPI, no cmake and no root to install it, no disk), saying why.
+#   meanwhile wait for it, then find llama.cpp built). Exits 77 (skip) only
+#   when something cannot be installed (no network to PyPI, no cmake and no
+#   root to install it, no disk), saying why.
 #   TREEMASK_LLAMA_RUNS sets the generations per chain (default 200).
 #
 # Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0

@@ -12,7 +12,8 @@
 # PyPI: installed with --no-deps, then its Requires-Dist with the
 # torch==2.13.0+cpu pin (PyPI serves no +cpu build) replaced by torch==2.13.0
 # (6.3 GB; uv from ./dev's venv installs them when it is there, else pip:
-# ~3.4 min with pip on a busy 2-core machine). A stamp file records the pins; a changed pin rebuilds the venv.
+# ~3.4 min with pip on a busy 2-core machine). A stamp file records the
+# pins; a changed pin rebuilds the venv.
 # treemask goes into it as the wheel TREEMASK_WHEEL names when that is set
 # (./dev test sets it to the wheel it just built and checked, so vLLM runs
 # what users install, and nothing is compiled twice); otherwise it is built

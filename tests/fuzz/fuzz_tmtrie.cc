@@ -9,7 +9,8 @@
 // advance_states and fill_states agree (fuzz/trie_checks.h); whatever does
 // not load fails with TREEMASK_ERR_CORRUPT_FILE (or VERSION_MISMATCH) and a
 // message. The C API's file load (through a memfd) must agree with the
-// in-memory parser on every input.
+// in-memory load (the parser, then the string-set vocabulary's check) on
+// every input.
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include <algorithm>
@@ -176,19 +177,29 @@ bool sound(const TrieArrays &a) {
   return a.has_labels() || a.n_multi == 0;
 }
 
-void exercise_image(const unsigned char *image, size_t size, uint32_t flags) {
+// What a load runs (load_trie, strings/string_set.h): the file's parser,
+// then make_validated_trie, which checks a string set's saved vocabulary
+// (its rules and fingerprint are the strings layer's, not the parser's).
+// On success *arrays are the loaded arrays.
+treemask::Result<treemask::Ref<treemask::Trie>> load_image(const unsigned char *image, size_t size,
+                                                         uint32_t flags, TrieArrays *arrays) {
   auto parsed = treemask::parse_trie_image(image, size, flags);
-  if (!parsed.ok()) {
-    const auto code = parsed.status().code();
+  if (!parsed.ok()) return parsed.status();
+  *arrays = parsed.value().arrays;
+  return treemask::make_validated_trie(std::make_unique<BorrowedStorage>(), *arrays,
+                                       size_t{1} << 20);
+}
+
+void exercise_image(const unsigned char *image, size_t size, uint32_t flags) {
+  TrieArrays a;
+  auto made = load_image(image, size, flags, &a);
+  if (!made.ok()) {
+    const auto code = made.status().code();
     FUZZ_CHECK(code == treemask::Code::kCorruptFile || code == treemask::Code::kVersionMismatch);
+    FUZZ_CHECK(!made.status().message().empty());
     return;
   }
-  const TrieArrays &a = parsed.value().arrays;
-  FUZZ_CHECK(sound(a));  // the loader's validation is at least as strict
-  // As a load makes it (a string set gets its vocabulary and walk).
-  auto made =
-      treemask::make_validated_trie(std::make_unique<BorrowedStorage>(), a, size_t{1} << 20);
-  FUZZ_CHECK(made.ok());
+  FUZZ_CHECK(sound(a));  // the load's validation is at least as strict
   treemask::Ref<treemask::Trie> trie = made.take_value();
   fuzz::ExerciseLimits limits;
   limits.max_nodes = 256;
@@ -215,20 +226,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   auto *image = reinterpret_cast<unsigned char *>(storage.data());
   std::memcpy(image, data, size);
 
-  // The C API's mapped load agrees with the parser on the raw bytes.
+  // The C API's mapped load agrees with the in-memory load on the raw bytes.
   for (const uint32_t flags : {0u, unsigned{TREEMASK_LOAD_TRUSTED}}) {
-    auto parsed = treemask::parse_trie_image(image, size, flags);
+    TrieArrays a;
+    auto made = load_image(image, size, flags, &a);
     fuzz::MemFile file(data, size);
     testutil::TrieHandle loaded;
     const treemask_status s = treemask_trie_load(file.path(), flags, &loaded.p);
-    const treemask_status want = size == 0 ? TREEMASK_ERR_CORRUPT_FILE
-                                 : parsed.ok()
-                                     ? TREEMASK_OK
-                                     : static_cast<treemask_status>(parsed.status().code());
+    const treemask_status want = size == 0   ? TREEMASK_ERR_CORRUPT_FILE
+                                 : made.ok() ? TREEMASK_OK
+                                             : static_cast<treemask_status>(made.status().code());
     FUZZ_CHECK(s == want);
     if (s != TREEMASK_OK) FUZZ_CHECK(treemask_last_error()[0] != '\0');
     if (s == TREEMASK_OK) {
-      FUZZ_CHECK(sound(parsed.value().arrays));
+      FUZZ_CHECK(sound(a));
       fuzz::ExerciseLimits limits;
       limits.max_nodes = 64;
       fuzz::exercise_trie(loaded.p, true, limits);

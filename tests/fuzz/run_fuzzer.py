@@ -23,7 +23,10 @@ def main(argv):
     os.makedirs(corpus, exist_ok=True)
     os.makedirs(artifacts, exist_ok=True)
     env = dict(os.environ, UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1")
+    # libFuzzer exits 77 on a crash by default, which meson reads as a skip:
+    # every finding exits 1 here, and so does anything other than 0 below.
     cmd = [fuzzer, "-max_total_time=" + seconds, "-timeout=30", "-rss_limit_mb=2048",
+           "-error_exitcode=1", "-timeout_exitcode=1",
            "-print_final_stats=1", "-artifact_prefix=" + artifacts + "/", corpus]
     cmd += [s for s in seeds if os.path.isdir(s)]
     proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -38,7 +41,7 @@ def main(argv):
         print("reproduce with replay_%s <input>; once fixed keep the input as "
               "tests/fuzz/inputs/%s/regression-<what-it-found>: %s"
               % (name[len("fuzz_"):], name[len("fuzz_"):], " ".join(os.listdir(artifacts))))
-    return proc.returncode
+    return 0 if proc.returncode == 0 else 1
 
 
 if __name__ == "__main__":

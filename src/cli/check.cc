@@ -10,11 +10,11 @@ namespace treemask::cli {
 
 namespace {
 
-constexpr const char *kUsage =
+constexpr const char *kCheckUsage =
     "usage: treemask check INPUT --vocab-size N [--stop-tokens A,B] [--format F]\n"
     "                      [--start-token S --end-token E --sep X] [--rtp-defaults]\n";
 
-constexpr const char *kHelp =
+constexpr const char *kCheckHelp =
     "Reads INPUT like `treemask compile` but does not stop at the first problem: lists\n"
     "every error (bad keys, ids out of range, duplicate keys, malformed lines) and every\n"
     "warning (unknown fields, keys the root cannot reach). A .tmtrie file is verified\n"
@@ -25,10 +25,11 @@ constexpr const char *kHelp =
 
 int cmd_check(int argc, char **argv) {
   Args args;
-  if (auto done = parse_command(argc, argv, kInputFlags, kUsage, kHelp, args)) return *done;
+  if (auto done = parse_command(argc, argv, kInputFlags, kCheckUsage, kCheckHelp, args))
+    return *done;
   Diagnostics diag(/*keep_going=*/true, /*max_kept=*/size_t{1} << 16);
   Loaded loaded;
-  if (auto done = load_or_exit(args, kUsage, diag, true, loaded, /*allow_failure=*/true)) {
+  if (auto done = load_or_exit(args, kCheckUsage, diag, true, loaded, /*allow_failure=*/true)) {
     return *done;
   }
   // A load that failed on its own (malformed JSON, a missing file) rather than

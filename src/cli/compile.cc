@@ -15,13 +15,13 @@ namespace treemask::cli {
 
 namespace {
 
-constexpr const char *kUsage =
+constexpr const char *kCompileUsage =
     "usage: treemask compile INPUT -o OUTPUT.tmtrie --vocab-size N [--stop-tokens A,B]\n"
     "                        [--format rtp-json|rtp-tsv|jsonl]\n"
     "                        [--start-token S --end-token E --sep X] [--rtp-defaults]\n"
     "                        [--meta KEY=VALUE]...\n";
 
-constexpr const char *kHelp =
+constexpr const char *kCompileHelp =
     "Compiles a dictionary into a .tmtrie file that loads in constant time.\n"
     "\n"
     "INPUT formats (chosen from the extension unless --format says):\n"
@@ -51,9 +51,9 @@ int cmd_compile(int argc, char **argv) {
   spec.push_back({"output", true});
   spec.push_back({"meta", true, true});
   Args args;
-  if (auto done = parse_command(argc, argv, spec, kUsage, kHelp, args)) return *done;
+  if (auto done = parse_command(argc, argv, spec, kCompileUsage, kCompileHelp, args)) return *done;
   const std::string *output = args.value("output");
-  if (!output) return usage_error("missing -o OUTPUT.tmtrie", kUsage);
+  if (!output) return usage_error("missing -o OUTPUT.tmtrie", kCompileUsage);
   // Checked before any work: a bad output must not cost a long parse first.
   if (Status s = check_output_path(*output); !s.ok()) {
     print_error(s.message());
@@ -72,13 +72,13 @@ int cmd_compile(int argc, char **argv) {
   for (const std::string &kv : args.all("meta")) {
     const size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) {
-      return usage_error(cat("--meta expects KEY=VALUE, got \"", kv, "\""), kUsage);
+      return usage_error(cat("--meta expects KEY=VALUE, got \"", kv, "\""), kCompileUsage);
     }
     metadata.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
   }
   Diagnostics diag;
   Loaded loaded;
-  if (auto done = load_or_exit(args, kUsage, diag, true, loaded)) return *done;
+  if (auto done = load_or_exit(args, kCompileUsage, diag, true, loaded)) return *done;
   const Trie &trie = *loaded.trie.value();
   if (loaded.input.format != "tmtrie") {
     const size_t slash = loaded.input.path.rfind('/');

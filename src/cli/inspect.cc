@@ -13,9 +13,10 @@ namespace treemask::cli {
 
 namespace {
 
-constexpr const char *kUsage = "usage: treemask inspect FILE [--vocab-size N ...] [--trusted]\n";
+constexpr const char *kInspectUsage =
+    "usage: treemask inspect FILE [--vocab-size N ...] [--trusted]\n";
 
-constexpr const char *kHelp =
+constexpr const char *kInspectHelp =
     "Describes a trie: nodes, edges, terminals, labels, stop tokens, memory (bytes per\n"
     "edge), metadata, and histograms of nodes per depth and per fanout.\n"
     "FILE is a .tmtrie or anything `treemask compile` reads (with the same options).\n"
@@ -93,10 +94,11 @@ int inspect_string_set(const Loaded &loaded, const Args &args, const Trie &trie,
 
 int cmd_inspect(int argc, char **argv) {
   Args args;
-  if (auto done = parse_command(argc, argv, kInputFlags, kUsage, kHelp, args)) return *done;
+  if (auto done = parse_command(argc, argv, kInputFlags, kInspectUsage, kInspectHelp, args))
+    return *done;
   Diagnostics diag;
   Loaded loaded;
-  if (auto done = load_or_exit(args, kUsage, diag, true, loaded)) return *done;
+  if (auto done = load_or_exit(args, kInspectUsage, diag, true, loaded)) return *done;
   const Trie &trie = *loaded.trie.value();
   const TrieArrays &a = trie.arrays();
   if (const StringTrie *s = string_set_of(trie)) return inspect_string_set(loaded, args, trie, *s);

@@ -14,11 +14,11 @@ namespace treemask::cli {
 
 namespace {
 
-constexpr const char *kUsage =
+constexpr const char *kPathsUsage =
     "usage: treemask paths FILE [--vocab-size N --stop-tokens A,B ...] [--trusted]\n"
     "                      [--labels] [--with-stop]\n";
 
-constexpr const char *kHelp =
+constexpr const char *kPathsHelp =
     "Prints every sequence the trie allows, one per line, as space-separated token ids\n"
     "in lexicographic order. A sequence that is a prefix of another is printed too\n"
     "(before it); the empty sequence (a terminal root) is the line \"(empty)\".\n"
@@ -111,10 +111,10 @@ int cmd_paths(int argc, char **argv) {
   auto spec = kInputFlags;
   spec.push_back({"labels", false});
   spec.push_back({"with-stop", false});
-  if (auto done = parse_command(argc, argv, spec, kUsage, kHelp, args)) return *done;
+  if (auto done = parse_command(argc, argv, spec, kPathsUsage, kPathsHelp, args)) return *done;
   Diagnostics diag;
   Loaded loaded;
-  if (auto done = load_or_exit(args, kUsage, diag, false, loaded)) return *done;
+  if (auto done = load_or_exit(args, kPathsUsage, diag, false, loaded)) return *done;
   if (Status s = write_paths(*loaded.trie.value(), args.has("with-stop"), args.has("labels"));
       !s.ok()) {
     std::fflush(stdout);

@@ -16,7 +16,9 @@ namespace treemask {
 
 namespace {
 
-Status corrupt(auto &&...parts) { return error(Code::kCorruptFile, "trie arrays: ", parts...); }
+Status corrupt_byte_trie(auto &&...parts) {
+  return error(Code::kCorruptFile, "trie arrays: ", parts...);
+}
 
 bool test(const uint64_t *bits, uint64_t n) { return (bits[n >> 6] >> (n & 63)) & 1; }
 
@@ -51,13 +53,13 @@ Status validate_byte_nesting(const TrieArrays &a) {
       ++depth;
     } else {
       if (open.empty()) {
-        return corrupt("byte trie node ", n, " follows the leaf ", prev,
-                       " but no branch has a child left");
+        return corrupt_byte_trie("byte trie node ", n, " follows the leaf ", prev,
+                                 " but no branch has a child left");
       }
       Branch &top = open.back();
       if (b.child_ids[top.next] != n) {
-        return corrupt("byte trie node ", n, " follows the leaf ", prev, "; the next child of ",
-                       top.node, " is ", b.child_ids[top.next]);
+        return corrupt_byte_trie("byte trie node ", n, " follows the leaf ", prev,
+                                 "; the next child of ", top.node, " is ", b.child_ids[top.next]);
       }
       depth = top.depth + 1;
       if (++top.next == top.last) open.pop_back();
@@ -67,8 +69,8 @@ Status validate_byte_nesting(const TrieArrays &a) {
     max_depth = std::max(max_depth, depth);
   }
   if (!open.empty()) {
-    return corrupt("byte trie: the child ", b.child_ids[open.back().next], " of node ",
-                   open.back().node, " is never reached in depth-first order");
+    return corrupt_byte_trie("byte trie: the child ", b.child_ids[open.back().next], " of node ",
+                             open.back().node, " is never reached in depth-first order");
   }
   uint32_t fanout = 0;
   for (uint64_t i = 0; i < b.n_branches; ++i) {
@@ -80,11 +82,11 @@ Status validate_byte_nesting(const TrieArrays &a) {
     }
   }
   if (max_depth != a.max_depth) {
-    return corrupt("max_depth is ", a.max_depth, " but the strings are up to ", max_depth,
-                   " bytes long");
+    return corrupt_byte_trie("max_depth is ", a.max_depth, " but the strings are up to ", max_depth,
+                             " bytes long");
   }
   if (fanout != a.max_fanout) {
-    return corrupt("max_fanout is ", a.max_fanout, " but the nodes have up to ", fanout);
+    return corrupt_byte_trie("max_fanout is ", a.max_fanout, " but the nodes have up to ", fanout);
   }
   return Status::Ok();
 }

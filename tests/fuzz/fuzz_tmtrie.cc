@@ -182,7 +182,7 @@ bool sound(const TrieArrays &a) {
 // (its rules and fingerprint are the strings layer's, not the parser's).
 // On success *arrays are the loaded arrays.
 treemask::Result<treemask::Ref<treemask::Trie>> load_image(const unsigned char *image, size_t size,
-                                                         uint32_t flags, TrieArrays *arrays) {
+                                                           uint32_t flags, TrieArrays *arrays) {
   auto parsed = treemask::parse_trie_image(image, size, flags);
   if (!parsed.ok()) return parsed.status();
   *arrays = parsed.value().arrays;

@@ -30,6 +30,7 @@ import concurrent.futures
 import itertools
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -62,10 +63,16 @@ def unity_command(entry, unity_path):
         if a in ("-o", "-MF", "-MQ", "-MT"):
             skip = True
             continue
-        if a in ("-MD", "-MMD") or a == entry["file"]:
+        if a in ("-MD", "-MMD") or a == entry.get("source", entry["file"]):
             continue
         out.append(a)
     return out + ["-o", os.devnull, unity_path]
+
+
+def unity_members(path):
+    """The files a meson unity file includes (#include<path> lines)."""
+    with open(path, encoding="utf-8") as f:
+        return [os.path.realpath(m.group(1)) for m in (re.match(r'#include\s*[<"](.+)[>"]', line) for line in f) if m]
 
 
 def flags_key(entry):
@@ -131,17 +138,27 @@ def main(argv):
     entries = {}
     for c in commands:
         path = os.path.realpath(os.path.join(c["directory"], c["file"]))
-        if path.startswith(src) and path.endswith(".cc"):
-            entries.setdefault(path, c)
+        # meson's unity files (the library compiles in them: src/meson.build)
+        # stand for the files they include, with their flags.
+        for member in unity_members(path) if "-unity" in os.path.basename(path) else [path]:
+            if member.startswith(src) and member.endswith(".cc"):
+                entries.setdefault(member, dict(c, file=member, source=c["file"]))
     files = sorted(entries)
     if not files:
         print("no sources of src/ in %s/compile_commands.json" % build)
         return 1
     start = time.monotonic()
     workers = os.cpu_count() or 1
+    # Every file's own compile command (unity members have none in build's).
+    unity_dir = os.path.join(os.path.realpath(build), "tidy-unity")
+    files_db = os.path.join(unity_dir, "files")
+    os.makedirs(files_db, exist_ok=True)
+    with open(os.path.join(files_db, "compile_commands.json"), "w", encoding="utf-8") as f:
+        json.dump([{"directory": entries[p]["directory"], "file": p, "arguments": unity_command(entries[p], p)}
+                   for p in files], f)
     if per_file:
         with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-            results = list(pool.map(lambda p: (p,) + tidy_run(tidy, build, p), files))
+            results = list(pool.map(lambda p: (p,) + tidy_run(tidy, files_db, p), files))
         failed = [(p, out) for p, code, out in results if code != 0]
         return report(tidy, files, failed, "one translation unit per file", start)
 
@@ -149,7 +166,6 @@ def main(argv):
     groups = {}
     for path in files:
         groups.setdefault((os.path.dirname(path), flags_key(entries[path])), []).append(path)
-    unity_dir = os.path.join(os.path.realpath(build), "tidy-unity")
     numbers = itertools.count(1)
     without_main_only = "-" + ",-".join(MAIN_FILE_ONLY)
 
@@ -157,7 +173,7 @@ def main(argv):
         """A translation unit of paths: its file and the directory of its
         compile database (one each: the units are made as they run)."""
         if len(paths) == 1:
-            return paths[0], build
+            return paths[0], files_db
         db = os.path.join(unity_dir, "%s-%d" % (os.path.basename(os.path.dirname(paths[0])), next(numbers)))
         os.makedirs(db, exist_ok=True)
         name = os.path.join(db, "unit.cc")
@@ -181,7 +197,7 @@ def main(argv):
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
         # The big translation units first, the per-file checks after.
         unit_jobs = [pool.submit(check_group, g) for g in sorted(groups.values(), key=len, reverse=True)]
-        file_jobs = [pool.submit(lambda p: (p,) + tidy_run(tidy, build, p, "-*," + ",".join(MAIN_FILE_ONLY)), p)
+        file_jobs = [pool.submit(lambda p: (p,) + tidy_run(tidy, files_db, p, "-*," + ",".join(MAIN_FILE_ONLY)), p)
                      for p in files]
         units = [u for job in unit_jobs for u in job.result()]
         singles = [job.result() for job in file_jobs]

@@ -272,28 +272,58 @@ mod bundled {
             .and_then(|n| n.parse().ok())
             .unwrap_or(2)
             .max(1);
+        // One translation unit per directory (the standard headers parsed
+        // once for all its files: about half the compile time); a unit that
+        // does not compile falls back to its files one by one, so only a
+        // file's own error fails the build.
+        let mut queue: Vec<Unit> = units(&src, &sources, &out)?;
+        queue.reverse();
         let mut objects = Vec::new();
-        let mut running: Vec<(Child, PathBuf)> = Vec::new();
-        for source in &sources {
-            let rel = source.strip_prefix(&src).unwrap_or(source);
-            let object = out.join(rel.to_string_lossy().replace('/', "_") + ".o");
-            let mut cmd = Command::new(&cxx);
-            cmd.args(&flags)
-                .arg("-c")
-                .arg(source)
-                .arg("-o")
-                .arg(&object);
-            let child = cmd
-                .spawn()
-                .map_err(|e| format!("cannot run the C++ compiler `{cxx}` (set CXX): {e}"))?;
-            running.push((child, source.clone()));
-            objects.push(object);
-            if running.len() >= jobs {
-                wait_first(&mut running, &cxx)?;
+        let mut running: Vec<(Child, Unit)> = Vec::new();
+        while !queue.is_empty() || !running.is_empty() {
+            while running.len() < jobs {
+                let unit = match queue.pop() {
+                    Some(unit) => unit,
+                    None => break,
+                };
+                let mut cmd = Command::new(&cxx);
+                cmd.args(&flags)
+                    .arg("-c")
+                    .arg(&unit.source)
+                    .arg("-o")
+                    .arg(&unit.object);
+                if unit.files.len() > 1 {
+                    // Its errors are not the user's: the files are retried.
+                    cmd.stderr(std::process::Stdio::null());
+                }
+                let child = cmd
+                    .spawn()
+                    .map_err(|e| format!("cannot run the C++ compiler `{cxx}` (set CXX): {e}"))?;
+                running.push((child, unit));
             }
-        }
-        while !running.is_empty() {
-            wait_first(&mut running, &cxx)?;
+            let (mut child, unit) = running.remove(0);
+            let status = child.wait().map_err(|e| format!("{cxx}: {e}"))?;
+            if status.success() {
+                objects.push(unit.object);
+            } else if unit.files.len() > 1 {
+                println!(
+                    "cargo:warning=treemask-sys: {} does not compile as one unit: its {} files one by one",
+                    unit.source.display(),
+                    unit.files.len()
+                );
+                for file in unit.files.iter().rev() {
+                    queue.push(single(&src, file, &out));
+                }
+            } else {
+                for (mut other, _) in running.drain(..) {
+                    let _ = other.wait();
+                }
+                return Err(format!(
+                    "compiling {} with `{cxx}` failed ({status}); treemask needs a C++20 compiler \
+                     (g++ >= 12 or clang >= 16; set CXX)",
+                    unit.source.display()
+                ));
+            }
         }
         let archive = out.join("libtreemask.a");
         let _ = fs::remove_file(&archive);
@@ -329,21 +359,63 @@ mod bundled {
         })
     }
 
-    fn wait_first(running: &mut Vec<(Child, PathBuf)>, cxx: &str) -> Result<(), String> {
-        let (mut child, source) = running.remove(0);
-        let status = child.wait().map_err(|e| format!("{cxx}: {e}"))?;
-        if status.success() {
-            Ok(())
-        } else {
-            for (mut other, _) in running.drain(..) {
-                let _ = other.wait();
-            }
-            Err(format!(
-                "compiling {} with `{cxx}` failed ({status}); treemask needs a C++20 compiler \
-                 (g++ >= 12 or clang >= 16; set CXX)",
-                source.display()
-            ))
+    /// What one compiler run makes: an object from a source, which is
+    /// either one of the library's files or a unit including several.
+    struct Unit {
+        source: PathBuf,
+        object: PathBuf,
+        files: Vec<PathBuf>,
+    }
+
+    fn single(src: &Path, file: &Path, out: &Path) -> Unit {
+        let rel = file.strip_prefix(src).unwrap_or(file);
+        Unit {
+            source: file.to_path_buf(),
+            object: out.join(rel.to_string_lossy().replace('/', "_") + ".o"),
+            files: vec![file.to_path_buf()],
         }
+    }
+
+    /// The sources grouped by directory, each group written as one file
+    /// that includes them. A file that changes the target ISA for a region
+    /// (`#pragma GCC target`: the CPU kernels' AVX2 and AVX-512 variants)
+    /// stays alone: in a shared unit, a standard-library function it
+    /// instantiates first would carry that ISA into the other files.
+    fn units(src: &Path, sources: &[PathBuf], out: &Path) -> Result<Vec<Unit>, String> {
+        let mut groups: Vec<(PathBuf, Vec<PathBuf>)> = Vec::new();
+        let mut result = Vec::new();
+        for file in sources {
+            let text = fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+            if text.contains("#pragma GCC target") {
+                result.push(single(src, file, out));
+                continue;
+            }
+            let dir = file.parent().unwrap_or(src).to_path_buf();
+            match groups.iter_mut().find(|(d, _)| *d == dir) {
+                Some((_, files)) => files.push(file.clone()),
+                None => groups.push((dir, vec![file.clone()])),
+            }
+        }
+        for (dir, files) in groups {
+            if files.len() == 1 {
+                result.push(single(src, &files[0], out));
+                continue;
+            }
+            let rel = dir.strip_prefix(src).unwrap_or(&dir);
+            let name = format!("unit_{}", rel.to_string_lossy().replace('/', "_"));
+            let source = out.join(format!("{name}.cc"));
+            let mut text = String::new();
+            for file in &files {
+                text.push_str(&format!("#include \"{}\"\n", file.display()));
+            }
+            fs::write(&source, text).map_err(|e| format!("{}: {e}", source.display()))?;
+            result.push(Unit {
+                object: out.join(format!("{name}.o")),
+                source,
+                files,
+            });
+        }
+        Ok(result)
     }
 
     fn collect_sources(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {

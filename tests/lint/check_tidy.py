@@ -14,9 +14,10 @@ One translation unit per directory of src/ (its files included in order,
 compiled with their shared flags): clang-tidy 14's matchers walk every
 declaration of the standard headers in each translation unit, which was 70%
 of its time with one per file (61 files, ~400 CPU seconds on this kind of
-machine; per directory ~90). A directory whose files do not compile as one
-(two helpers of the same name in anonymous namespaces) is split in halves
-until they do, down to one file. Findings keep their files and lines (the
+machine; per directory ~110, plus ~115 for the per-file pass below). A
+directory whose files do not compile as one (two helpers of the same name
+in anonymous namespaces) is split in halves until they do, down to one
+file. Findings keep their files and lines (the
 header filter, .*/src/.*, covers the included files). The checks that only
 look at the main file (MAIN_FILE_ONLY: misc-unused-using-decls) run per
 file, on their own. --per-file runs every check per file, as before, to
@@ -34,6 +35,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 import time
 
 # Checks that skip what is not in the main file: a translation unit per
@@ -52,8 +54,8 @@ def tidy_run(tidy, db_dir, path, checks=None):
     return r.returncode, r.stdout
 
 
-def unity_command(entry, unity_path):
-    """entry's compile command for unity_path instead of its own file."""
+def command_for(entry, path):
+    """entry's compile command, compiling path instead of its own source."""
     args = shlex.split(entry["command"]) if "command" in entry else list(entry["arguments"])
     out, skip = [], False
     for a in args:
@@ -66,7 +68,7 @@ def unity_command(entry, unity_path):
         if a in ("-MD", "-MMD") or a == entry.get("source", entry["file"]):
             continue
         out.append(a)
-    return out + ["-o", os.devnull, unity_path]
+    return out + ["-o", os.devnull, path]
 
 
 def unity_members(path):
@@ -77,7 +79,7 @@ def unity_members(path):
 
 def flags_key(entry):
     """The compile flags without the file's own names."""
-    args = unity_command(entry, "")
+    args = command_for(entry, "")
     return tuple(args[:-3])
 
 
@@ -90,7 +92,6 @@ SCRATCH = {
 
 
 def self_test(tidy):
-    import tempfile
     with tempfile.TemporaryDirectory(prefix="check-tidy-") as tmp:
         src = os.path.join(tmp, "src", "scratch")
         build = os.path.join(tmp, "build")
@@ -154,7 +155,7 @@ def main(argv):
     files_db = os.path.join(unity_dir, "files")
     os.makedirs(files_db, exist_ok=True)
     with open(os.path.join(files_db, "compile_commands.json"), "w", encoding="utf-8") as f:
-        json.dump([{"directory": entries[p]["directory"], "file": p, "arguments": unity_command(entries[p], p)}
+        json.dump([{"directory": entries[p]["directory"], "file": p, "arguments": command_for(entries[p], p)}
                    for p in files], f)
     if per_file:
         with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
@@ -183,7 +184,7 @@ def main(argv):
                 f.write('#include "%s"  // NOLINT(bugprone-suspicious-include)\n' % p)
         e = entries[paths[0]]
         with open(os.path.join(db, "compile_commands.json"), "w", encoding="utf-8") as f:
-            json.dump([{"directory": e["directory"], "file": name, "arguments": unity_command(e, name)}], f)
+            json.dump([{"directory": e["directory"], "file": name, "arguments": command_for(e, name)}], f)
         return name, db
 
     def check_group(paths):

@@ -273,7 +273,8 @@ mod bundled {
             .unwrap_or(2)
             .max(1);
         // One translation unit per directory (the standard headers parsed
-        // once for all its files: about half the compile time); a unit that
+        // once for all its files; meson's unity build of the library, the
+        // same idea, took 89 CPU seconds instead of 157); a unit that
         // does not compile falls back to its files one by one, so only a
         // file's own error fails the build.
         let mut queue: Vec<Unit> = units(&src, &sources, &out)?;

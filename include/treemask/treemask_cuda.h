@@ -241,6 +241,14 @@ typedef struct treemask_cuda_token_rows {
    * its ids (of unspecified value; the next call matches rows by it). */
   uint32_t *states;
   uint64_t *keys;
+  /* Optional (NULL: none; since 0.4.0): a device int64 array the call also
+   * copies the ids into, row r at copy_to[r * copy_stride .. + n_tokens)
+   * (copy_stride 0: n_tokens), so that the next call can name the copy as
+   * prev->tokens when the loop may free or reuse its own ids (transformers
+   * makes a new input_ids each step). It must overlap neither tokens nor
+   * prev->tokens: keep two copies and alternate. */
+  int64_t *copy_to;
+  size_t copy_stride;
 } treemask_cuda_token_rows;
 
 TREEMASK_API void treemask_cuda_token_rows_init(treemask_cuda_token_rows *rows);
@@ -269,6 +277,30 @@ TREEMASK_API void treemask_cuda_token_rows_init(treemask_cuda_token_rows *rows);
 TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_trie_follow_rows(
     const treemask_cuda_trie *dev_trie, const treemask_cuda_token_rows *prev,
     const treemask_cuda_token_rows *rows, int32_t failure_policy, void *stream);
+
+/* A logits processor's whole step in one kernel launch (since 0.4.0):
+ * treemask_cuda_trie_follow_rows (rows->copy_to included), and logits
+ * receives scores masked by each row's new state: row r of logits is row r
+ * of scores with every column outside the state's allowed set (and every
+ * column >= the trie's vocab_size) -inf, as treemask_cuda_trie_advance_mask_
+ * logits with no tokens would leave a copy of the scores. Masked columns of
+ * scores are never read. scores NULL or equal to logits masks logits in
+ * place; otherwise scores (rows of scores_row_stride elements, 0: logits_
+ * width, same dtype) must not overlap logits. Columns in [logits_width,
+ * logits_row_stride) are untouched. One block per column tile of a row;
+ * each follows its row (a few loads and one trie step), the first tile
+ * stores the state, key and copy.
+ *
+ * Errors (nothing enqueued): those of follow_rows and advance_mask_logits
+ * (logits has rows->n_rows rows), scores_row_stride < logits_width,
+ * overlapping scores and logits, copy_to overlapping tokens or
+ * prev->tokens. rows->n_rows = 0 succeeds and enqueues nothing.
+ * Graph-capturable. */
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_trie_follow_rows_mask_logits(
+    const treemask_cuda_trie *dev_trie, const treemask_cuda_token_rows *prev,
+    const treemask_cuda_token_rows *rows, int32_t failure_policy, const void *scores,
+    size_t scores_row_stride, void *logits, int32_t dtype, size_t logits_row_stride,
+    size_t logits_width, void *stream);
 
 /* ---- Experimental: beam step and top-k on the device -------------------- */
 

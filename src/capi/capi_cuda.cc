@@ -94,8 +94,6 @@ Result<bridge::StepArg> step_arg(const treemask_cuda_trie *dev_trie, uint32_t *s
                          failure_policy,           accepted};
 }
 
-// A device step's logits: read, dtype checked, n_columns and row_stride
-// resolved against the trie's vocab_size, the rows' extent addressable.
 // A device step's logits: read, then the CPU step's check
 // (check_beam_logits) for device memory.
 Result<treemask::kernels::BeamLogits> beam_logits_arg(const treemask_logits *in, int32_t vocab_size,
@@ -119,10 +117,15 @@ Result<launch::TokenRows> token_rows_arg(const treemask_cuda_token_rows *in, con
   treemask_cuda_token_rows o;
   treemask_cuda_token_rows_init(&o);
   TM_TRY(treemask::capi::read_options(in, o, "treemask_cuda_token_rows"));
-  launch::TokenRows a{o.tokens, o.n_rows, o.n_tokens, o.row_stride != 0 ? o.row_stride : o.n_tokens,
-                      o.states, o.keys};
+  launch::TokenRows a{
+      o.tokens, o.n_rows, o.n_tokens, o.row_stride != 0 ? o.row_stride : o.n_tokens,
+      o.states, o.keys,   o.copy_to,  o.copy_stride != 0 ? o.copy_stride : o.n_tokens};
   if (a.row_stride < a.n_tokens) {
     return error(Code::kInvalidArgument, name, "->row_stride ", a.row_stride,
+                 " is smaller than n_tokens ", a.n_tokens);
+  }
+  if (a.copy_to && a.copy_stride < a.n_tokens) {
+    return error(Code::kInvalidArgument, name, "->copy_stride ", a.copy_stride,
                  " is smaller than n_tokens ", a.n_tokens);
   }
   if (a.n_rows == 0) return a;
@@ -131,6 +134,59 @@ Result<launch::TokenRows> token_rows_arg(const treemask_cuda_token_rows *in, con
   if (!a.keys) return error(Code::kInvalidArgument, name, "->keys is NULL");
   TM_TRY(check_extent(name, a.n_rows, a.row_stride, a.n_tokens, sizeof(int64_t)));
   TM_TRY(treemask::capi::check_count(name, a.n_rows, sizeof(uint64_t)));
+  if (a.copy_to) TM_TRY(check_extent(name, a.n_rows, a.copy_stride, a.n_tokens, sizeof(int64_t)));
+  return a;
+}
+
+// The bytes rows of `stride` elements span: [p, p + span).
+size_t span_bytes(size_t n_rows, size_t stride, size_t width, size_t elem) {
+  return n_rows == 0 || width == 0 ? 0 : ((n_rows - 1) * stride + width) * elem;
+}
+
+bool overlap(const void *a, size_t a_bytes, const void *b, size_t b_bytes) {
+  const auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return a_bytes > 0 && b_bytes > 0 && x < y + b_bytes && y < x + a_bytes;
+}
+
+// The copy of this call's ids is written while other rows' warps read the
+// ids and prev's: it must overlap neither.
+Status check_copy_to(const launch::TokenRows &rows, const launch::TokenRows *prev) {
+  if (!rows.copy_to || rows.n_rows == 0) return Status::Ok();
+  const size_t copy = span_bytes(rows.n_rows, rows.copy_stride, rows.n_tokens, sizeof(int64_t));
+  if (overlap(rows.copy_to, copy, rows.tokens,
+              span_bytes(rows.n_rows, rows.row_stride, rows.n_tokens, sizeof(int64_t)))) {
+    return error(Code::kInvalidArgument, "rows->copy_to overlaps rows->tokens");
+  }
+  if (prev &&
+      overlap(rows.copy_to, copy, prev->tokens,
+              span_bytes(prev->n_rows, prev->row_stride, prev->n_tokens, sizeof(int64_t)))) {
+    return error(Code::kInvalidArgument,
+                 "rows->copy_to overlaps prev->tokens (keep two copies and alternate)");
+  }
+  return Status::Ok();
+}
+
+// The rows of a follow_rows call, and prev's.
+struct FollowArgs {
+  launch::TokenRows rows;
+  launch::TokenRows prev;
+  bool has_prev = false;
+};
+
+Result<FollowArgs> follow_args(const treemask_cuda_trie *dev_trie,
+                               const treemask_cuda_token_rows *prev,
+                               const treemask_cuda_token_rows *rows, int32_t failure_policy) {
+  TM_TRY(require_built());
+  TM_REQUIRE_ARG(dev_trie);
+  TM_REQUIRE_ARG(rows);
+  TM_TRY(check_failure_policy(failure_policy));
+  FollowArgs a;
+  TM_ASSIGN_OR_RETURN(a.rows, token_rows_arg(rows, "rows"));
+  if (prev) {
+    TM_ASSIGN_OR_RETURN(a.prev, token_rows_arg(prev, "prev"));
+    a.has_prev = true;
+  }
+  TM_TRY(check_copy_to(a.rows, a.has_prev ? &a.prev : nullptr));
   return a;
 }
 
@@ -280,18 +336,52 @@ treemask_status treemask_cuda_trie_follow_rows(const treemask_cuda_trie *dev_tri
                                                const treemask_cuda_token_rows *rows,
                                                int32_t failure_policy, void *stream) {
   return guard(__func__, [&]() -> Status {
-    TM_TRY(require_built());
-    TM_REQUIRE_ARG(dev_trie);
-    TM_REQUIRE_ARG(rows);
-    TM_TRY(check_failure_policy(failure_policy));
-    TM_ASSIGN_OR_RETURN(const launch::TokenRows cur, token_rows_arg(rows, "rows"));
-    launch::TokenRows before;
-    if (prev) {
-      TM_ASSIGN_OR_RETURN(before, token_rows_arg(prev, "prev"));
-    }
-    if (cur.n_rows == 0) return Status::Ok();
-    return bridge::follow_rows(*to_device_trie(dev_trie), prev ? &before : nullptr, cur,
+    TM_ASSIGN_OR_RETURN(const FollowArgs a, follow_args(dev_trie, prev, rows, failure_policy));
+    if (a.rows.n_rows == 0) return Status::Ok();
+    return bridge::follow_rows(*to_device_trie(dev_trie), a.has_prev ? &a.prev : nullptr, a.rows,
                                failure_policy, stream);
+  });
+}
+
+treemask_status treemask_cuda_trie_follow_rows_mask_logits(
+    const treemask_cuda_trie *dev_trie, const treemask_cuda_token_rows *prev,
+    const treemask_cuda_token_rows *rows, int32_t failure_policy, const void *scores,
+    size_t scores_row_stride, void *logits, int32_t dtype, size_t logits_row_stride,
+    size_t logits_width, void *stream) {
+  return guard(__func__, [&]() -> Status {
+    TM_ASSIGN_OR_RETURN(const FollowArgs a, follow_args(dev_trie, prev, rows, failure_policy));
+    const size_t n_rows = a.rows.n_rows;
+    const int32_t vocab_size = bridge::trie_vocab_size(*to_device_trie(dev_trie));
+    if (logits && logits_width < static_cast<uint64_t>(vocab_size)) {
+      return error(Code::kInvalidArgument, "logits_width ", logits_width,
+                   " is smaller than the trie's vocab_size ", vocab_size);
+    }
+    TM_ASSIGN_OR_RETURN(launch::Logits l, step_logits_arg(logits, dtype, n_rows, logits_row_stride,
+                                                          logits_width, vocab_size));
+    if (scores && scores != logits) {
+      const size_t stride = scores_row_stride != 0 ? scores_row_stride : logits_width;
+      if (n_rows > 1 && stride < logits_width) {
+        return error(Code::kInvalidArgument, "scores_row_stride ", stride,
+                     " is smaller than logits_width ", logits_width);
+      }
+      const size_t elem = treemask::kernels::dtype_bytes(l.dtype);
+      TM_TRY(check_extent("scores", n_rows, stride, logits_width, elem));
+      if (overlap(scores, span_bytes(n_rows, stride, logits_width, elem), logits,
+                  span_bytes(n_rows, l.row_stride, logits_width, elem))) {
+        return error(Code::kInvalidArgument,
+                     "scores overlaps logits (pass the same pointer, or NULL, to mask in place)");
+      }
+      l.source = scores;
+      l.source_stride = stride;
+    } else if (scores && scores_row_stride != 0 && n_rows > 1 &&
+               scores_row_stride != l.row_stride) {
+      return error(Code::kInvalidArgument, "scores is logits but scores_row_stride ",
+                   scores_row_stride, " is not logits_row_stride ", l.row_stride);
+    }
+    if (n_rows == 0) return Status::Ok();
+    return bridge::follow_rows_mask_logits(*to_device_trie(dev_trie),
+                                           a.has_prev ? &a.prev : nullptr, a.rows, failure_policy,
+                                           l, stream);
   });
 }
 

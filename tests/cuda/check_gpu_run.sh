@@ -27,7 +27,9 @@ fail() { echo "check_gpu_run: $*" >&2; exit 1; }
 last=$(tail -1 "$out")
 [[ "$last" =~ ^gpu:\ ([0-9]+)\ passed,\ 0\ failed$ ]] || fail "the last line is '$last'"
 [ "${BASH_REMATCH[1]}" -ge 10 ] || fail "only ${BASH_REMATCH[1]} tests passed: the host-mode tests were not counted"
-for part in test_cuda_apply test_cuda_trie test_cuda_beam bench_cuda_beam bench_cuda_python bench_cuda; do
+for part in test_cuda_apply test_cuda_trie test_cuda_beam bench_cuda_beam bench_cuda_python bench_cuda \
+    sanitizer_racecheck_trie sanitizer_synccheck_trie sanitizer_memcheck_trie \
+    sanitizer_racecheck_beam sanitizer_synccheck_beam sanitizer_memcheck_beam; do
   grep -q "^SKIP $part: " "$out" || fail "part $part did not report a skip"
 done
 grep -q "^PASS python_test_cuda: " "$out" || fail "the Python GPU tests did not pass in host mode"

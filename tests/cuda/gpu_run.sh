@@ -6,7 +6,7 @@
 #   bash build-gpu/run.sh
 #
 # Each part runs under its own timeout (and the whole under a budget of
-# TREEMASK_GPU_BUDGET_S seconds, default 330), so a failing or hanging part
+# TREEMASK_GPU_BUDGET_S seconds, default 480), so a failing or hanging part
 # costs only itself; its full output goes to build-gpu/logs/ (and to $OUT/
 # when that is set, as the device tool of our sessions does). The run ends
 # with every target line the benchmarks printed (`TARGET name: figure
@@ -18,7 +18,7 @@ set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PY="${PYTHON:-python3}"
-BUDGET="${TREEMASK_GPU_BUDGET_S:-330}"
+BUDGET="${TREEMASK_GPU_BUDGET_S:-480}"
 START=$(date +%s)
 LOGS="$HERE/logs"
 
@@ -139,6 +139,24 @@ part python_test_cuda 240 pytests "$PY" tests/python/test_cuda.py
 part bench_cuda_beam 200 bench "$HERE/bin/bench_cuda_beam"
 part bench_cuda_python 320 bench "$PY" tests/bench/bench_cuda_python.py
 part bench_cuda 120 bench "$HERE/bin/bench_cuda"
+
+# compute-sanitizer on a few launches of each kernel shape
+# (TREEMASK_TEST_SANITIZER_SHAPES=1): the trie kernels (the fused step,
+# follow_rows with and without its copy, the masked copy) and the beam
+# step's selection paths (block and warp kernels, lane and subset floors,
+# the overflow fallback, the merge); racecheck, synccheck, memcheck. Where
+# the machine has no compute-sanitizer this says so and counts a skip.
+SANITIZER="$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)"
+for program in trie beam; do
+  for tool in racecheck synccheck memcheck; do
+    if [ -n "$SANITIZER" ]; then
+      part "sanitizer_${tool}_${program}" 90 program env TREEMASK_TEST_SANITIZER_SHAPES=1 \
+        "$SANITIZER" --tool "$tool" --error-exitcode 1 "$HERE/bin/test_cuda_${program}"
+    else
+      SKIPPED=$((SKIPPED + 1)); SUMMARY+=("SKIP sanitizer_${tool}_${program}: compute-sanitizer not found")
+    fi
+  done
+done
 
 if [ -n "${OUT:-}" ] && [ -d "$OUT" ] && [ -w "$OUT" ]; then
   cp -r "$LOGS" "$OUT/treemask-gpu-logs" 2>/dev/null || true

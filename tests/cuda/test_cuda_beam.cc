@@ -32,6 +32,7 @@
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <vector>
@@ -696,19 +697,23 @@ void awkward_shapes() {
   }
 }
 
-// The selections' last resort: when the candidates above the floor that a
-// subset's top-B sets do not fit in shared memory, the selection runs over
-// all of them. Rising logits put a slot's best candidates after its first
-// ones (3,000 candidates, all above the floor), and rising beam scores put
-// a request's best lists after its first ones (64 x 64 keys); one step each,
-// bit for bit against the CPU, through both kernels.
+// The selections' last resort: when the candidates above the floor do not
+// fit in shared memory, the selection runs over all of them. Rising logits
+// put a slot's best candidates after its first ones (3,000 candidates, all
+// above the floor a block takes from its first keys); a warp's floor comes
+// from its lanes' largest keys, so `low_lane` sinks every 32nd candidate
+// (one lane's) below the rest, which drags that floor under ~2,900 of them;
+// rising beam scores put a request's best lists after its first ones (64 x
+// 64 keys). One step each, bit for bit against the CPU, through both
+// kernels.
 void overflow_path(const treemask_trie *trie, const treemask_cuda_trie *dev, size_t columns,
-                   size_t B, size_t n_requests) {
+                   size_t B, size_t n_requests, bool low_lane = false) {
   const size_t n_slots = n_requests * B;
   Rows rows(cudatest::kF32, n_slots, columns);
   for (size_t i = 0; i < n_slots; ++i) {
     for (size_t c = 0; c < columns; ++c) {
-      rows.set(i, c, -static_cast<float>(columns - c) / 1024.0f);
+      const float v = -static_cast<float>(columns - c) / 1024.0f;
+      rows.set(i, c, low_lane && c % 32 == 5 ? v - 100.0f : v);
     }
   }
   std::vector<float> scores(n_slots);
@@ -732,7 +737,8 @@ void overflow_path(const treemask_trie *trie, const treemask_cuda_trie *dev, siz
                                    d.parents.get(), d.tokens.get(), d.workspace.get(),
                                    d.workspace_bytes, nullptr, nullptr));
   const std::string where = "overflow B " + std::to_string(B) + " columns " +
-                            std::to_string(columns) + " requests " + std::to_string(n_requests);
+                            std::to_string(columns) + " requests " + std::to_string(n_requests) +
+                            (low_lane ? ", one low lane" : "");
   CHECK_MSG(d.parents.download() == parents, where + " parents");
   CHECK_MSG(d.tokens.download() == tokens, where + " tokens");
   CHECK_MSG(d.states.download() == states, where + " states");
@@ -749,6 +755,7 @@ void overflow_paths() {
   for (const size_t B : {size_t{8}, size_t{64}}) {
     overflow_path(trie.p, dev.p, natural, B, 2);
     overflow_path(trie.p, dev.p, natural, B, warp_kernel_requests(2, B));
+    overflow_path(trie.p, dev.p, natural, B, warp_kernel_requests(2, B), true);
     overflow_path(trie.p, dev.p, block_kernel_columns(natural), B, 2);
   }
 }
@@ -862,6 +869,16 @@ void argument_errors() {
 
 int main() {
   cudatest::skip_without_device("test_cuda_beam");
+  // TREEMASK_TEST_SANITIZER_SHAPES=1 (build-gpu/run.sh under compute-
+  // sanitizer): one launch of each selection path (block and warp kernels,
+  // the warp's lane floor and the subset floor, the overflow fallback, the
+  // merge) instead of the whole test.
+  if (const char *v = std::getenv("TREEMASK_TEST_SANITIZER_SHAPES"); v && std::string(v) == "1") {
+    overflow_paths();
+    setenv("TREEMASK_CUDA_BEAM_FLOOR", "subset", 1);
+    overflow_paths();
+    return cudatest::finish("test_cuda_beam (sanitizer shapes)");
+  }
   const int searches = cudatest::kEmulated ? testutil::scaled(60) : testutil::scaled(400);
   for (int i = 0; i < searches && cudatest::g_failures == 0; ++i) {
     run_search(5000 + static_cast<uint64_t>(i));
@@ -881,5 +898,14 @@ int main() {
   bad_row();
   graph_capture();
   argument_errors();
+  // The warps' large selections floored the 0.3.0 way (the top-k of a
+  // subset; TREEMASK_CUDA_BEAM_FLOOR=subset, which bench_cuda_beam compares
+  // with the lane floor): the same results.
+  setenv("TREEMASK_CUDA_BEAM_FLOOR", "subset", 1);
+  for (int i = 0; i < searches / 8 && cudatest::g_failures == 0; ++i) {
+    run_search(7000 + static_cast<uint64_t>(i));
+  }
+  overflow_paths();
+  unsetenv("TREEMASK_CUDA_BEAM_FLOOR");
   return cudatest::finish("test_cuda_beam");
 }

@@ -9,6 +9,8 @@
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <set>
 #include <string>
@@ -76,6 +78,21 @@ void big_trie(std::mt19937_64 &rng, TrieUnderTest &out) {
   for (int32_t t = 0; t < 2000; ++t) paths.push_back({paths[0][0], 150000 - 3 * t});
   CHECK_TM(testutil::make_trie(paths, kVocab, stops, out.trie));
   out.name = "151,936-token trie";
+  describe_trie(out);
+}
+
+// Three levels where every node allows every token but the stop, so that
+// whole 16-byte chunks of a row are kept (a masked copy must copy them).
+void dense_trie(TrieUnderTest &out) {
+  constexpr int32_t kVocab = 41;
+  std::vector<std::vector<int32_t>> paths;
+  for (int32_t a = 0; a + 1 < kVocab; ++a) {
+    for (int32_t b = 0; b + 1 < kVocab; ++b) {
+      for (int32_t c = 0; c + 1 < kVocab; ++c) paths.push_back({a, b, c});
+    }
+  }
+  CHECK_TM(testutil::make_trie(paths, kVocab, {kVocab - 1}, out.trie));
+  out.name = "dense 41-token trie";
   describe_trie(out);
 }
 
@@ -481,6 +498,21 @@ void test_advance_states(const TrieUnderTest &t, std::mt19937_64 &rng, cudaStrea
   treemask_cuda_trie_free(dt);
 }
 
+// The bitmask row of a state (the host's fill).
+std::vector<int32_t> state_row(const TrieUnderTest &t, uint32_t state) {
+  std::vector<int32_t> row(static_cast<size_t>((t.vocab + 31) / 32));
+  CHECK_TM(treemask_trie_fill_states(t.trie.p, &state, 1, row.data(), row.size()));
+  return row;
+}
+
+// How a step of test_follow_rows asks for its states.
+enum class Follow {
+  kPlain,       // treemask_cuda_trie_follow_rows
+  kCopy,        // the same with rows->copy_to; the next call's prev reads the copy
+  kMaskCopy,    // treemask_cuda_trie_follow_rows_mask_logits, scores copied into logits
+  kMaskInPlace  // the same in place (scores NULL or equal to logits)
+};
+
 // A decode loop's rows on the device: each step gathers the previous rows
 // the way beam search does (reordered, duplicated, some dropped), appends
 // one id per row (mostly allowed, also stops, rejected ids, ids past the
@@ -490,22 +522,25 @@ void test_advance_states(const TrieUnderTest &t, std::mt19937_64 &rng, cudaStrea
 // sometimes skipped (prev one id too short: every row walks from the
 // root), rows sometimes come from nowhere, and sometimes prev is forged (a
 // key that matches but ids that do not: the comparison must reject it).
-// Every state must equal the host's walk of its row.
+// Each step takes one of the Follow forms at random: every state must equal
+// the host's walk of its row, a copy the ids (the next step's prev reads
+// the copy, the original ids overwritten), masked logits the scores with
+// -inf outside each state's allowed set (columns past the width untouched).
 void test_follow_rows(const TrieUnderTest &t, int32_t policy, std::mt19937_64 &rng,
                       cudaStream_t stream) {
   treemask_cuda_trie *dt = nullptr;
   CHECK_TM(treemask_cuda_trie_upload(t.trie.p, stream, &dt));
-  const size_t capacity = 25, max_rows = 40;
+  const size_t capacity = 25, max_rows = 40, copy_stride = capacity + 3;
   std::vector<std::vector<int64_t>> rows(1 + rng() % 8);
   struct Call {
-    DeviceArray<int64_t> ids;
+    std::unique_ptr<DeviceArray<int64_t>> ids;
     DeviceArray<uint32_t> states;
     DeviceArray<uint64_t> keys;
     treemask_cuda_token_rows desc;
     Call(const std::vector<int64_t> &buffer, size_t n_rows, size_t n_tokens, size_t stride)
-        : ids(buffer), states(n_rows), keys(n_rows) {
+        : ids(std::make_unique<DeviceArray<int64_t>>(buffer)), states(n_rows), keys(n_rows) {
       treemask_cuda_token_rows_init(&desc);
-      desc.tokens = ids.get();
+      desc.tokens = ids->get();
       desc.n_rows = n_rows;
       desc.n_tokens = n_tokens;
       desc.row_stride = stride;
@@ -563,25 +598,92 @@ void test_follow_rows(const TrieUnderTest &t, int32_t policy, std::mt19937_64 &r
       // A forged prev: its keys still those of the rows' ids, its ids and
       // states those of other ids (each row's first id changed). A row that
       // trusted the key would take a state that is not its own.
-      auto changed = prev->ids.download(stream);
+      auto changed = prev->ids->download(stream);
+      const size_t stride = prev->desc.row_stride;
       std::vector<uint32_t> states(prev->desc.n_rows);
       for (size_t r = 0; r < prev->desc.n_rows; ++r) {
-        int64_t *row = &changed[r * capacity];
+        int64_t *row = &changed[r * stride];
         row[0] = row[0] == 0 ? 1 : 0;
         states[r] = host_walk(t, row, prev->desc.n_tokens, policy);
       }
-      prev->ids.upload(changed, stream);
+      prev->ids->upload(changed, stream);
       prev->states.upload(states, stream);
     }
-    CHECK_TM(treemask_cuda_trie_follow_rows(dt, skip_prev || !prev ? nullptr : &prev->desc,
-                                            &call->desc, policy, stream));
+    const auto form = static_cast<Follow>(rng() % 4);
+    std::unique_ptr<DeviceArray<int64_t>> copy;
+    if (form != Follow::kPlain && rng() % 4 != 0) {
+      copy = std::make_unique<DeviceArray<int64_t>>(std::vector<int64_t>(n_rows * copy_stride, -5));
+      call->desc.copy_to = copy->get();
+      call->desc.copy_stride = copy_stride;
+    }
+    const treemask_cuda_token_rows *before = skip_prev || !prev ? nullptr : &prev->desc;
+    const std::string where = t.name + " policy " + std::to_string(policy) + ", " +
+                              std::to_string(n_tokens) + " ids, form " +
+                              std::to_string(static_cast<int>(form));
+    if (form == Follow::kPlain || form == Follow::kCopy) {
+      CHECK_TM(treemask_cuda_trie_follow_rows(dt, before, &call->desc, policy, stream));
+    } else {
+      // Scores and logits of their own strides; columns past the width of
+      // logits must keep their bytes.
+      const int32_t dtype = static_cast<int32_t>(rng() % 3);
+      const size_t width = static_cast<size_t>(t.vocab) + rng() % 3;
+      // Half the time strides of whole 16-byte vectors (the vector path).
+      const bool vectors = rng() % 2 == 0;
+      const size_t stride = vectors ? (width + 7) / 8 * 8 : width + rng() % 5;
+      const size_t scores_stride = form != Follow::kMaskCopy ? stride
+                                   : vectors                 ? stride + 8
+                                                             : width + rng() % 4;
+      HostLogits scores(dtype, n_rows, scores_stride, width, rng);
+      HostLogits want(dtype, n_rows, stride, width, rng);  // logits before the call
+      DeviceArray<uint8_t> d_logits(want.bytes);
+      if (form == Follow::kMaskInPlace) {
+        d_logits.upload(scores.bytes, stream);
+        want = scores;
+        CHECK_TM(treemask_cuda_trie_follow_rows_mask_logits(
+            dt, before, &call->desc, policy, rng() % 2 ? nullptr : d_logits.get(),
+            rng() % 2 ? 0 : stride, d_logits.get(), dtype, stride, width, stream));
+      } else {
+        DeviceArray<uint8_t> d_scores(scores.bytes);
+        CHECK_TM(treemask_cuda_trie_follow_rows_mask_logits(
+            dt, before, &call->desc, policy, d_scores.get(), scores_stride, d_logits.get(), dtype,
+            stride, width, stream));
+        CHECK_MSG(d_scores.download(stream) == scores.bytes, "scores were written: " + where);
+        const size_t eb = cudatest::dtype_bytes(dtype);
+        for (size_t r = 0; r < n_rows; ++r) {
+          std::memcpy(&want.bytes[r * stride * eb], &scores.bytes[r * scores_stride * eb],
+                      width * eb);
+        }
+      }
+      std::vector<int32_t> bitmask;
+      const size_t words = static_cast<size_t>((t.vocab + 31) / 32);
+      for (size_t r = 0; r < n_rows; ++r) {
+        const auto row = state_row(t, host_walk(t, rows[r].data(), rows[r].size(), policy));
+        bitmask.insert(bitmask.end(), row.begin(), row.end());
+      }
+      cudatest::reference_apply(want, bitmask, words, t.vocab, nullptr);
+      const std::string diff = cudatest::first_difference(want, d_logits.download(stream));
+      CHECK_MSG(diff.empty(), "follow_rows_mask_logits, " + where + ", " +
+                                  cudatest::dtype_name(dtype) + ": " + diff);
+    }
     const auto got = call->states.download(stream);
     for (size_t r = 0; r < n_rows; ++r) {
       const uint32_t want = host_walk(t, rows[r].data(), rows[r].size(), policy);
-      CHECK_MSG(got[r] == want, t.name + " policy " + std::to_string(policy) + " row " +
-                                    std::to_string(r) + " of " + std::to_string(n_tokens) +
-                                    " ids: " + std::to_string(got[r]) + " vs " +
-                                    std::to_string(want));
+      CHECK_MSG(got[r] == want, where + " row " + std::to_string(r) + ": " +
+                                    std::to_string(got[r]) + " vs " + std::to_string(want));
+    }
+    if (copy) {
+      // The copy holds the ids; from now on the rows are read from it (the
+      // next call's prev) while the original buffer is overwritten.
+      const auto copied = copy->download(stream);
+      for (size_t r = 0; r < n_rows; ++r) {
+        CHECK_MSG(std::equal(rows[r].begin(), rows[r].end(), copied.begin() + r * copy_stride),
+                  "copy_to row " + std::to_string(r) + " differs from the ids: " + where);
+      }
+      call->ids->upload(std::vector<int64_t>(n_rows * capacity, 3), stream);
+      call->ids = std::move(copy);
+      call->desc.tokens = call->ids->get();
+      call->desc.row_stride = copy_stride;
+      call->desc.copy_to = nullptr;
     }
     prev = std::move(call);
   }
@@ -589,12 +691,49 @@ void test_follow_rows(const TrieUnderTest &t, int32_t policy, std::mt19937_64 &r
   // prev's states all TERMINATED, rows that extend prev's rows stay so.
   {
     const size_t n_rows = prev->desc.n_rows, n_tokens = prev->desc.n_tokens + 1;
-    auto ids = prev->ids.download(stream);
-    for (size_t r = 0; r < n_rows; ++r) ids[r * capacity + n_tokens - 1] = 1;
-    Call next(ids, n_rows, n_tokens, capacity);
+    const size_t stride = prev->desc.row_stride;
+    auto ids = prev->ids->download(stream);
+    for (size_t r = 0; r < n_rows; ++r) ids[r * stride + n_tokens - 1] = 1;
+    Call next(ids, n_rows, n_tokens, stride);
     prev->states.upload(std::vector<uint32_t>(n_rows, kTerminated), stream);
     CHECK_TM(treemask_cuda_trie_follow_rows(dt, &prev->desc, &next.desc, policy, stream));
     CHECK(next.states.download(stream) == std::vector<uint32_t>(n_rows, kTerminated));
+    // Overlaps are refused before anything runs: a copy onto the ids or
+    // onto prev's, scores over logits (but not scores equal to logits with
+    // another stride).
+    auto refused = [&](treemask_status st, const char *what) {
+      CHECK_MSG(st == TREEMASK_ERR_INVALID_ARGUMENT, std::string("not refused: ") + what);
+      CHECK_MSG(std::string(treemask_last_error()).find(what) != std::string::npos,
+                std::string(treemask_last_error()) + " does not name " + what);
+    };
+    treemask_cuda_token_rows bad = next.desc;
+    bad.copy_to = const_cast<int64_t *>(bad.tokens) + 1;
+    refused(treemask_cuda_trie_follow_rows(dt, &prev->desc, &bad, policy, stream),
+            "copy_to overlaps rows->tokens");
+    bad.copy_to = const_cast<int64_t *>(prev->desc.tokens);
+    bad.copy_stride = n_tokens;  // within prev's rows (their stride is wider)
+    refused(treemask_cuda_trie_follow_rows(dt, &prev->desc, &bad, policy, stream),
+            "copy_to overlaps prev->tokens");
+    DeviceArray<int64_t> narrow(n_rows * n_tokens);
+    bad = next.desc;
+    bad.copy_to = narrow.get();
+    bad.copy_stride = n_tokens - 1;
+    refused(treemask_cuda_trie_follow_rows(dt, nullptr, &bad, policy, stream), "copy_stride");
+    const size_t width = static_cast<size_t>(t.vocab);
+    DeviceArray<float> logits((n_rows + 1) * width);
+    refused(treemask_cuda_trie_follow_rows_mask_logits(dt, nullptr, &next.desc, policy,
+                                                       logits.get() + width / 2, width,
+                                                       logits.get(), 0, width, width, stream),
+            "scores overlaps logits");
+    if (n_rows > 1) {
+      refused(treemask_cuda_trie_follow_rows_mask_logits(dt, nullptr, &next.desc, policy,
+                                                         logits.get(), width + 1, logits.get(), 0,
+                                                         width, width, stream),
+              "scores_row_stride");
+    }
+    refused(treemask_cuda_trie_follow_rows_mask_logits(dt, nullptr, &next.desc, policy, nullptr, 0,
+                                                       logits.get(), 0, width, width - 1, stream),
+            "logits_width");
   }
   // Errors: a NULL rows, an unknown policy, row_stride < n_tokens, host arrays.
   treemask_cuda_token_rows bad;
@@ -620,10 +759,85 @@ void test_follow_rows(const TrieUnderTest &t, int32_t policy, std::mt19937_64 &r
   treemask_cuda_trie_free(dt);
 }
 
+// The masked copy where whole 16-byte vectors are kept (every row of the
+// dense trie at depth 1 allows 40 of its 41 tokens): each dtype, a copy
+// from scores of another stride and in place, against the reference.
+void test_masked_copy_of_kept_vectors(const TrieUnderTest &dense, cudaStream_t stream) {
+  treemask_cuda_trie *dt = nullptr;
+  CHECK_TM(treemask_cuda_trie_upload(dense.trie.p, stream, &dt));
+  std::mt19937_64 rng(5);
+  const size_t n_rows = 5, width = static_cast<size_t>(dense.vocab), stride = 48;
+  std::vector<int64_t> ids(n_rows);
+  for (size_t r = 0; r < n_rows; ++r) ids[r] = static_cast<int64_t>(r);
+  DeviceArray<int64_t> d_ids(ids);
+  DeviceArray<uint32_t> states(n_rows);
+  DeviceArray<uint64_t> keys(n_rows);
+  treemask_cuda_token_rows rows;
+  treemask_cuda_token_rows_init(&rows);
+  rows.tokens = d_ids.get();
+  rows.n_rows = n_rows;
+  rows.n_tokens = 1;
+  rows.states = states.get();
+  rows.keys = keys.get();
+  std::vector<int32_t> bitmask;
+  for (size_t r = 0; r < n_rows; ++r) {
+    const auto row = state_row(dense, host_walk(dense, &ids[r], 1, TREEMASK_FAILURE_REJECT));
+    bitmask.insert(bitmask.end(), row.begin(), row.end());
+  }
+  for (int32_t dtype = 0; dtype < 3; ++dtype) {
+    for (const bool in_place : {false, true}) {
+      const size_t scores_stride = in_place ? stride : stride + 8;
+      HostLogits scores(dtype, n_rows, scores_stride, width, rng);
+      HostLogits want(dtype, n_rows, stride, width, rng);
+      DeviceArray<uint8_t> d_scores(scores.bytes), d_logits(in_place ? scores.bytes : want.bytes);
+      const size_t eb = cudatest::dtype_bytes(dtype);
+      if (in_place) {
+        want = scores;
+      } else {
+        for (size_t r = 0; r < n_rows; ++r) {
+          std::memcpy(&want.bytes[r * stride * eb], &scores.bytes[r * scores_stride * eb],
+                      width * eb);
+        }
+      }
+      CHECK_TM(treemask_cuda_trie_follow_rows_mask_logits(
+          dt, nullptr, &rows, TREEMASK_FAILURE_REJECT, in_place ? nullptr : d_scores.get(),
+          scores_stride, d_logits.get(), dtype, stride, width, stream));
+      cudatest::reference_apply(want, bitmask, bitmask.size() / n_rows, dense.vocab, nullptr);
+      const std::string diff = cudatest::first_difference(want, d_logits.download(stream));
+      CHECK_MSG(diff.empty(), std::string("masked copy of kept vectors, ") +
+                                  cudatest::dtype_name(dtype) + (in_place ? ", in place" : "") +
+                                  ": " + diff);
+    }
+  }
+  treemask_cuda_trie_free(dt);
+}
+
 }  // namespace
+
+// TREEMASK_TEST_SANITIZER_SHAPES=1 (build-gpu/run.sh under compute-sanitizer):
+// a few launches of each kernel shape instead of the whole test, so that
+// racecheck and synccheck finish in seconds.
+bool sanitizer_shapes() {
+  const char *v = std::getenv("TREEMASK_TEST_SANITIZER_SHAPES");
+  return v && std::string(v) == "1";
+}
+
+void run_sanitizer_shapes() {
+  std::mt19937_64 rng(78);
+  TrieUnderTest small, dense;
+  random_small_trie(rng, 100, small);
+  dense_trie(dense);
+  walk(small, TREEMASK_FAILURE_FAIL_CLOSED, 9, 2, rng, nullptr);
+  test_masked_copy_of_kept_vectors(dense, nullptr);
+  test_follow_rows(small, TREEMASK_FAILURE_FAIL_CLOSED, rng, nullptr);
+}
 
 int main() {
   cudatest::skip_without_device("test_cuda_trie");
+  if (sanitizer_shapes()) {
+    run_sanitizer_shapes();
+    return cudatest::finish("test_cuda_trie (sanitizer shapes)");
+  }
   std::mt19937_64 rng(77);
   TrieUnderTest big;
   big_trie(rng, big);
@@ -644,6 +858,12 @@ int main() {
   test_step_errors(big, stream);
   test_advance_states(big, rng, stream);
   for (int32_t policy = 0; policy <= 2; ++policy) test_follow_rows(big, policy, rng, stream);
+  {
+    TrieUnderTest dense;
+    dense_trie(dense);
+    test_masked_copy_of_kept_vectors(dense, stream);
+    test_follow_rows(dense, TREEMASK_FAILURE_FAIL_CLOSED, rng, stream);
+  }
   for (int i = 0; i < 6; ++i) {
     TrieUnderTest small;
     random_small_trie(rng, i % 2 ? 40 : 3, small);

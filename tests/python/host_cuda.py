@@ -14,7 +14,9 @@ with the host twins under the CUDA emulation (tests/cuda) and on a GPU
 ``treemask_cuda_trie_follow_rows`` has no host twin: it is written here from
 its contract (a row equal to a row of prev but for its last id takes one
 step from that row's state, matched by key and then compared id by id; any
-other row walks from the root), with its own keys.
+other row walks from the root; the ids copied to ``copy_to``), with its own
+keys. ``treemask_cuda_trie_follow_rows_mask_logits`` is that, then the scores
+copied into the logits and the fill-only mask of the new states.
 
 Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
@@ -133,6 +135,9 @@ class HostCudaLib:
 
     def treemask_cuda_trie_follow_rows(self, dev_trie, prev, rows, policy, stream):
         self._count("follow_rows")
+        return self._follow(dev_trie, prev, rows, policy)
+
+    def _follow(self, dev_trie, prev, rows, policy):
         trie = self._trie(dev_trie)
         n, stride = rows.n_tokens, rows.row_stride or rows.n_tokens
         ids = [[rows.tokens[r * stride + k] for k in range(n)] for r in range(rows.n_rows)]
@@ -157,7 +162,27 @@ class HostCudaLib:
                     return status
             rows.states[r] = state[0]
             rows.keys[r] = self._key(tuple(row))
+            if rows.copy_to != ffi.NULL:
+                cstride = rows.copy_stride or n
+                for k, t in enumerate(row):
+                    rows.copy_to[r * cstride + k] = t
         return 0
+
+    def treemask_cuda_trie_follow_rows_mask_logits(self, dev_trie, prev, rows, policy, scores, scores_stride,
+                                                   logits, dtype, row_stride, width, stream):
+        self._count("follow_rows_mask_logits")
+        status = self._follow(dev_trie, prev, rows, policy)
+        if status:
+            return status
+        n = rows.n_rows
+        if scores != ffi.NULL and scores != logits:
+            size = 4 if dtype == 0 else 2
+            stride = scores_stride or width
+            for r in range(n):
+                ffi.memmove(ffi.cast("char *", logits) + r * row_stride * size,
+                            ffi.cast("char *", scores) + r * stride * size, width * size)
+        return self.treemask_cuda_trie_advance_mask_logits(dev_trie, rows.states, ffi.NULL, n, policy, ffi.NULL,
+                                                           logits, dtype, row_stride, width, stream)
 
     @staticmethod
     def _key(row):

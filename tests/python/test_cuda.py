@@ -316,8 +316,10 @@ def test_device_row_states_follow_growing_rows():
     rows reordered and duplicated between steps (as beam search does), off-
     trie ids, through a growth of its buffers (past 16 ids, where the
     previous rows must stay readable: no row walks from the root), a new
-    row count and a reset; and mask_logits leaves finite exactly each
-    state's allowed tokens."""
+    row count and a reset, ids read in place (strided rows) and copied
+    first (column-major); and mask_logits, the fused update_mask_logits in
+    place and as a masked copy (the scores untouched) leave finite exactly
+    each state's allowed tokens, with their scores."""
     import treemask.torch as tt
 
     rng = random.Random(8)
@@ -339,17 +341,32 @@ def test_device_row_states_follow_growing_rows():
         walks = _HOST.rows_walked if _HOST is not None else 0
         prompt = [[5, 6]] * n_rows
         ids = [[] for _ in range(n_rows)]
-        for _step in range(steps):
+        for step in range(steps):
             full = torch.tensor([p + g for p, g in zip(prompt, ids)], dtype=torch.int64, device=DEV)
-            states = rows.update(full[:, 2:])  # strided rows
+            if step % 5 == 4:  # column-major ids: not read in place (copied first)
+                full = full.t().contiguous().t()
+            form = step % 3
+            scores = torch.randn((n_rows, vocab + 3), device=DEV).to(torch.bfloat16 if step % 2 else torch.float32)
+            before = scores.clone()
+            if form == 0:  # the two calls
+                states = rows.update(full[:, 2:])  # strided rows
+                logits = scores
+                rows.mask_logits(logits)
+            elif form == 1:  # one fused call, in place
+                logits = scores
+                states = rows.update_mask_logits(full[:, 2:], scores)
+            else:  # one fused call, a masked copy
+                logits = torch.full_like(scores, 7.0)
+                states = rows.update_mask_logits(full[:, 2:], scores, logits)
+                assert torch.equal(scores, before), "the scores were written"
             assert states.cpu().numpy().tolist() == walked(ids).tolist()
-            logits = torch.zeros((n_rows, vocab + 3), device=DEV)
-            rows.mask_logits(logits)
             mask = np.zeros((n_rows, trie.bitmask_words), dtype=np.int32)
             trie.fill_states(states.cpu().numpy().view(np.uint32), mask)
             allowed = np.unpackbits(mask.view(np.uint8), axis=1, bitorder="little")[:, :vocab].astype(bool)
             assert (torch.isfinite(logits).cpu().numpy()[:, :vocab] == allowed).all()
             assert not torch.isfinite(logits[:, vocab:]).any()
+            kept = torch.isfinite(logits)
+            assert torch.equal(logits[kept], before[kept]), "a kept score changed"
             # Beam search: rows reordered and duplicated, then one id each
             # (a path's next id mostly, sometimes any id).
             order = [rng.randrange(n_rows) for _ in range(n_rows)]
@@ -364,6 +381,9 @@ def test_device_row_states_follow_growing_rows():
         (lambda: rows.update(torch.zeros((2, 3), dtype=torch.int32, device=DEV)), "int64"),
         (lambda: rows.update(torch.zeros(3, dtype=torch.int64, device=DEV)), "2-D"),
         (lambda: rows.mask_logits(torch.zeros((3, vocab), dtype=torch.float64, device=DEV)), "float32"),
+        (lambda: rows.update_mask_logits(torch.zeros((3, 1), dtype=torch.int64, device=DEV),
+                                         torch.zeros((3, vocab), device=DEV),
+                                         torch.zeros((3, vocab), dtype=torch.bfloat16, device=DEV)), "dtype of scores"),
         (lambda: tt.DeviceRowStates(trie), "DeviceTrie"),
     ] + ([] if HOST_MODE else [(lambda: rows.update(torch.zeros((2, 3), dtype=torch.int64)), "never copies")]):
         raised = False

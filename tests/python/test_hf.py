@@ -108,7 +108,7 @@ def test_rows_follow_their_own_tokens(reorder, path):
         processor._state_from_root = None
         simulate(processor, model, rng, n_rows=8, steps=9, prompt=[5, 6, 7], reorder=reorder, pad=PAD)
         if host is not None:
-            assert host.rows_walked == 0 and host.calls["follow_rows"] > 0
+            assert host.rows_walked == 0 and host.calls["follow_rows_mask_logits"] > 0
 
 
 def test_off_trie_tokens_close_the_row(path):

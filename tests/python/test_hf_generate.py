@@ -120,8 +120,9 @@ def test_output_logits_are_the_raw_logits():
 
 
 def test_the_device_path_generates_what_the_host_path_does(monkeypatch):
-    """TrieLogitsProcessor's device path (ids copied, states by follow_rows
-    from the previous call's rows, the fused mask) against its host path,
+    """TrieLogitsProcessor's device path (states by follow_rows from the
+    previous call's rows and the masked copy, one fused call; the ids copied
+    as they are read) against its host path,
     through generate(): greedy, sampling with num_return_sequences, beam
     search with num_return_sequences, and a pad token allowed after EOS.
     The device entry points run as their host twins on CPU tensors
@@ -158,4 +159,4 @@ def test_the_device_path_generates_what_the_host_path_does(monkeypatch):
         for a, b in zip(got.scores, want.scores):
             assert torch.equal(torch.isfinite(a), torch.isfinite(b)), name
         check_outputs(got.sequences, inputs["input_ids"].shape[1], tokenizer, trie, eos)
-    assert host.calls["follow_rows"] > 0 and host.rows_walked == 0
+    assert host.calls["follow_rows_mask_logits"] > 0 and host.rows_walked == 0

@@ -83,16 +83,17 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
 
     Scores on a CUDA device stay there, and so does everything else: the
     trie is uploaded once per device (:class:`treemask.torch.DeviceTrie`,
-    the one synchronisation), and each step enqueues a copy of the generated
-    ids, one kernel that derives every row's state from the previous step's
-    rows (``treemask_cuda_trie_follow_rows``: a row equal to a previous row
-    but for its last id takes one trie step from that row's state, found by
-    a hash of the ids and then compared id by id, so beam search's
-    reordering changes nothing; any other row walks from the root), a copy
-    of the scores and the fused kernel that writes -inf into it. No host
-    synchronisation, no trie walk on the host; the states are exactly the
-    host path's. Where this libtreemask has no usable CUDA, the host path
-    fills a pinned bitmask, copies it up and masks with torch.
+    the one synchronisation), and each step is one kernel launch
+    (``treemask_cuda_trie_follow_rows_mask_logits``) that derives every
+    row's state from the previous step's rows (a row equal to a previous
+    row but for its last id takes one trie step from that row's state,
+    found by a hash of the ids and then compared id by id, so beam search's
+    reordering changes nothing; any other row walks from the root), keeps a
+    copy of the ids for the next step, and writes the scores masked into
+    the output (masked scores are never read). No host synchronisation, no
+    trie walk on the host; the states are exactly the host path's. Where
+    this libtreemask has no usable CUDA, the host path fills a pinned
+    bitmask, copies it up and masks with torch.
 
     A string-set trie (:meth:`Trie.from_strings`) always takes the host path:
     its masks come from a walk of the vocabulary trie, which only the
@@ -269,10 +270,8 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
             if device_trie is None:
                 device_trie = self._device_tries[scores.device] = DeviceTrie(self.trie, scores.device)
             rows = self._device_rows = DeviceRowStates(device_trie, failure_policy=self._policy)
-        states = rows.update(generated)
         out = self._output_buffer(scores)
-        out.copy_(scores)
-        rows.mask_logits(out)
+        states = rows.update_mask_logits(generated, scores, out)
         if self.pad_token_id is not None:
             import torch
 

@@ -407,15 +407,18 @@ class DeviceRowStates:
     and duplicates rows without saying how).
 
     :meth:`update` takes the rows' generated ids each step and returns their
-    states: :meth:`DeviceTrie.follow_rows` over a copy of the ids kept here
-    (two alternating buffer sets, so the previous step's rows stay intact
-    as ``prev``): a row equal to a previous row but for its last id takes
-    one trie step from that row's state, any other row walks from the root.
-    :meth:`mask_logits` then writes -inf outside each row's allowed set.
-    Both enqueue on the current stream and never synchronise; the argument
-    structures of the C calls are built once per buffer set, so a step costs
-    a few microseconds of Python. The buffers grow (doubling the id
-    columns) when a generation outgrows them.
+    states: :meth:`DeviceTrie.follow_rows` over the ids as given, which the
+    kernel also copies here (two alternating buffer sets, so the previous
+    step's rows stay intact as ``prev`` whatever the loop does with its
+    own): a row equal to a previous row but for its last id takes one trie
+    step from that row's state, any other row walks from the root.
+    :meth:`mask_logits` then writes -inf outside each row's allowed set;
+    :meth:`update_mask_logits` does both in one kernel launch, optionally
+    as a masked copy (a logits processor's whole step). All enqueue on the
+    current stream and never synchronise; the argument structures of the C
+    calls are built once per buffer set, so a step costs a few microseconds
+    of Python. The buffers grow (doubling the id columns) when a generation
+    outgrows them.
 
     Args:
         trie: the :class:`DeviceTrie` (its device is used).
@@ -454,20 +457,19 @@ class DeviceRowStates:
             keys = torch.empty(n_rows, dtype=torch.int64, device=dev)
             rows = ffi.new("treemask_cuda_token_rows *")
             lib.treemask_cuda_token_rows_init(rows)
-            rows.tokens = ffi.cast("const int64_t *", ids.data_ptr())
             rows.n_rows = n_rows
-            rows.row_stride = columns
             rows.states = ffi.cast("uint32_t *", states.data_ptr())
             rows.keys = ffi.cast("uint64_t *", keys.data_ptr())
+            rows.copy_to = ffi.cast("int64_t *", ids.data_ptr())
+            rows.copy_stride = columns
             sets.append((ids, states, keys, rows))
         self._sets, self._n_rows, self._columns = sets, n_rows, columns
         # self._prev keeps the old set (and its memory) for this one update.
 
-    def update(self, generated: torch.Tensor) -> torch.Tensor:
-        """The state of every row of ``generated`` (an int64 tensor ``(rows,
-        n)`` on the trie's device, rows may be strided, e.g.
-        ``input_ids[:, prompt:]``) after its ids: an int32 device tensor of
-        one state per row, valid until the next update."""
+    def _next_set(self, generated: torch.Tensor):
+        """This call's buffer set, its rows struct reading ``generated``
+        where it can (the kernel copies the ids into the set as it reads
+        them: no separate copy), else a copy of it in the set."""
         if not isinstance(generated, torch.Tensor) or generated.dim() != 2 or generated.dtype != torch.int64:
             raise InvalidArgumentError("generated: want a 2-D int64 tensor of token ids, got %s"
                                        % _buffers.describe(generated))
@@ -479,19 +481,78 @@ class DeviceRowStates:
         if n_rows != self._n_rows or n_tokens > self._columns:
             self._allocate(n_rows, n_tokens)
         self._flip ^= 1
-        ids, states, _keys, rows = self._sets[self._flip]
-        if n_tokens:
-            ids.narrow(1, 0, n_tokens).copy_(generated)
+        chosen = self._sets[self._flip]
+        ids, rows = chosen[0], chosen[3]
         rows.n_tokens = n_tokens
+        row_stride, column_stride = generated.stride()
+        if (n_tokens <= 1 or column_stride == 1) and (n_rows <= 1 or row_stride >= max(n_tokens, 1)):
+            rows.tokens = ffi.cast("const int64_t *", generated.data_ptr())
+            rows.row_stride = row_stride if n_rows > 1 else n_tokens
+            rows.copy_to = ffi.cast("int64_t *", ids.data_ptr())
+        else:  # ids not contiguous within a row: copy them, the kernel reads the copy
+            ids.narrow(1, 0, n_tokens).copy_(generated)
+            rows.tokens = ffi.cast("const int64_t *", ids.data_ptr())
+            rows.row_stride = self._columns
+            rows.copy_to = ffi.NULL
+        return chosen
+
+    def _finish(self, chosen) -> torch.Tensor:
+        """Makes ``chosen`` the rows the next call compares with: their ids
+        are then the set's own copy."""
+        rows = chosen[3]
+        rows.tokens = ffi.cast("const int64_t *", chosen[0].data_ptr())
+        rows.row_stride = self._columns
+        self._prev = chosen
+        self._states = (chosen[1], rows.states)
+        return chosen[1]
+
+    def update(self, generated: torch.Tensor) -> torch.Tensor:
+        """The state of every row of ``generated`` (an int64 tensor ``(rows,
+        n)`` on the trie's device, rows may be strided, e.g.
+        ``input_ids[:, prompt:]``) after its ids: an int32 device tensor of
+        one state per row, valid until the next update. One kernel launch
+        (``treemask_cuda_trie_follow_rows``, which also copies the ids here
+        for the next call to compare with)."""
+        chosen = self._next_set(generated)
         prev = self._prev
+        dev = self.trie.device
         with _on_device(dev):
-            status = lib.treemask_cuda_trie_follow_rows(self.trie._ptr, ffi.NULL if prev is None else prev[3], rows,
-                                                        self._policy, _stream(dev))
+            status = lib.treemask_cuda_trie_follow_rows(self.trie._ptr, ffi.NULL if prev is None else prev[3],
+                                                        chosen[3], self._policy, _stream(dev))
         if status:
             raise_status(status)
-        self._prev = self._sets[self._flip]
-        self._states = (states, rows.states)
-        return states
+        return self._finish(chosen)
+
+    def update_mask_logits(self, generated: torch.Tensor, scores: torch.Tensor,
+                           out: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """:meth:`update` and :meth:`mask_logits` in one kernel launch
+        (``treemask_cuda_trie_follow_rows_mask_logits``): ``out`` (default:
+        ``scores``, in place) receives ``scores`` with -inf outside each
+        row's allowed set; masked scores are never read. ``out`` has the
+        shape and dtype of ``scores`` and must not overlap it unless it is
+        the same tensor. Returns the states, as :meth:`update` does."""
+        chosen = self._next_set(generated)
+        trie = self.trie
+        n_rows = chosen[3].n_rows
+        dtype, row_stride = trie._logits_rows(scores, n_rows)
+        if out is None or out is scores:
+            target, source, source_stride = scores, ffi.NULL, 0
+        else:
+            if out.shape != scores.shape or out.dtype != scores.dtype:
+                raise InvalidArgumentError("out: want the shape and dtype of scores (%s), got %s"
+                                           % (_buffers.describe(scores), _buffers.describe(out)))
+            source, source_stride = ffi.cast(_VOID_P, scores.data_ptr()), row_stride
+            target = out
+            _, row_stride = trie._logits_rows(out, n_rows)
+        prev = self._prev
+        dev = trie.device
+        with _on_device(dev):
+            status = lib.treemask_cuda_trie_follow_rows_mask_logits(
+                trie._ptr, ffi.NULL if prev is None else prev[3], chosen[3], self._policy, source, source_stride,
+                ffi.cast(_VOID_P, target.data_ptr()), dtype, row_stride, target.shape[1], _stream(dev))
+        if status:
+            raise_status(status)
+        return self._finish(chosen)
 
     def mask_logits(self, logits: torch.Tensor) -> None:
         """Sets ``logits[r, t] = -inf`` (float32 / float16 / bfloat16, one

@@ -32,7 +32,8 @@ __global__ void __launch_bounds__(kApplyBlock)
       keep = (word >> (c & 31)) & low_bits<kVec>();
       if (vocab - c < kVec) keep &= (1u << (vocab - c)) - 1u;
     }
-    mask_chunk<T, kVec>(logits + row * static_cast<int64_t>(geom.row_stride) + c, keep, n);
+    typename T::Elem *p = logits + row * static_cast<int64_t>(geom.row_stride) + c;
+    mask_chunk<T, kVec>(p, p, keep, n);
   }
 }
 

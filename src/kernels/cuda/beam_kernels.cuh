@@ -43,6 +43,7 @@ struct BeamStep {
   uint32_t *ws_next;     // n_slots * beam_width
   uint32_t *ws_arrived;  // n_requests, zero between steps
   uint32_t *n_bad;
+  bool subset_floor;  // launch::DeviceShape
 };
 
 // The normalizer of a slot's row by group G, or NaN (and the bad-row
@@ -261,8 +262,9 @@ __global__ void __launch_bounds__(kBlock, 4) warp_beam_step_kernel(BeamStep p) {
     const int64_t slot = first + warp_of();
     if (slot < p.n_slots) {
       WarpSpace &ws = sh.u.warps[warp_of()];
-      select_slot<WarpGroup, true>(p, slot, nullptr,
-                                   SelectSpace{ws.keys, kWarpKeys, ws.hist, &ws.st, nullptr});
+      select_slot<WarpGroup, true>(
+          p, slot, nullptr,
+          SelectSpace{ws.keys, kWarpKeys, ws.hist, &ws.st, nullptr, p.subset_floor});
     }
     // As in beam_step_kernel: every thread fences its own writes, then the
     // block counts its slots in.

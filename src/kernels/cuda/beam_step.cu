@@ -37,9 +37,12 @@
 // shared-memory histogram and a warp-shuffle suffix scan, stopping as soon as
 // the digit's bin holds exactly the keys still needed; then one compaction.
 // Up to a group's capacity the keys are computed once into shared memory
-// and selected there; past it, the top-k of the first `capacity` keys sets a
-// floor and one pass keeps the keys above it (group_select). Scores -inf and
-// NaN get key 0 and are never selected.
+// and selected there; past it a floor under the k-th key, and one pass keeps
+// the keys above it (group_select). A warp (a slot of 2,047 candidates at
+// depth 1 of a 2,048-code catalogue) takes the floor from its lanes' largest
+// keys, one pass in registers; a block from the top-k of its first
+// `capacity` keys, a radix select in shared memory. Scores -inf and NaN get
+// key 0 and are never selected.
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include <algorithm>
@@ -66,9 +69,9 @@ int beam_step(const TrieView &trie, const BeamLogits &logits, const KeyLayout &l
               void *stream) {
   if (n_requests == 0) return 0;
   const int64_t slots = static_cast<int64_t>(n_requests) * beam_width;
-  device::BeamStep p{trie,         logits,       layout,        slots,        beam_width,
-                     state.states, state.scores, state.parents, state.tokens, ws.keys,
-                     ws.next,      ws.arrived,   n_bad_rows};
+  device::BeamStep p{
+      trie,          logits,       layout,  slots,   beam_width, state.states, state.scores,
+      state.parents, state.tokens, ws.keys, ws.next, ws.arrived, n_bad_rows,   shape.subset_floor};
   // A candidate's index: below vocab_size + n_stop_tokens.
   const uint32_t idx_bits = bits_for(static_cast<uint64_t>(trie.vocab_size) +
                                      static_cast<uint64_t>(trie.n_stop_tokens) - 1);

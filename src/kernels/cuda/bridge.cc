@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <type_traits>
 
@@ -169,6 +171,10 @@ Status check_pointer(const void *p, const char *name, int device) {
 launch::Logits with_vectors(launch::Logits l) {
   const size_t bytes = kernels::dtype_bytes(l.dtype);
   l.vector_ok = reinterpret_cast<uintptr_t>(l.data) % 16 == 0 && (l.row_stride * bytes) % 16 == 0;
+  if (l.source) {
+    l.vector_ok = l.vector_ok && reinterpret_cast<uintptr_t>(l.source) % 16 == 0 &&
+                  (l.source_stride * bytes) % 16 == 0;
+  }
   return l;
 }
 
@@ -188,7 +194,13 @@ launch::DeviceShape device_shape(int device) {
     }
   }
   // Several resident blocks per SM hide the latency of the first loads.
-  return launch::DeviceShape{std::max(1, sms) * 4};
+  launch::DeviceShape shape;
+  shape.target_blocks = std::max(1, sms) * 4;
+  // A benchmark's switch (launch.h), read per call so that one process can
+  // time both ways.
+  const char *floor = std::getenv("TREEMASK_CUDA_BEAM_FLOOR");
+  shape.subset_floor = floor && std::strcmp(floor, "subset") == 0;
+  return shape;
 }
 
 // The row indices, when given, are device memory.
@@ -340,13 +352,30 @@ Status advance_states(const StepArg &step, void *stream) {
 
 namespace {
 
-Status check_token_rows(const launch::TokenRows &rows, const char *name, int device) {
+// The pointer names are literals: a call that passes its checks builds no
+// string (the processor step's host time is the figure that matters).
+Status check_token_rows(const launch::TokenRows &rows, bool is_prev, int device) {
   if (rows.n_rows == 0) return Status::Ok();
   if (rows.n_tokens > 0) {
-    TM_TRY(check_pointer(rows.tokens, cat(name, "->tokens").c_str(), device));
+    TM_TRY(check_pointer(rows.tokens, is_prev ? "prev->tokens" : "rows->tokens", device));
   }
-  TM_TRY(check_pointer(rows.states, cat(name, "->states").c_str(), device));
-  return check_pointer(rows.keys, cat(name, "->keys").c_str(), device);
+  TM_TRY(check_pointer(rows.states, is_prev ? "prev->states" : "rows->states", device));
+  TM_TRY(check_pointer(rows.keys, is_prev ? "prev->keys" : "rows->keys", device));
+  if (!is_prev && rows.copy_to && rows.n_tokens > 0) {
+    TM_TRY(check_pointer(rows.copy_to, "rows->copy_to", device));
+  }
+  return Status::Ok();
+}
+
+// The rows' checks and whether prev is read (a prev of another length is
+// never read, so its arrays need no check).
+Result<bool> check_follow(const DeviceTrie &trie, const launch::TokenRows *prev,
+                          const launch::TokenRows &rows, int device) {
+  TM_TRY(check_device_trie(trie, device));
+  TM_TRY(check_token_rows(rows, false, device));
+  const bool use_prev = prev && prev->n_rows > 0 && prev->n_tokens + 1 == rows.n_tokens;
+  if (use_prev) TM_TRY(check_token_rows(*prev, true, device));
+  return use_prev;
 }
 
 }  // namespace
@@ -355,18 +384,26 @@ Status follow_rows(const DeviceTrie &trie, const launch::TokenRows *prev,
                    const launch::TokenRows &rows, int32_t failure_policy, void *stream) {
   const RelaxedCaptureMode relaxed;
   TM_ASSIGN_OR_RETURN(const int device, usable_device());
-  if (trie.device != device) {
-    return error(Code::kInvalidArgument, "dev_trie was uploaded to CUDA device ", trie.device,
-                 " but the current device is ", device,
-                 "; make that device current (cudaSetDevice) or upload the trie there");
-  }
-  TM_TRY(check_token_rows(rows, "rows", device));
-  // A prev of another length is never read: no need to check its arrays.
-  const bool use_prev = prev && prev->n_rows > 0 && prev->n_tokens + 1 == rows.n_tokens;
-  if (use_prev) TM_TRY(check_token_rows(*prev, "prev", device));
+  TM_ASSIGN_OR_RETURN(const bool use_prev, check_follow(trie, prev, rows, device));
   return launched(
       launch::follow_rows(trie.view, use_prev ? prev : nullptr, rows, failure_policy, stream),
       "launching the follow-rows kernel");
+}
+
+Status follow_rows_mask_logits(const DeviceTrie &trie, const launch::TokenRows *prev,
+                               const launch::TokenRows &rows, int32_t failure_policy,
+                               const launch::Logits &logits, void *stream) {
+  const RelaxedCaptureMode relaxed;
+  TM_ASSIGN_OR_RETURN(const int device, usable_device());
+  TM_ASSIGN_OR_RETURN(const bool use_prev, check_follow(trie, prev, rows, device));
+  TM_TRY(check_pointer(logits.data, "logits", device));
+  if (logits.source) TM_TRY(check_pointer(logits.source, "scores", device));
+  launch::Logits masked = logits;
+  masked.vocab_size = trie.view.vocab_size;
+  return launched(
+      launch::follow_rows_mask_logits(trie.view, use_prev ? prev : nullptr, rows, failure_policy,
+                                      with_vectors(masked), device_shape(device), stream),
+      "launching the follow-rows + mask kernel");
 }
 
 namespace {

@@ -71,6 +71,12 @@ Status advance_states(const StepArg &step, void *stream);
 Status follow_rows(const DeviceTrie &trie, const launch::TokenRows *prev,
                    const launch::TokenRows &rows, int32_t failure_policy, void *stream);
 
+// treemask_cuda_trie_follow_rows_mask_logits (logits.source: the scores, or
+// nullptr in place; the caller checked the geometry and overlaps).
+Status follow_rows_mask_logits(const DeviceTrie &trie, const launch::TokenRows *prev,
+                               const launch::TokenRows &rows, int32_t failure_policy,
+                               const launch::Logits &logits, void *stream);
+
 // ---- the beam step and top-k on the device ----------------------------------
 
 // Bytes of the workspace of a beam step of n_requests x beam_width slots;

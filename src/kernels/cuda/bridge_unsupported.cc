@@ -49,6 +49,11 @@ Status follow_rows(const DeviceTrie &, const launch::TokenRows *, const launch::
   return not_built();
 }
 
+Status follow_rows_mask_logits(const DeviceTrie &, const launch::TokenRows *,
+                               const launch::TokenRows &, int32_t, const launch::Logits &, void *) {
+  return not_built();
+}
+
 Result<size_t> beam_workspace_bytes(size_t, size_t) { return not_built(); }
 
 Status beam_step(const BeamArg &, void *) { return not_built(); }

@@ -32,7 +32,13 @@ struct Logits {
   size_t row_stride = 0;   // elements
   size_t width = 0;        // columns per row; <= row_stride
   int32_t vocab_size = 0;  // columns >= vocab_size are always masked; <= width
-  // data and row_stride allow 16-byte accesses (the bridge sets it).
+  // Where the kept values come from: nullptr masks data in place; else rows
+  // of source_stride elements (not overlapping data) are copied into data
+  // with the masked columns -inf (a masked copy, one pass).
+  const void *source = nullptr;
+  size_t source_stride = 0;
+  // data, row_stride (and source, source_stride) allow 16-byte accesses
+  // (the bridge sets it).
   bool vector_ok = false;
 };
 
@@ -59,6 +65,10 @@ using TrieView = PlainTrieView;
 // tiles from it so that a single row still spreads over the whole GPU.
 struct DeviceShape {
   int target_blocks = 1;
+  // The beam step's warps floor large selections the 0.3.0 way (the top-k
+  // of a subset) instead of by lane maxima: TREEMASK_CUDA_BEAM_FLOOR=subset,
+  // for benchmarks that compare the two in one run (bench_cuda_beam).
+  bool subset_floor = false;
 };
 
 int apply_bitmask(const Logits &logits, const Rows &rows, const uint32_t *bitmask,
@@ -88,12 +98,21 @@ struct TokenRows {
   size_t row_stride = 0;
   uint32_t *states = nullptr;
   uint64_t *keys = nullptr;
+  // Where the ids are copied too (nullable; rows of copy_stride elements).
+  int64_t *copy_to = nullptr;
+  size_t copy_stride = 0;
 };
 
 // The state and key of every row of `rows`, from a matching row of `prev`
 // (nullable; used when its n_tokens is one less) or from the root.
 int follow_rows(const TrieView &trie, const TokenRows *prev, const TokenRows &rows,
                 int32_t failure_policy, void *stream);
+
+// follow_rows and, in the same launch, logits masked by each row's new state
+// (mask_logits_from_states; logits.source: a masked copy).
+int follow_rows_mask_logits(const TrieView &trie, const TokenRows *prev, const TokenRows &rows,
+                            int32_t failure_policy, const Logits &logits, const DeviceShape &shape,
+                            void *stream);
 
 // Sets every logit outside the allowed set of states[row] to -inf.
 int mask_logits_from_states(const TrieView &trie, const uint32_t *states, size_t n_rows,

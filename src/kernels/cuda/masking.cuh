@@ -76,17 +76,23 @@ __device__ __forceinline__ uint32_t mask_lane(uint32_t lane, uint32_t keep, int 
   }
 }
 
-// Masks the n <= kVec columns at p (n < kVec only at the end of a row):
-// a chunk that keeps everything is skipped, one that keeps nothing is
-// stored without being loaded, a mixed one is loaded, selected and stored.
+// Masks the n <= kVec columns at p (n < kVec only at the end of a row),
+// their values read from src (== p: in place): a chunk that keeps
+// everything is skipped in place (copied otherwise), one that keeps
+// nothing is stored without being loaded, a mixed one is loaded, selected
+// and stored.
 template <class T, int kVec>
-__device__ __forceinline__ void mask_chunk(typename T::Elem *p, uint32_t keep, int n) {
+__device__ __forceinline__ void mask_chunk(typename T::Elem *p, const typename T::Elem *src,
+                                           uint32_t keep, int n) {
   using Elem = typename T::Elem;
   if constexpr (kVec > 1) {
     if (n == kVec) {
-      if (keep == low_bits<kVec>()) return;
+      if (keep == low_bits<kVec>()) {
+        if (src != p) *reinterpret_cast<uint4 *>(p) = *reinterpret_cast<const uint4 *>(src);
+        return;
+      }
       uint4 v = make_uint4(0, 0, 0, 0);
-      if (keep != 0) v = *reinterpret_cast<const uint4 *>(p);
+      if (keep != 0) v = *reinterpret_cast<const uint4 *>(src);
       v.x = mask_lane<T>(v.x, keep, 0);
       v.y = mask_lane<T>(v.y, keep, 1);
       v.z = mask_lane<T>(v.z, keep, 2);
@@ -96,7 +102,11 @@ __device__ __forceinline__ void mask_chunk(typename T::Elem *p, uint32_t keep, i
     }
   }
   for (int i = 0; i < n; ++i) {
-    if (!((keep >> i) & 1u)) p[i] = static_cast<Elem>(T::kNegInf);
+    if (!((keep >> i) & 1u)) {
+      p[i] = static_cast<Elem>(T::kNegInf);
+    } else if (src != p) {
+      p[i] = src[i];
+    }
   }
 }
 
@@ -119,6 +129,8 @@ inline constexpr int kListBlock = 256;
 // keep-bit tile in shared memory, lets `lists` mark the allowed tokens of
 // its row that fall in the tile, then masks the tile chunk by chunk, so
 // masked columns are stored without loads and nothing reads a bitmask.
+// With geom.source the kept values are read from there (a masked copy:
+// masked columns are still never loaded).
 //
 // Lists::mark(row, lo, hi, keep) must atomicOr bit (t - lo) of keep for
 // every allowed token t in [lo, hi), using all threads of the block.
@@ -140,11 +152,15 @@ __global__ void __launch_bounds__(kListBlock)
     if (tile_begin < mark_end) lists.mark(row, tile_begin, mark_end, keep);
     __syncthreads();
     typename T::Elem *base = logits + row * static_cast<int64_t>(geom.row_stride);
+    const typename T::Elem *from = geom.source
+                                       ? static_cast<const typename T::Elem *>(geom.source) +
+                                             row * static_cast<int64_t>(geom.source_stride)
+                                       : base;
     for (int64_t c = tile_begin + static_cast<int64_t>(threadIdx.x) * kVec; c < tile_end;
          c += static_cast<int64_t>(blockDim.x) * kVec) {
       const int64_t offset = c - tile_begin;
       const uint32_t bits = (keep[offset >> 5] >> (offset & 31)) & low_bits<kVec>();
-      mask_chunk<T, kVec>(base + c, bits,
+      mask_chunk<T, kVec>(base + c, from + c, bits,
                           static_cast<int>(min(static_cast<int64_t>(kVec), tile_end - c)));
     }
     __syncthreads();  // the next row reuses keep

@@ -46,13 +46,19 @@ struct SelectState {
 
 // Where a group selects: `capacity` keys and a histogram of shared memory,
 // and (nullable) where a merge keeps each kept key's source index.
+// subset_floor: a warp floors a large selection by the subset's top-k as a
+// block does (0.3.0's way, kept for comparison: launch::DeviceShape).
 struct SelectSpace {
   uint64_t *keys;
   uint32_t capacity;
   uint32_t *hist;
   SelectState *st;
   uint32_t *idx;
+  bool subset_floor = false;
 };
+
+// A warp's floor from lane maxima serves k up to this (four keys a lane).
+constexpr uint32_t kLaneFloorMaxK = 4 * 32;
 
 // ---- exact top-k of unique keys ------------------------------------------------
 
@@ -277,6 +283,48 @@ __device__ uint32_t select_known(const Gen &gen, uint32_t n, uint32_t k, const K
   return taken.count < k ? taken.count : k;
 }
 
+// A floor under a warp's k-th largest key of gen(0 .. n), from one pass in
+// registers: each lane keeps its kM largest keys, and the smallest of the
+// lanes' kM-th largest has 32 * kM >= k keys at or above it (each lane's
+// kM). No shared memory, no atomics: on 2,047 random candidates and k =
+// 32 about 120 keys pass it. Lanes left with fewer than kM keys make it 1
+// (every key passes; still exact).
+template <int kM, class Gen>
+__device__ uint64_t lane_floor(const Gen &gen, uint32_t n) {
+  uint64_t top[kM];
+  TREEMASK_UNROLL
+  for (int j = 0; j < kM; ++j) top[j] = 0;
+  for_each_key<WarpGroup>(gen, n, [&](uint64_t key, uint32_t) {
+    if (key > top[kM - 1]) {  // insert, keeping top descending
+      top[kM - 1] = key;
+      TREEMASK_UNROLL
+      for (int j = kM - 1; j > 0; --j) {
+        if (top[j] > top[j - 1]) {
+          const uint64_t t = top[j];
+          top[j] = top[j - 1];
+          top[j - 1] = t;
+        }
+      }
+    }
+  });
+  uint64_t floor = top[kM - 1];
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const uint64_t other = __shfl_xor_sync(kFullWarp, floor, offset);
+    floor = other < floor ? other : floor;
+  }
+  return floor > 0 ? floor : 1;
+}
+
+template <class Gen>
+__device__ uint64_t lane_floor_for(const Gen &gen, uint32_t n, uint32_t k) {
+  switch ((k + 31) / 32) {
+    case 1: return lane_floor<1>(gen, n);
+    case 2: return lane_floor<2>(gen, n);
+    case 3: return lane_floor<3>(gen, n);
+    default: return lane_floor<4>(gen, n);
+  }
+}
+
 // The min(k, non-zero keys) largest non-zero keys of gen(0 .. n), handed to
 // out(pos, key, i) with pos in [0, count) and i the key's index in gen;
 // returns count in every thread. Keys must be unique, k in [1,
@@ -284,13 +332,15 @@ __device__ uint32_t select_known(const Gen &gen, uint32_t n, uint32_t k, const K
 // sp.keys or sp.hist.
 //
 // Up to sp.capacity keys are computed once into shared memory and selected
-// there. Past that, the top-k of the first sp.capacity keys gives a floor
-// (every key of the whole top-k is at least the subset's k-th), one pass
-// over all keys keeps those at or above it in shared memory (about k * n /
-// capacity of them on random scores; sp.idx, when given, remembers where
-// each came from) and the selection runs over those; only when they
-// overflow shared memory does it run over all keys, regenerating them each
-// pass.
+// there. Past that, a floor under the k-th key: for a warp (k <=
+// kLaneFloorMaxK) the lanes' maxima (lane_floor: one pass in registers);
+// for a block, the top-k of the first sp.capacity keys (every key of the
+// whole top-k is at least the subset's k-th; a radix select in shared
+// memory). One pass over all keys keeps those at or above the floor in
+// shared memory (about k * n / capacity of them on random scores; sp.idx,
+// when given, remembers where each came from) and the selection runs over
+// those; only when they overflow shared memory does it run over all keys,
+// regenerating them each pass.
 template <class G, class Gen, class Out>
 __device__ uint32_t group_select(const Gen &gen, uint32_t n, uint32_t k, const Out &out,
                                  const SelectSpace &sp) {
@@ -298,10 +348,15 @@ __device__ uint32_t group_select(const Gen &gen, uint32_t n, uint32_t k, const O
     const KeyStats st = materialize<G>(gen, n, sp);
     return select_known<G>(SharedKeys{sp.keys}, n, k, st, out, sp);
   }
-  KeyStats st = materialize<G>(gen, sp.capacity, sp);
-  const uint64_t floor =
-      st.count > k ? radix_threshold<G>(SharedKeys{sp.keys}, sp.capacity, k, st, sp) : 1;
-  G::sync();  // the subset's keys are read; they are overwritten next
+  uint64_t floor = 1;
+  KeyStats st;
+  if (G::kSize == 32 && k <= kLaneFloorMaxK && !sp.subset_floor) {
+    floor = lane_floor_for(gen, n, k);
+  } else {
+    st = materialize<G>(gen, sp.capacity, sp);
+    if (st.count > k) floor = radix_threshold<G>(SharedKeys{sp.keys}, sp.capacity, k, st, sp);
+    G::sync();  // the subset's keys are read; they are overwritten next
+  }
   auto kept = [&](uint32_t i) -> uint64_t {
     const uint64_t key = gen(i);
     return key >= floor ? key : 0;

@@ -117,54 +117,93 @@ __device__ __forceinline__ uint64_t warp_sum(uint64_t v) {
   return v;
 }
 
-// One warp per row: the key of the row's first n - 1 ids, a scan of prev's
-// keys for it, an id-by-id comparison of each row that matches, and then
-// one trie step from the equal row's state, or a walk from the root.
-__global__ void __launch_bounds__(kFollowBlock)
-    follow_rows_kernel(launch::TrieView t, launch::TokenRows prev, bool use_prev,
-                       launch::TokenRows rows, int32_t policy) {
+// The state of row `row` of `rows`, by one warp (every lane calls it and
+// gets it): the key of the row's first n - 1 ids, a scan of prev's keys for
+// it, an id-by-id comparison of each row that matches, and then one trie
+// step from the equal row's state, or a walk from the root. With `write`,
+// the row's state, key and (rows.copy_to) ids are stored.
+__device__ uint32_t follow_row(const launch::TrieView &t, const launch::TokenRows &prev,
+                               bool use_prev, const launch::TokenRows &rows, int64_t row,
+                               int32_t policy, bool write) {
   const unsigned lane = threadIdx.x % 32;
-  const int64_t n_warps = static_cast<int64_t>(gridDim.x) * kFollowWarps;
   const uint64_t n = rows.n_tokens;
-  for (int64_t row = static_cast<int64_t>(blockIdx.x) * kFollowWarps + threadIdx.x / 32;
-       row < static_cast<int64_t>(rows.n_rows); row += n_warps) {  // uniform in a warp
-    const int64_t *ids = rows.tokens + row * static_cast<int64_t>(rows.row_stride);
-    uint64_t parent_key = 0;
-    for (uint64_t k = lane; k + 1 < n; k += 32) parent_key += id_hash(k, ids[k]);
-    parent_key = warp_sum(parent_key);
-    bool found = false;
-    uint32_t state = kStateFailed;
-    if (use_prev) {
-      for (size_t base = 0; base < prev.n_rows && !found; base += 32) {
-        const size_t j = base + lane;
-        unsigned match = __ballot_sync(kFullWarp, j < prev.n_rows && prev.keys[j] == parent_key);
-        while (match != 0 && !found) {
-          const size_t candidate = base + static_cast<size_t>(__ffs(static_cast<int>(match)) - 1);
-          match &= match - 1;
-          const int64_t *other = prev.tokens + candidate * prev.row_stride;
-          bool same = true;
-          for (uint64_t k = lane; k + 1 < n; k += 32) same = same && ids[k] == other[k];
-          if (__all_sync(kFullWarp, same)) {
-            found = true;
-            state = prev.states[candidate];
-          }
+  const int64_t *ids = rows.tokens + row * static_cast<int64_t>(rows.row_stride);
+  int64_t *copy =
+      write && rows.copy_to ? rows.copy_to + row * static_cast<int64_t>(rows.copy_stride) : nullptr;
+  uint64_t parent_key = 0;
+  for (uint64_t k = lane; k < n; k += 32) {
+    const int64_t id = ids[k];
+    if (k + 1 < n) parent_key += id_hash(k, id);
+    if (copy) copy[k] = id;
+  }
+  parent_key = warp_sum(parent_key);
+  bool found = false;
+  uint32_t state = kStateFailed;
+  if (use_prev) {
+    for (size_t base = 0; base < prev.n_rows && !found; base += 32) {
+      const size_t j = base + lane;
+      unsigned match = __ballot_sync(kFullWarp, j < prev.n_rows && prev.keys[j] == parent_key);
+      while (match != 0 && !found) {
+        const size_t candidate = base + static_cast<size_t>(__ffs(static_cast<int>(match)) - 1);
+        match &= match - 1;
+        const int64_t *other = prev.tokens + candidate * prev.row_stride;
+        bool same = true;
+        for (uint64_t k = lane; k + 1 < n; k += 32) same = same && ids[k] == other[k];
+        if (__all_sync(kFullWarp, same)) {
+          found = true;
+          state = prev.states[candidate];
         }
       }
     }
-    if (lane == 0) {
-      const PlainRules rules = rules_of(t);
-      if (found) {
-        state = rules.advance(state, token_of(ids[n - 1]), policy).state;
-      } else {
-        state = 0;  // the root
-        for (uint64_t k = 0; k < n; ++k)
-          state = rules.advance(state, token_of(ids[k]), policy).state;
-      }
+  }
+  if (lane == 0) {
+    const PlainRules rules = rules_of(t);
+    if (found) {
+      state = rules.advance(state, token_of(ids[n - 1]), policy).state;
+    } else {
+      state = 0;  // the root
+      for (uint64_t k = 0; k < n; ++k) state = rules.advance(state, token_of(ids[k]), policy).state;
+    }
+    if (write) {
       rows.states[row] = state;
       rows.keys[row] = n > 0 ? parent_key + id_hash(n - 1, ids[n - 1]) : 0;
     }
   }
+  return __shfl_sync(kFullWarp, state, 0);
 }
+
+// One warp per row.
+__global__ void __launch_bounds__(kFollowBlock)
+    follow_rows_kernel(launch::TrieView t, launch::TokenRows prev, bool use_prev,
+                       launch::TokenRows rows, int32_t policy) {
+  const int64_t n_warps = static_cast<int64_t>(gridDim.x) * kFollowWarps;
+  for (int64_t row = static_cast<int64_t>(blockIdx.x) * kFollowWarps + threadIdx.x / 32;
+       row < static_cast<int64_t>(rows.n_rows); row += n_warps) {  // uniform in a warp
+    follow_row(t, prev, use_prev, rows, row, policy, true);
+  }
+}
+
+// The rows of follow_rows as lists for mask_from_lists_kernel (the fused
+// processor step): each block's first warp follows its row (every column
+// tile of a row repeats the few loads; the first tile stores the result),
+// then the block marks that state's allowed set.
+struct FollowLists {
+  launch::TrieView trie;
+  launch::TokenRows prev;
+  bool use_prev;
+  launch::TokenRows rows;
+  int32_t policy;
+
+  __device__ void mark(int64_t row, int64_t lo, int64_t hi, uint32_t *keep) const {
+    __shared__ uint32_t state;
+    if (threadIdx.x < 32) {
+      const uint32_t s = follow_row(trie, prev, use_prev, rows, row, policy, blockIdx.x == 0);
+      if (threadIdx.x == 0) state = s;
+    }
+    __syncthreads();  // mask_from_lists_kernel's barriers order the next row's write
+    mark_allowed(trie, state, lo, hi, keep);
+  }
+};
 
 // The allowed set of each row's state, as lists for mask_from_lists_kernel.
 struct TrieLists {
@@ -213,6 +252,17 @@ int follow_rows(const TrieView &trie, const TokenRows *prev, const TokenRows &ro
                                dim3(device::grid_for(n_rows, device::kFollowWarps)),
                                dim3(device::kFollowBlock), stream, trie, prev ? *prev : none,
                                prev != nullptr, rows, failure_policy);
+}
+
+int follow_rows_mask_logits(const TrieView &trie, const TokenRows *prev, const TokenRows &rows,
+                            int32_t failure_policy, const Logits &logits, const DeviceShape &shape,
+                            void *stream) {
+  if (rows.n_rows == 0) return 0;
+  const Rows selected{nullptr, rows.n_rows, rows.n_rows};
+  return device::launch_mask_from_lists(
+      logits, selected,
+      device::FollowLists{trie, prev ? *prev : TokenRows{}, prev != nullptr, rows, failure_policy},
+      shape, stream);
 }
 
 int mask_logits_from_states(const TrieView &trie, const uint32_t *states, size_t n_rows,

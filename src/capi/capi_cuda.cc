@@ -56,11 +56,16 @@ launch::Logits device_logits(const treemask::kernels::LogitsRows &r) {
   return l;
 }
 
-// The logits of a state-array step (the caller checked that the width holds
-// the trie's vocabulary).
-Result<launch::Logits> step_logits_arg(void *logits, int32_t dtype, size_t n_rows,
-                                       size_t logits_row_stride, size_t logits_width,
-                                       int32_t vocab_size) {
+// The logits of a state-array step over dev_trie (not null: the caller
+// checked it): the width must hold the trie's vocabulary.
+Result<launch::Logits> step_logits_arg(const treemask_cuda_trie *dev_trie, void *logits,
+                                       int32_t dtype, size_t n_rows, size_t logits_row_stride,
+                                       size_t logits_width) {
+  const int32_t vocab_size = bridge::trie_vocab_size(*to_device_trie(dev_trie));
+  if (logits && logits_width < static_cast<uint64_t>(vocab_size)) {
+    return error(Code::kInvalidArgument, "logits_width ", logits_width,
+                 " is smaller than the trie's vocab_size ", vocab_size);
+  }
   const treemask::kernels::LogitsRows r{logits,       dtype,      n_rows,  logits_row_stride,
                                         logits_width, vocab_size, nullptr, 0};
   TM_TRY(treemask::kernels::check_logits_rows(r, Where::kDevice));
@@ -305,14 +310,8 @@ treemask_status treemask_cuda_trie_advance_mask_logits(const treemask_cuda_trie 
   return guard(__func__, [&]() -> Status {
     TM_ASSIGN_OR_RETURN(const bridge::StepArg step,
                         step_arg(dev_trie, states, tokens, n_rows, failure_policy, accepted));
-    const int32_t vocab_size = bridge::trie_vocab_size(*to_device_trie(dev_trie));
-    if (logits && logits_width < static_cast<uint64_t>(vocab_size)) {
-      return error(Code::kInvalidArgument, "logits_width ", logits_width,
-                   " is smaller than the trie's vocab_size ", vocab_size);
-    }
-    TM_ASSIGN_OR_RETURN(
-        const launch::Logits l,
-        step_logits_arg(logits, dtype, n_rows, logits_row_stride, logits_width, vocab_size));
+    TM_ASSIGN_OR_RETURN(const launch::Logits l, step_logits_arg(dev_trie, logits, dtype, n_rows,
+                                                                logits_row_stride, logits_width));
     if (n_rows == 0) return Status::Ok();
     return bridge::advance_mask_logits(step, l, stream);
   });
@@ -351,13 +350,8 @@ treemask_status treemask_cuda_trie_follow_rows_mask_logits(
   return guard(__func__, [&]() -> Status {
     TM_ASSIGN_OR_RETURN(const FollowArgs a, follow_args(dev_trie, prev, rows, failure_policy));
     const size_t n_rows = a.rows.n_rows;
-    const int32_t vocab_size = bridge::trie_vocab_size(*to_device_trie(dev_trie));
-    if (logits && logits_width < static_cast<uint64_t>(vocab_size)) {
-      return error(Code::kInvalidArgument, "logits_width ", logits_width,
-                   " is smaller than the trie's vocab_size ", vocab_size);
-    }
-    TM_ASSIGN_OR_RETURN(launch::Logits l, step_logits_arg(logits, dtype, n_rows, logits_row_stride,
-                                                          logits_width, vocab_size));
+    TM_ASSIGN_OR_RETURN(launch::Logits l, step_logits_arg(dev_trie, logits, dtype, n_rows,
+                                                          logits_row_stride, logits_width));
     if (scores && scores != logits) {
       const size_t stride = scores_row_stride != 0 ? scores_row_stride : logits_width;
       if (n_rows > 1 && stride < logits_width) {

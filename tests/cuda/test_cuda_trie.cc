@@ -452,10 +452,16 @@ uint32_t host_walk(const TrieUnderTest &t, const int64_t *ids, size_t n, int32_t
   return state;
 }
 
-// The tokens a state allows (the host's fill).
-std::vector<int32_t> allowed_tokens(const TrieUnderTest &t, uint32_t state) {
+// The bitmask row of a state (the host's fill).
+std::vector<int32_t> state_row(const TrieUnderTest &t, uint32_t state) {
   std::vector<int32_t> row(static_cast<size_t>((t.vocab + 31) / 32));
   CHECK_TM(treemask_trie_fill_states(t.trie.p, &state, 1, row.data(), row.size()));
+  return row;
+}
+
+// The tokens a state allows (the host's fill).
+std::vector<int32_t> allowed_tokens(const TrieUnderTest &t, uint32_t state) {
+  const std::vector<int32_t> row = state_row(t, state);
   std::vector<int32_t> out;
   for (int32_t tok = 0; tok < t.vocab; ++tok) {
     if (cudatest::bit_set(row.data(), static_cast<size_t>(tok))) out.push_back(tok);
@@ -496,13 +502,6 @@ void test_advance_states(const TrieUnderTest &t, std::mt19937_64 &rng, cudaStrea
   CHECK(treemask_cuda_trie_advance_states(dt, nullptr, nullptr, 1, 0, nullptr, stream) ==
         TREEMASK_ERR_INVALID_ARGUMENT);
   treemask_cuda_trie_free(dt);
-}
-
-// The bitmask row of a state (the host's fill).
-std::vector<int32_t> state_row(const TrieUnderTest &t, uint32_t state) {
-  std::vector<int32_t> row(static_cast<size_t>((t.vocab + 31) / 32));
-  CHECK_TM(treemask_trie_fill_states(t.trie.p, &state, 1, row.data(), row.size()));
-  return row;
 }
 
 // How a step of test_follow_rows asks for its states.

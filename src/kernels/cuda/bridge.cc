@@ -196,10 +196,6 @@ launch::DeviceShape device_shape(int device) {
   // Several resident blocks per SM hide the latency of the first loads.
   launch::DeviceShape shape;
   shape.target_blocks = std::max(1, sms) * 4;
-  // A benchmark's switch (launch.h), read per call so that one process can
-  // time both ways.
-  const char *floor = std::getenv("TREEMASK_CUDA_BEAM_FLOOR");
-  shape.subset_floor = floor && std::strcmp(floor, "subset") == 0;
   return shape;
 }
 
@@ -475,9 +471,14 @@ Status beam_step(const BeamArg &step, void *stream) {
   ws.keys = reinterpret_cast<uint64_t *>(static_cast<char *>(step.workspace) +
                                          align_up(step.n_requests * 4, 8));
   ws.next = reinterpret_cast<uint32_t *>(ws.keys + n_slots * step.beam_width);
+  launch::DeviceShape shape = device_shape(device);
+  // A benchmark's switch (launch.h), read per step so that one process can
+  // time both ways; only the beam step reads it.
+  const char *floor = std::getenv("TREEMASK_CUDA_BEAM_FLOOR");
+  shape.subset_floor = floor && std::strcmp(floor, "subset") == 0;
   return launched(launch::beam_step(step.trie->view, step.logits, layout, step.n_requests,
                                     static_cast<uint32_t>(step.beam_width), step.state, ws,
-                                    step.n_bad_rows, device_shape(device), stream),
+                                    step.n_bad_rows, shape, stream),
                   "launching the beam step kernel");
 }
 

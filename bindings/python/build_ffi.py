@@ -58,11 +58,34 @@ def cdef_from_header(text):
     return "\n".join(out)
 
 
+# Calls of the package's own, compiled into the module (not the library):
+# the per-step CUDA calls with their pointers as integers. A torch tensor's
+# data_ptr() is an int, and ffi.cast(void *, int) costs about 0.3 us per
+# pointer on a 2-core VM, more than the rest of the apply's Python (issue
+# 30 item 3: the whole call against one torch op). The pointers are CUDA
+# tensors the caller checked (TREEMASK_CUDA_CALLER_CHECKED_POINTERS).
+SHIMS_CDEF = """
+treemask_status treemask_py_cuda_apply_token_bitmask(uintptr_t logits, int32_t dtype, size_t n_rows,
+    size_t logits_row_stride, size_t logits_width, uintptr_t bitmask, size_t bitmask_row_words,
+    size_t n_bitmask_rows, int32_t vocab_size, uintptr_t stream);
+"""
+SHIMS_SOURCE = """
+static treemask_status treemask_py_cuda_apply_token_bitmask(uintptr_t logits, int32_t dtype,
+    size_t n_rows, size_t logits_row_stride, size_t logits_width, uintptr_t bitmask,
+    size_t bitmask_row_words, size_t n_bitmask_rows, int32_t vocab_size, uintptr_t stream) {
+  return treemask_cuda_apply_token_bitmask_flags((void *)logits, dtype, n_rows, logits_row_stride,
+      logits_width, (const int32_t *)bitmask, bitmask_row_words, n_bitmask_rows, vocab_size, NULL, 0,
+      TREEMASK_CUDA_CALLER_CHECKED_POINTERS, (void *)stream);
+}
+"""
+
+
 def build_ffi(include_dir):
     ffi = cffi.FFI()
     for header in HEADERS:
         with open(os.path.join(include_dir, header), encoding="utf-8") as f:
             ffi.cdef(cdef_from_header(f.read()))
+    ffi.cdef(SHIMS_CDEF)
     # The log callback handed to treemask_set_log_callback (treemask.log):
     # a C function cffi generates, calling into Python without a libffi closure.
     ffi.cdef('extern "Python" void _treemask_python_log(int32_t, const char *, void *);')
@@ -71,7 +94,7 @@ def build_ffi(include_dir):
     # every declaration, and the package lists what it exposes of that tier
     # in treemask.EXPERIMENTAL.
     ffi.set_source(MODULE, "#define TREEMASK_EXPERIMENTAL 1\n" +
-                   "".join('#include "%s"\n' % h for h in HEADERS))
+                   "".join('#include "%s"\n' % h for h in HEADERS) + SHIMS_SOURCE)
     return ffi
 
 

@@ -127,6 +127,33 @@ TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_apply_token_candid
 /* Experimental                                                              */
 /* ======================================================================== */
 
+/* ---- Experimental: pointers the caller has checked ---------------------- */
+
+/* The flags of the calls that take them (since 0.4.0). Each stable call
+ * asks the CUDA runtime what every pointer argument is
+ * (cudaPointerGetAttributes: host memory and another device's memory are
+ * refused with a message naming the argument). A binding whose arrays carry
+ * their device (a torch CUDA tensor on the current device) already knows,
+ * and per call that query is host time on the decode step's critical path
+ * (one per pointer: 2 for an apply, 7 for a beam step). With
+ * TREEMASK_CUDA_CALLER_CHECKED_POINTERS the caller vouches that every
+ * pointer argument (the arrays its structs point to included) is memory the
+ * current device can address (its own device memory, managed memory or
+ * mapped pinned memory at the same address) and stays allocated until the
+ * work completes; the library then makes no pointer query, as a CUDA
+ * kernel library such as cuBLAS makes none. A pointer that breaks the
+ * promise is undefined behaviour (typically an illegal-address error from
+ * a later CUDA call). Every other check is unchanged: NULLs, sizes,
+ * overlaps, the trie's device. Other bits are reserved:
+ * TREEMASK_ERR_INVALID_ARGUMENT naming them. */
+#define TREEMASK_CUDA_CALLER_CHECKED_POINTERS 0x1u
+
+/* treemask_cuda_apply_token_bitmask with flags (above). */
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_apply_token_bitmask_flags(
+    void *logits, int32_t dtype, size_t n_rows, size_t logits_row_stride, size_t logits_width,
+    const int32_t *bitmask, size_t bitmask_row_words, size_t n_bitmask_rows, int32_t vocab_size,
+    const int32_t *indices, size_t n_indices, uint32_t flags, void *stream);
+
 /* ---- Experimental: device trie and the fused step ----------------------- */
 
 /* A copy of a trie's arrays in device memory (node offsets, edge tokens,
@@ -294,13 +321,14 @@ TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_trie_follow_rows(
  * Errors (nothing enqueued): those of follow_rows and advance_mask_logits
  * (logits has rows->n_rows rows), scores_row_stride < logits_width,
  * overlapping scores and logits, copy_to overlapping tokens or
- * prev->tokens. rows->n_rows = 0 succeeds and enqueues nothing.
- * Graph-capturable. */
+ * prev->tokens, unknown flags. rows->n_rows = 0 succeeds and enqueues
+ * nothing. Graph-capturable. flags: 0, or
+ * TREEMASK_CUDA_CALLER_CHECKED_POINTERS (above). */
 TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_trie_follow_rows_mask_logits(
     const treemask_cuda_trie *dev_trie, const treemask_cuda_token_rows *prev,
     const treemask_cuda_token_rows *rows, int32_t failure_policy, const void *scores,
     size_t scores_row_stride, void *logits, int32_t dtype, size_t logits_row_stride,
-    size_t logits_width, void *stream);
+    size_t logits_width, uint32_t flags, void *stream);
 
 /* ---- Experimental: beam step and top-k on the device -------------------- */
 
@@ -378,6 +406,15 @@ TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_beam_step(
     const treemask_cuda_trie *dev_trie, size_t n_requests, size_t beam_width,
     const treemask_logits *logits, uint32_t *states, float *scores, int32_t *parents,
     int32_t *tokens, void *workspace, size_t workspace_bytes, uint32_t *n_bad_rows, void *stream);
+
+/* treemask_cuda_beam_step with flags: 0, or
+ * TREEMASK_CUDA_CALLER_CHECKED_POINTERS (which skips the seven pointer
+ * queries of a step); unknown bits are TREEMASK_ERR_INVALID_ARGUMENT. */
+TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_beam_step_flags(
+    const treemask_cuda_trie *dev_trie, size_t n_requests, size_t beam_width,
+    const treemask_logits *logits, uint32_t *states, float *scores, int32_t *parents,
+    int32_t *tokens, void *workspace, size_t workspace_bytes, uint32_t *n_bad_rows, uint32_t flags,
+    void *stream);
 
 /* The top-k contract, one text in treemask.h and treemask_cuda.h for the
  * host twin (treemask_trie_topk_states) and the device twin

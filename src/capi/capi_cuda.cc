@@ -42,6 +42,19 @@ using treemask::check_failure_policy;
 using treemask::kernels::check_extent;
 using treemask::kernels::Where;
 
+// The pointer checks that flags ask for (treemask_cuda.h); unknown bits are
+// refused by name, so that a caller built against a later header fails
+// loudly instead of losing a flag.
+Result<bridge::Pointers> pointers_of(uint32_t flags) {
+  const uint32_t unknown = flags & ~uint32_t{TREEMASK_CUDA_CALLER_CHECKED_POINTERS};
+  if (unknown != 0) {
+    return error(Code::kInvalidArgument, "flags ", treemask::Hex{flags}, " has unknown bits ",
+                 treemask::Hex{unknown}, " (known: TREEMASK_CUDA_CALLER_CHECKED_POINTERS = 0x1)");
+  }
+  return (flags & TREEMASK_CUDA_CALLER_CHECKED_POINTERS) ? bridge::Pointers::kCallerChecked
+                                                         : bridge::Pointers::kQuery;
+}
+
 // The device view of checked logits rows: the kernels mask columns from
 // vocab_size on, so they take min(vocab_size, width) (what the CPU twin
 // computes), which keeps the semantics of a vocab_size past the width.
@@ -213,14 +226,19 @@ bool treemask_cuda_available(void) {
   }
 }
 
-treemask_status treemask_cuda_apply_token_bitmask(void *logits, int32_t dtype, size_t n_rows,
-                                                  size_t logits_row_stride, size_t logits_width,
-                                                  const int32_t *bitmask, size_t bitmask_row_words,
-                                                  size_t n_bitmask_rows, int32_t vocab_size,
-                                                  const int32_t *indices, size_t n_indices,
-                                                  void *stream) {
-  return guard(__func__, [&]() -> Status {
+namespace {
+
+// The two bitmask apply calls (the stable one passes flags 0); errors are
+// reported under the name of the call made.
+treemask_status apply_token_bitmask(const char *function, void *logits, int32_t dtype,
+                                    size_t n_rows, size_t logits_row_stride, size_t logits_width,
+                                    const int32_t *bitmask, size_t bitmask_row_words,
+                                    size_t n_bitmask_rows, int32_t vocab_size,
+                                    const int32_t *indices, size_t n_indices, uint32_t flags,
+                                    void *stream) {
+  return guard(function, [&]() -> Status {
     TM_TRY(require_built());
+    TM_ASSIGN_OR_RETURN(const bridge::Pointers pointers, pointers_of(flags));
     TM_TRY(treemask::capi::check_count("n_indices", n_indices, sizeof(int32_t)));
     treemask::kernels::BitmaskApply a;
     static_cast<treemask::kernels::LogitsRows &>(a) = {
@@ -237,8 +255,30 @@ treemask_status treemask_cuda_apply_token_bitmask(void *logits, int32_t dtype, s
     return bridge::apply_bitmask(
         device_logits(a),
         launch::Rows::select(indices, n_indices, std::min(n_rows, n_bitmask_rows)), bitmask,
-        bitmask_row_words, stream);
+        bitmask_row_words, pointers, stream);
   });
+}
+
+}  // namespace
+
+treemask_status treemask_cuda_apply_token_bitmask(void *logits, int32_t dtype, size_t n_rows,
+                                                  size_t logits_row_stride, size_t logits_width,
+                                                  const int32_t *bitmask, size_t bitmask_row_words,
+                                                  size_t n_bitmask_rows, int32_t vocab_size,
+                                                  const int32_t *indices, size_t n_indices,
+                                                  void *stream) {
+  return apply_token_bitmask(__func__, logits, dtype, n_rows, logits_row_stride, logits_width,
+                             bitmask, bitmask_row_words, n_bitmask_rows, vocab_size, indices,
+                             n_indices, 0, stream);
+}
+
+treemask_status treemask_cuda_apply_token_bitmask_flags(
+    void *logits, int32_t dtype, size_t n_rows, size_t logits_row_stride, size_t logits_width,
+    const int32_t *bitmask, size_t bitmask_row_words, size_t n_bitmask_rows, int32_t vocab_size,
+    const int32_t *indices, size_t n_indices, uint32_t flags, void *stream) {
+  return apply_token_bitmask(__func__, logits, dtype, n_rows, logits_row_stride, logits_width,
+                             bitmask, bitmask_row_words, n_bitmask_rows, vocab_size, indices,
+                             n_indices, flags, stream);
 }
 
 treemask_status treemask_cuda_apply_token_candidates(void *logits, int32_t dtype, size_t n_rows,
@@ -346,9 +386,10 @@ treemask_status treemask_cuda_trie_follow_rows_mask_logits(
     const treemask_cuda_trie *dev_trie, const treemask_cuda_token_rows *prev,
     const treemask_cuda_token_rows *rows, int32_t failure_policy, const void *scores,
     size_t scores_row_stride, void *logits, int32_t dtype, size_t logits_row_stride,
-    size_t logits_width, void *stream) {
+    size_t logits_width, uint32_t flags, void *stream) {
   return guard(__func__, [&]() -> Status {
     TM_ASSIGN_OR_RETURN(const FollowArgs a, follow_args(dev_trie, prev, rows, failure_policy));
+    TM_ASSIGN_OR_RETURN(const bridge::Pointers pointers, pointers_of(flags));
     const size_t n_rows = a.rows.n_rows;
     TM_ASSIGN_OR_RETURN(launch::Logits l, step_logits_arg(dev_trie, logits, dtype, n_rows,
                                                           logits_row_stride, logits_width));
@@ -375,7 +416,7 @@ treemask_status treemask_cuda_trie_follow_rows_mask_logits(
     if (n_rows == 0) return Status::Ok();
     return bridge::follow_rows_mask_logits(*to_device_trie(dev_trie),
                                            a.has_prev ? &a.prev : nullptr, a.rows, failure_policy,
-                                           l, stream);
+                                           l, pointers, stream);
   });
 }
 
@@ -389,14 +430,17 @@ treemask_status treemask_cuda_beam_workspace_size(size_t n_requests, size_t beam
   });
 }
 
-treemask_status treemask_cuda_beam_step(const treemask_cuda_trie *dev_trie, size_t n_requests,
-                                        size_t beam_width, const treemask_logits *logits,
-                                        uint32_t *states, float *scores, int32_t *parents,
-                                        int32_t *tokens, void *workspace, size_t workspace_bytes,
-                                        uint32_t *n_bad_rows, void *stream) {
-  return guard(__func__, [&]() -> Status {
+namespace {
+
+treemask_status beam_step(const char *function, const treemask_cuda_trie *dev_trie,
+                          size_t n_requests, size_t beam_width, const treemask_logits *logits,
+                          uint32_t *states, float *scores, int32_t *parents, int32_t *tokens,
+                          void *workspace, size_t workspace_bytes, uint32_t *n_bad_rows,
+                          uint32_t flags, void *stream) {
+  return guard(function, [&]() -> Status {
     TM_TRY(require_built());
     TM_REQUIRE_ARG(dev_trie);
+    TM_ASSIGN_OR_RETURN(const bridge::Pointers pointers, pointers_of(flags));
     TM_ASSIGN_OR_RETURN(const size_t needed, bridge::beam_workspace_bytes(n_requests, beam_width));
     (void)needed;
     const size_t n_slots = n_requests * beam_width;
@@ -417,8 +461,30 @@ treemask_status treemask_cuda_beam_step(const treemask_cuda_trie *dev_trie, size
     step.workspace = workspace;
     step.workspace_bytes = workspace_bytes;
     step.n_bad_rows = n_bad_rows;
+    step.pointers = pointers;
     return bridge::beam_step(step, stream);
   });
+}
+
+}  // namespace
+
+treemask_status treemask_cuda_beam_step(const treemask_cuda_trie *dev_trie, size_t n_requests,
+                                        size_t beam_width, const treemask_logits *logits,
+                                        uint32_t *states, float *scores, int32_t *parents,
+                                        int32_t *tokens, void *workspace, size_t workspace_bytes,
+                                        uint32_t *n_bad_rows, void *stream) {
+  return beam_step(__func__, dev_trie, n_requests, beam_width, logits, states, scores, parents,
+                   tokens, workspace, workspace_bytes, n_bad_rows, 0, stream);
+}
+
+treemask_status treemask_cuda_beam_step_flags(const treemask_cuda_trie *dev_trie, size_t n_requests,
+                                              size_t beam_width, const treemask_logits *logits,
+                                              uint32_t *states, float *scores, int32_t *parents,
+                                              int32_t *tokens, void *workspace,
+                                              size_t workspace_bytes, uint32_t *n_bad_rows,
+                                              uint32_t flags, void *stream) {
+  return beam_step(__func__, dev_trie, n_requests, beam_width, logits, states, scores, parents,
+                   tokens, workspace, workspace_bytes, n_bad_rows, flags, stream);
 }
 
 treemask_status treemask_cuda_trie_topk_states(const treemask_cuda_trie *dev_trie,

@@ -7,7 +7,8 @@ each target of issue 22 prints as one line `TARGET <name>: <figure> ...: met`
 1. Call overhead of treemask.apply_token_bitmask_inplace on CUDA tensors
    (microseconds per call, back to back, 1 and 64 rows of 151,936 fp32 /
    bf16 logits) beside one torch op on the same tensors (masked_fill_ with a
-   precomputed mask). Target: <= 8 us at 1 row.
+   precomputed mask). Target (issue 30): <= 1.0x that op at 1 and 64 rows,
+   fp32 and bf16.
 2. TrieLogitsProcessor in generate(do_sample=True) on CUDA, batch 64, 16 new
    tokens, a Qwen2.5-0.5B-shaped bf16 model with random weights (no
    download): ms per step unconstrained, with the processor's device path and
@@ -90,7 +91,7 @@ def host_overhead():
             return getattr(bm.lib, name)
 
         @staticmethod
-        def treemask_cuda_apply_token_bitmask(*args):
+        def treemask_py_cuda_apply_token_bitmask(*args):
             return 0
 
     calls = bm._CudaCalls(torch)
@@ -112,16 +113,10 @@ def host_overhead():
                 if rows == 1 and dtype is torch.float32:
                     one_row = us
         # The tensor subclass makes every attribute read slower than on a real
-        # tensor; the fast path's body on plain tensors shows by how much.
-        logits = torch.zeros((1, BASE_VOCAB))
-        mask = torch.zeros((1, (BASE_VOCAB + 31) // 32), dtype=torch.int32)
-        body = best_of(lambda: bm._apply_cuda_fast(torch, logits, mask, None), 20000)
-        print("  the fast path's body alone on plain tensors (their attributes as fast as a CUDA tensor's):"
-              " %.2f us" % body)
-        print("(the library's own host time per call comes on top; target for the whole call on a GPU host:"
-              " <= 8 us at 1 row)")
-        print("HOST python part of the apply call at 1 row: %.2f us (posing tensors), %.2f us (the body on plain"
-              " tensors)" % (one_row, body))
+        # CUDA tensor, so these figures are an upper bound.
+        print("(the library's own host time per call comes on top; the target on a GPU host: the whole call"
+              " <= one torch op, masked_fill_)")
+        print("HOST python part of the apply call at 1 row: %.2f us (posing tensors: an upper bound)" % one_row)
     finally:
         bm.lib = real_lib
         bm._cuda_calls = None
@@ -157,8 +152,8 @@ def gpu_calls_us(torch, fn, number):
 def bench_apply(torch):
     print("\n== 1. apply_token_bitmask_inplace on CUDA tensors, us per call (back to back), V = %d" % BASE_VOCAB)
     gen = torch.Generator(device="cuda").manual_seed(0)
-    print("%-20s %14s %30s" % ("", "treemask", "torch masked_fill_ (one op)"))
-    worst_one_row = 0.0
+    print("%-20s %14s %30s %8s" % ("", "treemask", "torch masked_fill_ (one op)", "ratio"))
+    ratios = []
     for rows in (1, 64):
         for dtype in (torch.float32, torch.bfloat16):
             logits = torch.randn((rows, BASE_VOCAB), device="cuda", generator=gen).to(dtype)
@@ -167,10 +162,12 @@ def bench_apply(torch):
             dense = torch.rand((rows, BASE_VOCAB), device="cuda", generator=gen) < 0.5
             ours = gpu_calls_us(torch, lambda x=logits, m=mask: treemask.apply_token_bitmask_inplace(x, m), 2000)
             theirs = gpu_calls_us(torch, lambda x=logits, m=dense: x.masked_fill_(m, float("-inf")), 2000)
-            print("%2d rows %-12s %14.1f %30.1f" % (rows, str(dtype).replace("torch.", ""), ours, theirs))
-            if rows == 1:
-                worst_one_row = max(worst_one_row, ours)
-    target("apply call from Python, 1 row (worst of fp32 / bf16)", worst_one_row, "us", "<=", 8)
+            name = str(dtype).replace("torch.", "")
+            print("%2d rows %-12s %14.1f %30.1f %7.2fx" % (rows, name, ours, theirs, ours / theirs))
+            ratios.append(("%d row%s %s" % (rows, "" if rows == 1 else "s", name), ours / theirs))
+    # Issue 30: the call costs no more than one torch op, at 1 and 64 rows, fp32 and bf16.
+    for what, ratio in ratios:
+        target("apply call from Python vs one torch op, %s" % what, ratio, "x", "<=", 1.0)
 
 
 # ---- 2. the processor in generate() -------------------------------------------

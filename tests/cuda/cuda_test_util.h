@@ -30,6 +30,28 @@ inline constexpr bool kEmulated = true;
 inline constexpr bool kEmulated = false;
 #endif
 
+// The pointer queries (cudaPointerGetAttributes) the library made while fn
+// ran, where the emulation counts them; -1 on a GPU (whose runtime does not
+// say).
+template <class F>
+long pointer_queries_in(F &&fn) {
+#ifdef TREEMASK_CUDA_EMULATION
+  const size_t before = cuda_emulation::pointer_queries();
+  fn();
+  return static_cast<long>(cuda_emulation::pointer_queries() - before);
+#else
+  fn();
+  return -1;
+#endif
+}
+
+// 0 or TREEMASK_CUDA_CALLER_CHECKED_POINTERS at random: the flag may skip
+// the library's pointer queries and nothing else, so no result may depend on
+// it.
+inline uint32_t random_flags(std::mt19937_64 &rng) {
+  return rng() % 2 ? TREEMASK_CUDA_CALLER_CHECKED_POINTERS : 0;
+}
+
 inline int g_failures = 0;
 
 inline void report_failure(const char *file, int line, const char *what, const std::string &why) {

@@ -113,9 +113,18 @@ void test_dense(std::mt19937_64 &rng, cudaStream_t stream) {
         const size_t eb = cudatest::dtype_bytes(dtype);
         DeviceArray<uint8_t> d_logits(want.bytes, g.shift_elements * eb);
         DeviceArray<int32_t> d_indices(use_indices ? indices : std::vector<int32_t>{0});
-        CHECK_TM(treemask_cuda_apply_token_bitmask(
-            d_logits.get(), dtype, g.n_rows, g.stride, g.width, d_mask.get(), g.row_words, g.n_rows,
-            g.vocab, use_indices ? d_indices.get() : nullptr, indices.size(), stream));
+        // The stable call, or the flags call with or without the caller's
+        // word on the pointers: the same result.
+        if (rng() % 2) {
+          CHECK_TM(treemask_cuda_apply_token_bitmask(
+              d_logits.get(), dtype, g.n_rows, g.stride, g.width, d_mask.get(), g.row_words,
+              g.n_rows, g.vocab, use_indices ? d_indices.get() : nullptr, indices.size(), stream));
+        } else {
+          CHECK_TM(treemask_cuda_apply_token_bitmask_flags(
+              d_logits.get(), dtype, g.n_rows, g.stride, g.width, d_mask.get(), g.row_words,
+              g.n_rows, g.vocab, use_indices ? d_indices.get() : nullptr, indices.size(),
+              cudatest::random_flags(rng), stream));
+        }
         cudatest::reference_apply(want, mask, g.row_words, g.vocab,
                                   use_indices ? &indices : nullptr);
         const std::string diff = cudatest::first_difference(want, d_logits.download(stream));
@@ -307,6 +316,41 @@ void test_pointer_errors(cudaStream_t stream) {
   const auto masked = d_logits.download(stream);
   CHECK(std::all_of(masked.begin(), masked.end(), [](float x) { return x < -3e38f; }));
   CHECK_CUDA(cudaFreeHost(pinned));
+
+  // TREEMASK_CUDA_CALLER_CHECKED_POINTERS: no pointer query (where the
+  // emulation counts them; the stable call makes one per pointer), the
+  // same masking; every other check stays, and unknown bits are refused.
+  std::vector<int32_t> half_mask = {0x0000FFFF, -1};
+  DeviceArray<int32_t> d_half(half_mask);
+  for (const uint32_t flags : {0u, TREEMASK_CUDA_CALLER_CHECKED_POINTERS}) {
+    DeviceArray<float> fresh(std::vector<float>(64, 2.0f));
+    const long queries = cudatest::pointer_queries_in([&] {
+      CHECK_TM(treemask_cuda_apply_token_bitmask_flags(fresh.get(), cudatest::kF32, 1, 64, 64,
+                                                       d_half.get(), 2, 1, 64, nullptr, 0, flags,
+                                                       stream));
+    });
+    CHECK_MSG(queries < 0 || queries == (flags ? 0 : 2), std::to_string(queries) + " queries");
+    const auto got = fresh.download(stream);
+    for (size_t i = 0; i < 64; ++i) {
+      CHECK_MSG(i < 16 || i >= 32 ? got[i] == 2.0f : got[i] < -3e38f,
+                "column " + std::to_string(i) + " with flags " + std::to_string(flags));
+    }
+  }
+  s = treemask_cuda_apply_token_bitmask_flags(odd, cudatest::kF32, 1, 32, 32, d_mask.get(), 2, 1,
+                                              32, nullptr, 0, TREEMASK_CUDA_CALLER_CHECKED_POINTERS,
+                                              stream);
+  CHECK_MSG(error_mentions(s, TREEMASK_ERR_INVALID_ARGUMENT, "not aligned"), treemask_last_error());
+  s = treemask_cuda_apply_token_bitmask_flags(d_logits.get(), cudatest::kF32, 1, 64, 64,
+                                              d_mask.get(), 2, 1, 64, nullptr, 0, 0x80000001u,
+                                              stream);
+  CHECK_MSG(error_mentions(s, TREEMASK_ERR_INVALID_ARGUMENT, "unknown bits 0x80000000") &&
+                error_mentions(s, TREEMASK_ERR_INVALID_ARGUMENT,
+                               "treemask_cuda_apply_token_bitmask_flags"),
+            treemask_last_error());
+  s = treemask_cuda_apply_token_bitmask(host_logits.data(), cudatest::kF32, 1, 64, 64, d_mask.get(),
+                                        2, 1, 64, nullptr, 0, stream);
+  CHECK_MSG(error_mentions(s, TREEMASK_ERR_INVALID_ARGUMENT, "treemask_cuda_apply_token_bitmask:"),
+            treemask_last_error());
 
   // Empty selections succeed without touching anything, even with host pointers.
   CHECK_TM(treemask_cuda_apply_token_bitmask(host_logits.data(), cudatest::kF32, 0, 64, 64,

@@ -297,9 +297,18 @@ void compare_search(const treemask_trie *trie_p, const SearchSpec &spec, std::mt
     CHECK_TM(treemask_beam_step_states(cpu.p, trie_p, n_requests, &lg, states.data(), scores.data(),
                                        parents.data(), tokens.data()));
     lg.data = dev_rows.get();
-    CHECK_TM(treemask_cuda_beam_step(dev.p, n_requests, B, &lg, d.states.get(), d.scores.get(),
-                                     d.parents.get(), d.tokens.get(), d.workspace.get(),
-                                     d.workspace_bytes, d.n_bad.get(), nullptr));
+    // The stable call or the flags call (the caller's word on the pointers
+    // at random): the same step.
+    if (rng() % 2) {
+      CHECK_TM(treemask_cuda_beam_step(dev.p, n_requests, B, &lg, d.states.get(), d.scores.get(),
+                                       d.parents.get(), d.tokens.get(), d.workspace.get(),
+                                       d.workspace_bytes, d.n_bad.get(), nullptr));
+    } else {
+      CHECK_TM(treemask_cuda_beam_step_flags(dev.p, n_requests, B, &lg, d.states.get(),
+                                             d.scores.get(), d.parents.get(), d.tokens.get(),
+                                             d.workspace.get(), d.workspace_bytes, d.n_bad.get(),
+                                             cudatest::random_flags(rng), nullptr));
+    }
     const auto got_states = d.states.download();
     const auto got_scores = d.scores.download();
     const auto got_parents = d.parents.download();
@@ -859,6 +868,33 @@ void argument_errors() {
   CHECK(step(2, 3, &odd, d.workspace_bytes, d.states.get()) == TREEMASK_ERR_INVALID_ARGUMENT);
   CHECK(std::string(treemask_last_error()).find("not aligned") != std::string::npos);
   CHECK(step(0, 3, &lg, 0, d.states.get()) == TREEMASK_OK);
+  // The flags call: no pointer query with the caller's word (seven without,
+  // n_bad_rows included, where the emulation counts them); other checks
+  // stay; unknown bits are refused by name.
+  DeviceArray<uint32_t> n_bad(std::vector<uint32_t>{0});
+  for (const uint32_t flags : {0u, TREEMASK_CUDA_CALLER_CHECKED_POINTERS}) {
+    CHECK_CUDA(cudaMemset(d.workspace.get(), 0, d.workspace_bytes));
+    CHECK_CUDA(cudaMemset(d.states.get(), 0, 6 * sizeof(uint32_t)));
+    const long queries = cudatest::pointer_queries_in([&] {
+      CHECK_TM(treemask_cuda_beam_step_flags(dev.p, 2, 3, &lg, d.states.get(), d.scores.get(),
+                                             d.parents.get(), d.tokens.get(), d.workspace.get(),
+                                             d.workspace_bytes, n_bad.get(), flags, nullptr));
+    });
+    CHECK_MSG(queries < 0 || queries == (flags ? 0 : 7), std::to_string(queries) + " queries");
+  }
+  CHECK(treemask_cuda_beam_step_flags(
+            dev.p, 2, 3, &odd, d.states.get(), d.scores.get(), d.parents.get(), d.tokens.get(),
+            d.workspace.get(), d.workspace_bytes, nullptr, TREEMASK_CUDA_CALLER_CHECKED_POINTERS,
+            nullptr) == TREEMASK_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(treemask_last_error()).find("not aligned") != std::string::npos);
+  CHECK(treemask_cuda_beam_step_flags(dev.p, 2, 3, &lg, d.states.get(), d.scores.get(),
+                                      d.parents.get(), d.tokens.get(), d.workspace.get(),
+                                      d.workspace_bytes, nullptr, 2,
+                                      nullptr) == TREEMASK_ERR_INVALID_ARGUMENT);
+  CHECK_MSG(std::string(treemask_last_error())
+                    .find("treemask_cuda_beam_step_flags: flags 0x2 has "
+                          "unknown bits 0x2") != std::string::npos,
+            treemask_last_error());
   DeviceArray<size_t> counts(2);
   CHECK(treemask_cuda_trie_topk_states(
             dev.p, d.states.get(), 2, &lg, TREEMASK_CUDA_MAX_BEAM_WIDTH + 1, d.tokens.get(),

@@ -167,6 +167,11 @@ void run_everything() {
       treemask_cuda_apply_token_candidates(logits.data(), 2, 2, 64, 64, offsets.data(),
                                            candidates.data(), 2, 64, nullptr, 0, nullptr),
       TREEMASK_ERR_UNSUPPORTED, why));
+  // The caller's word on the pointers changes nothing here.
+  EXPECT(failed_with(treemask_cuda_apply_token_bitmask_flags(
+                         logits.data(), 0, 2, 64, 64, bitmask.data(), 2, 2, 64, nullptr, 0,
+                         TREEMASK_CUDA_CALLER_CHECKED_POINTERS, nullptr),
+                     TREEMASK_ERR_UNSUPPORTED, why));
   EXPECT(logits[0] == 0.5f && logits[127] == 0.5f);  // nothing was written
 
   // Host-side argument errors, named.
@@ -236,6 +241,10 @@ void run_everything() {
   EXPECT(argument_error(treemask_cuda_beam_step(nullptr, 1, 2, &lg, states, scores, parents, tokens,
                                                 nullptr, 0, nullptr, nullptr),
                         TREEMASK_ERR_INVALID_ARGUMENT, "dev_trie is NULL"));
+  EXPECT(argument_error(
+      treemask_cuda_beam_step_flags(nullptr, 1, 2, &lg, states, scores, parents, tokens, nullptr, 0,
+                                    nullptr, TREEMASK_CUDA_CALLER_CHECKED_POINTERS, nullptr),
+      TREEMASK_ERR_INVALID_ARGUMENT, "dev_trie is NULL"));
   EXPECT(argument_error(treemask_cuda_trie_topk_states(nullptr, states, 2, &lg, 1, tokens, scores,
                                                        counts, nullptr, nullptr),
                         TREEMASK_ERR_INVALID_ARGUMENT, "dev_trie is NULL"));
@@ -251,10 +260,10 @@ void run_everything() {
   EXPECT(argument_error(treemask_cuda_trie_follow_rows(nullptr, nullptr, &rows, 0, nullptr),
                         TREEMASK_ERR_INVALID_ARGUMENT, "dev_trie is NULL"));
   EXPECT(rows.copy_to == nullptr && rows.copy_stride == 0);
-  EXPECT(
-      argument_error(treemask_cuda_trie_follow_rows_mask_logits(
-                         nullptr, nullptr, &rows, 0, nullptr, 0, logits.data(), 0, 64, 64, nullptr),
-                     TREEMASK_ERR_INVALID_ARGUMENT, "dev_trie is NULL"));
+  EXPECT(argument_error(
+      treemask_cuda_trie_follow_rows_mask_logits(nullptr, nullptr, &rows, 0, nullptr, 0,
+                                                 logits.data(), 0, 64, 64, 0, nullptr),
+      TREEMASK_ERR_INVALID_ARGUMENT, "dev_trie is NULL"));
   treemask_cuda_token_rows_init(nullptr);  // a no-op
 
   // Nothing to do needs no device.

@@ -24,6 +24,7 @@ namespace {
 
 using cudatest::DeviceArray;
 using cudatest::HostLogits;
+using cudatest::random_flags;
 using testutil::MatcherHandle;
 using testutil::TrieHandle;
 
@@ -640,12 +641,13 @@ void test_follow_rows(const TrieUnderTest &t, int32_t policy, std::mt19937_64 &r
         want = scores;
         CHECK_TM(treemask_cuda_trie_follow_rows_mask_logits(
             dt, before, &call->desc, policy, rng() % 2 ? nullptr : d_logits.get(),
-            rng() % 2 ? 0 : stride, d_logits.get(), dtype, stride, width, stream));
+            rng() % 2 ? 0 : stride, d_logits.get(), dtype, stride, width, random_flags(rng),
+            stream));
       } else {
         DeviceArray<uint8_t> d_scores(scores.bytes);
         CHECK_TM(treemask_cuda_trie_follow_rows_mask_logits(
             dt, before, &call->desc, policy, d_scores.get(), scores_stride, d_logits.get(), dtype,
-            stride, width, stream));
+            stride, width, random_flags(rng), stream));
         CHECK_MSG(d_scores.download(stream) == scores.bytes, "scores were written: " + where);
         const size_t eb = cudatest::dtype_bytes(dtype);
         for (size_t r = 0; r < n_rows; ++r) {
@@ -720,19 +722,25 @@ void test_follow_rows(const TrieUnderTest &t, int32_t policy, std::mt19937_64 &r
     refused(treemask_cuda_trie_follow_rows(dt, nullptr, &bad, policy, stream), "copy_stride");
     const size_t width = static_cast<size_t>(t.vocab);
     DeviceArray<float> logits((n_rows + 1) * width);
-    refused(treemask_cuda_trie_follow_rows_mask_logits(dt, nullptr, &next.desc, policy,
-                                                       logits.get() + width / 2, width,
-                                                       logits.get(), 0, width, width, stream),
+    // The caller's word on the pointers changes none of these checks.
+    const uint32_t flags = random_flags(rng);
+    refused(treemask_cuda_trie_follow_rows_mask_logits(
+                dt, nullptr, &next.desc, policy, logits.get() + width / 2, width, logits.get(), 0,
+                width, width, flags, stream),
             "scores overlaps logits");
     if (n_rows > 1) {
       refused(treemask_cuda_trie_follow_rows_mask_logits(dt, nullptr, &next.desc, policy,
                                                          logits.get(), width + 1, logits.get(), 0,
-                                                         width, width, stream),
+                                                         width, width, flags, stream),
               "scores_row_stride");
     }
     refused(treemask_cuda_trie_follow_rows_mask_logits(dt, nullptr, &next.desc, policy, nullptr, 0,
-                                                       logits.get(), 0, width, width - 1, stream),
+                                                       logits.get(), 0, width, width - 1, flags,
+                                                       stream),
             "logits_width");
+    refused(treemask_cuda_trie_follow_rows_mask_logits(dt, nullptr, &next.desc, policy, nullptr, 0,
+                                                       logits.get(), 0, width, width, 0x6, stream),
+            "flags 0x6 has unknown bits 0x6");
   }
   // Errors: a NULL rows, an unknown policy, row_stride < n_tokens, host arrays.
   treemask_cuda_token_rows bad;
@@ -760,7 +768,9 @@ void test_follow_rows(const TrieUnderTest &t, int32_t policy, std::mt19937_64 &r
 
 // The masked copy where whole 16-byte vectors are kept (every row of the
 // dense trie at depth 1 allows 40 of its 41 tokens): each dtype, a copy
-// from scores of another stride and in place, against the reference.
+// from scores of another stride and in place, against the reference; with
+// and without TREEMASK_CUDA_CALLER_CHECKED_POINTERS (which must make no
+// pointer query where the emulation counts them, and change nothing else).
 void test_masked_copy_of_kept_vectors(const TrieUnderTest &dense, cudaStream_t stream) {
   treemask_cuda_trie *dt = nullptr;
   CHECK_TM(treemask_cuda_trie_upload(dense.trie.p, stream, &dt));
@@ -785,6 +795,7 @@ void test_masked_copy_of_kept_vectors(const TrieUnderTest &dense, cudaStream_t s
   }
   for (int32_t dtype = 0; dtype < 3; ++dtype) {
     for (const bool in_place : {false, true}) {
+      const uint32_t flags = (dtype + in_place) % 2 ? TREEMASK_CUDA_CALLER_CHECKED_POINTERS : 0;
       const size_t scores_stride = in_place ? stride : stride + 8;
       HostLogits scores(dtype, n_rows, scores_stride, width, rng);
       HostLogits want(dtype, n_rows, stride, width, rng);
@@ -798,9 +809,18 @@ void test_masked_copy_of_kept_vectors(const TrieUnderTest &dense, cudaStream_t s
                       width * eb);
         }
       }
-      CHECK_TM(treemask_cuda_trie_follow_rows_mask_logits(
-          dt, nullptr, &rows, TREEMASK_FAILURE_REJECT, in_place ? nullptr : d_scores.get(),
-          scores_stride, d_logits.get(), dtype, stride, width, stream));
+      const long queries = cudatest::pointer_queries_in([&] {
+        CHECK_TM(treemask_cuda_trie_follow_rows_mask_logits(
+            dt, nullptr, &rows, TREEMASK_FAILURE_REJECT, in_place ? nullptr : d_scores.get(),
+            scores_stride, d_logits.get(), dtype, stride, width, flags, stream));
+      });
+      // ids, states, keys, logits and (not in place) scores: one query each.
+      if (queries >= 0) {
+        CHECK_MSG(queries == (flags      ? 0
+                              : in_place ? 4
+                                         : 5),
+                  std::to_string(queries) + " pointer queries with flags " + std::to_string(flags));
+      }
       cudatest::reference_apply(want, bitmask, bitmask.size() / n_rows, dense.vocab, nullptr);
       const std::string diff = cudatest::first_difference(want, d_logits.download(stream));
       CHECK_MSG(diff.empty(), std::string("masked copy of kept vectors, ") +

@@ -40,12 +40,16 @@ class HostCudaLib:
         self._beams = {}  # beam_width -> treemask_beam *
         self.calls = {}
         self.rows_walked = 0  # follow_rows rows with ids that found no parent in prev
+        self.flags = {}  # call name -> the set of flags values it was given
 
     def __getattr__(self, name):
         return getattr(real_lib, name)
 
-    def _count(self, name):
+    def _count(self, name, flags=0):
         self.calls[name] = self.calls.get(name, 0) + 1
+        if flags & ~real_lib.TREEMASK_CUDA_CALLER_CHECKED_POINTERS:
+            raise AssertionError("%s: unknown flags %#x" % (name, flags))
+        self.flags.setdefault(name, set()).add(flags)
 
     @staticmethod
     def _trie(dev_trie):
@@ -65,7 +69,13 @@ class HostCudaLib:
 
     def treemask_cuda_apply_token_bitmask(self, logits, dtype, n_rows, row_stride, width, bitmask, words,
                                           bitmask_rows, vocab_size, indices, n_indices, stream):
-        self._count("apply")
+        return self.treemask_cuda_apply_token_bitmask_flags(logits, dtype, n_rows, row_stride, width, bitmask,
+                                                            words, bitmask_rows, vocab_size, indices, n_indices, 0,
+                                                            stream)
+
+    def treemask_cuda_apply_token_bitmask_flags(self, logits, dtype, n_rows, row_stride, width, bitmask, words,
+                                                bitmask_rows, vocab_size, indices, n_indices, flags, stream):
+        self._count("apply", flags)
         return real_lib.treemask_cpu_apply_token_bitmask(logits, dtype, n_rows, row_stride, width, bitmask, words,
                                                          bitmask_rows, vocab_size, indices, n_indices)
 
@@ -121,7 +131,12 @@ class HostCudaLib:
 
     def treemask_cuda_beam_step(self, dev_trie, n_requests, beam_width, logits, states, scores, parents, tokens,
                                 workspace, workspace_bytes, n_bad, stream):
-        self._count("beam_step")
+        return self.treemask_cuda_beam_step_flags(dev_trie, n_requests, beam_width, logits, states, scores, parents,
+                                                  tokens, workspace, workspace_bytes, n_bad, 0, stream)
+
+    def treemask_cuda_beam_step_flags(self, dev_trie, n_requests, beam_width, logits, states, scores, parents,
+                                      tokens, workspace, workspace_bytes, n_bad, flags, stream):
+        self._count("beam_step", flags)
         beam = self._beams.get(beam_width)
         if beam is None:
             opts = ffi.new("treemask_beam_options *")
@@ -169,8 +184,8 @@ class HostCudaLib:
         return 0
 
     def treemask_cuda_trie_follow_rows_mask_logits(self, dev_trie, prev, rows, policy, scores, scores_stride,
-                                                   logits, dtype, row_stride, width, stream):
-        self._count("follow_rows_mask_logits")
+                                                   logits, dtype, row_stride, width, flags, stream):
+        self._count("follow_rows_mask_logits", flags)
         status = self._follow(dev_trie, prev, rows, policy)
         if status:
             return status

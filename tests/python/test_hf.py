@@ -109,6 +109,8 @@ def test_rows_follow_their_own_tokens(reorder, path):
         simulate(processor, model, rng, n_rows=8, steps=9, prompt=[5, 6, 7], reorder=reorder, pad=PAD)
         if host is not None:
             assert host.rows_walked == 0 and host.calls["follow_rows_mask_logits"] > 0
+            # the processor vouches for its tensors: no pointer queries in the library
+            assert host.flags["follow_rows_mask_logits"] == {host.TREEMASK_CUDA_CALLER_CHECKED_POINTERS}
 
 
 def test_off_trie_tokens_close_the_row(path):

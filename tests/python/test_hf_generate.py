@@ -160,3 +160,4 @@ def test_the_device_path_generates_what_the_host_path_does(monkeypatch):
             assert torch.equal(torch.isfinite(a), torch.isfinite(b)), name
         check_outputs(got.sequences, inputs["input_ids"].shape[1], tokenizer, trie, eos)
     assert host.calls["follow_rows_mask_logits"] > 0 and host.rows_walked == 0
+    assert host.flags["follow_rows_mask_logits"] == {host.TREEMASK_CUDA_CALLER_CHECKED_POINTERS}

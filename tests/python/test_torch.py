@@ -130,8 +130,9 @@ def test_device_beam_over_the_host_twins(monkeypatch):
             host_scores = want.scores.reshape(-1).copy()
             assert beam.states.numpy().view(np.uint32).tolist() == states.tolist()
             reference = treemask.Beam(B)
-            for _step in range(4):
-                logits = torch.randn((n_requests * B, 600), generator=gen).to(torch.bfloat16)
+            for _step in range(4):  # dtypes alternate: a layout change must reach the kept logits struct
+                dtype = (torch.bfloat16, torch.float32)[_step % 2]
+                logits = torch.randn((n_requests * B, 600), generator=gen).to(dtype)
                 want_parents, want_tokens = reference.step_states(trie, states, logits, host_scores)
                 parents, tokens, scores = beam.step(logits)
                 assert parents is beam.parents and tokens is beam.tokens and scores is beam.scores
@@ -145,13 +146,23 @@ def test_device_beam_over_the_host_twins(monkeypatch):
         assert [t.data_ptr() for t in (beam.states, beam.scores, beam.parents, beam.tokens,
                                        beam.n_bad_rows)] == owned
     assert host.calls["beam_step"] == 4 * 2 * 3
+    assert host.flags["beam_step"] == {host.TREEMASK_CUDA_CALLER_CHECKED_POINTERS}  # tensors it checked
     with pytest.raises(treemask.InvalidArgumentError, match="beam_width"):
         tt.DeviceBeam(trie, 2, 0, device="cuda")
     beam = tt.DeviceBeam(trie, 2, 3, device="cuda")
-    with pytest.raises(treemask.InvalidArgumentError, match="6 rows"):
-        beam.step(torch.zeros((5, 600)))
-    with pytest.raises(treemask.InvalidArgumentError, match="float32, float16 or bfloat16"):
-        beam.step(torch.zeros((6, 600), dtype=torch.float64))
+    for _ in range(2):  # errors on a fresh beam, then after a step whose layout it remembers
+        with pytest.raises(treemask.InvalidArgumentError, match="6 rows"):
+            beam.step(torch.zeros((5, 600)))
+        with pytest.raises(treemask.InvalidArgumentError, match="float32, float16 or bfloat16"):
+            beam.step(torch.zeros((6, 600), dtype=torch.float64))
+        with pytest.raises(treemask.InvalidArgumentError, match="contiguous"):
+            beam.step(torch.zeros((600, 6)).t())
+        with pytest.raises(treemask.InvalidArgumentError, match="is not on"):
+            beam.step(torch.zeros((6, 600), device="meta"))
+        with pytest.raises(treemask.InvalidArgumentError, match="2-D"):
+            beam.step(np.zeros((6, 600), dtype=np.float32))
+        beam.step(torch.zeros((6, 600)))
+    assert beam._layout is not None
 
 
 def test_device_beam_needs_cuda():
@@ -174,19 +185,20 @@ def test_cuda_apply_fast_path_arguments(monkeypatch):
 
         @property
         def is_cuda(self):
-            return True
+            return not getattr(self, "elsewhere", False)  # elsewhere: device 0 of another accelerator
 
         def get_device(self):
             return 0
 
     recorded = []
+    real_lib = bm.lib
 
     class RecordingLib:
         def __getattr__(self, name):
-            return getattr(bm.lib, name)
+            return getattr(real_lib, name)
 
         @staticmethod
-        def treemask_cuda_apply_token_bitmask(*args):
+        def treemask_py_cuda_apply_token_bitmask(*args):
             recorded.append(args)
             return 0
 
@@ -204,9 +216,11 @@ def test_cuda_apply_fast_path_arguments(monkeypatch):
     mask = cuda(torch.zeros((3, 32), dtype=torch.int32))
     treemask.apply_token_bitmask_inplace(logits, mask)
     args = recorded.pop()
-    # (logits, dtype, n_rows, row_stride, width, bitmask, words, bitmask rows, vocab_size, indices, n_indices)
-    assert args[1:5] == (0, 3, 1100, 1000) and args[6:9] == (32, 3, 1000) and args[10] == 0
-    assert int(bm.ffi.cast("uintptr_t", args[0])) == wide.data_ptr()
+    # (logits, dtype, n_rows, row_stride, width, bitmask, words, bitmask rows, vocab_size, stream): the
+    # module's shim, which passes TREEMASK_CUDA_CALLER_CHECKED_POINTERS (both are CUDA tensors of the
+    # current device) and takes the pointers as integers
+    assert args[1:5] == (0, 3, 1100, 1000) and args[6:9] == (32, 3, 1000) and args[9] == 0
+    assert args[0] == wide.data_ptr() and args[5] == mask.data_ptr()
     treemask.apply_token_bitmask_inplace(cuda(torch.zeros(40, dtype=torch.bfloat16)),
                                          cuda(torch.zeros(2, dtype=torch.int32)), vocab_size=33)
     args = recorded.pop()
@@ -215,6 +229,9 @@ def test_cuda_apply_fast_path_arguments(monkeypatch):
     assert not bm._apply_cuda_fast(torch, logits, cuda(torch.zeros((2, 32), dtype=torch.int32)), None)
     assert not bm._apply_cuda_fast(torch, logits, cuda(torch.zeros((3, 32), dtype=torch.int64)), None)
     assert not bm._apply_cuda_fast(torch, logits, torch.zeros((3, 32), dtype=torch.int32), None)
+    xpu_mask = cuda(torch.zeros((3, 32), dtype=torch.int32))
+    xpu_mask.elsewhere = True
+    assert not bm._apply_cuda_fast(torch, logits, xpu_mask, None)  # device 0 of something else: never vouched for
     assert not bm._apply_cuda_fast(torch, cuda(torch.zeros((3, 1000), dtype=torch.float64)), mask, None)
     assert not bm._apply_cuda_fast(torch, cuda(torch.zeros((1000, 3)).t()), mask, None)
     assert not bm._apply_cuda_fast(torch, logits, mask, 1001)
@@ -223,3 +240,24 @@ def test_cuda_apply_fast_path_arguments(monkeypatch):
     assert bm._apply_cuda_fast(torch, cuda(torch.zeros((0, 1000))), cuda(torch.zeros((0, 32), dtype=torch.int32)),
                                None)
     assert not recorded  # nothing to mask: no call
+
+
+def test_cuda_apply_shim_reaches_the_library():
+    """The module's own shim (integers for pointers) calls
+    treemask_cuda_apply_token_bitmask_flags with every argument: its checks
+    answer (a bad dtype by name), then, with no device, UNSUPPORTED."""
+    from treemask._ffi import ffi, lib
+
+    if treemask.cuda_available():
+        pytest.skip("a usable CUDA device: host memory must not reach a kernel")
+    logits = np.zeros((2, 64), dtype=np.float32)
+    mask = np.zeros((2, 2), dtype=np.int32)
+    pointers = [int(ffi.cast("uintptr_t", ffi.from_buffer(a))) for a in (logits, mask)]
+    status = lib.treemask_py_cuda_apply_token_bitmask(pointers[0], 7, 2, 64, 64, pointers[1], 2, 2, 64, 0)
+    assert status == lib.TREEMASK_ERR_INVALID_ARGUMENT and "unknown dtype 7" in treemask.last_error()
+    status = lib.treemask_py_cuda_apply_token_bitmask(pointers[0], 0, 2, 64, 64, pointers[1], 1, 2, 64, 0)
+    assert status == lib.TREEMASK_ERR_BUFFER_TOO_SMALL and "bitmask_row_words 1" in treemask.last_error()
+    status = lib.treemask_py_cuda_apply_token_bitmask(pointers[0], 0, 2, 64, 64, pointers[1], 2, 2, 64, 0)
+    assert status == lib.TREEMASK_ERR_UNSUPPORTED
+    assert treemask.last_error().startswith("treemask_cuda_apply_token_bitmask_flags: ")
+    assert not logits.any()

@@ -208,23 +208,23 @@ class _CudaCalls:
 
 
 _cuda_calls: Optional[_CudaCalls] = None
-# Resolved once: a cast by type object skips the parse of a type string.
-_VOID_P = ffi.typeof("void *")
-_CONST_INT32_P = ffi.typeof("const int32_t *")
 
 
 def _apply_cuda_fast(torch: Any, logits: Any, bitmask: Any, vocab_size: Optional[int]) -> bool:
     """apply_token_bitmask_inplace for the common CUDA call (tensors of a
     supported dtype on one device, vocab dimension contiguous, a contiguous
     int32 bitmask with a row per logits row, no indices) with only the
-    checks that decide the arguments; the library checks them again (it
-    does anyway) and the CUDA state. Returns False, having done nothing,
+    checks that decide the arguments; the library checks them again and
+    the CUDA state, but takes torch's word that both are memory of the
+    device (TREEMASK_CUDA_CALLER_CHECKED_POINTERS: no runtime query per
+    pointer, so both must be CUDA tensors of it). Returns False, having done nothing,
     for anything else: the general path then runs and explains what is
     wrong. Every step counts here (one call per decode step; ~1.1 us of
     Python against ~2.6 us for the first form of this path, on a 2-core
     VM, tests/bench/bench_cuda_python.py --host-overhead): one strides
-    tuple, no argument tuple, casts by type object, torch's raw accessors
-    called directly."""
+    tuple, no argument tuple, pointers passed as integers to the module's
+    shim (a cdata cast costs ~0.3 us each), torch's raw accessors called
+    directly."""
     global _cuda_calls
     calls = _cuda_calls
     if calls is None or calls.torch is not torch:
@@ -252,7 +252,7 @@ def _apply_cuda_fast(torch: Any, logits: Any, bitmask: Any, vocab_size: Optional
         return False
     index = logits.get_device()
     if (width > 1 and column_stride != 1) or mask_rows != n_rows or bitmask.get_device() != index \
-            or row_stride < width:
+            or not bitmask.is_cuda or row_stride < width:
         return False
     limit = 32 * words
     if vocab_size is None:
@@ -261,17 +261,19 @@ def _apply_cuda_fast(torch: Any, logits: Any, bitmask: Any, vocab_size: Optional
         return False
     if n_rows == 0 or width == 0:
         return True
+    # Both are CUDA tensors of device `index`, made current here: the
+    # library may take our word for the pointers (no runtime query per
+    # pointer and call: TREEMASK_CUDA_CALLER_CHECKED_POINTERS), and they
+    # pass as integers (the module's own shim: no cdata cast per pointer).
     if calls.get_device() == index:
-        status = lib.treemask_cuda_apply_token_bitmask(
-            ffi.cast(_VOID_P, logits.data_ptr()), dtype, n_rows, row_stride, width,
-            ffi.cast(_CONST_INT32_P, bitmask.data_ptr()), words, mask_rows, vocab_size, ffi.NULL, 0,
-            ffi.cast(_VOID_P, calls.raw_stream(index)))
-    else:  # the library checks pointers against the current device
+        status = lib.treemask_py_cuda_apply_token_bitmask(
+            logits.data_ptr(), dtype, n_rows, row_stride, width, bitmask.data_ptr(), words, mask_rows, vocab_size,
+            calls.raw_stream(index))
+    else:  # the kernel runs on the current device
         with torch.cuda.device(index):
-            status = lib.treemask_cuda_apply_token_bitmask(
-                ffi.cast(_VOID_P, logits.data_ptr()), dtype, n_rows, row_stride, width,
-                ffi.cast(_CONST_INT32_P, bitmask.data_ptr()), words, mask_rows, vocab_size, ffi.NULL, 0,
-                ffi.cast(_VOID_P, calls.raw_stream(index)))
+            status = lib.treemask_py_cuda_apply_token_bitmask(
+                logits.data_ptr(), dtype, n_rows, row_stride, width, bitmask.data_ptr(), words, mask_rows,
+                vocab_size, calls.raw_stream(index))
     if status:
         _raise_cuda_status(status, logits.device)
     return True

@@ -60,13 +60,26 @@ _get_device = getattr(torch._C, "_cuda_getDevice", None)
 
 
 _VOID_P = ffi.typeof("void *")  # a cast by type object skips parsing the type
+# The flag of the calls whose every pointer is a tensor this module checked
+# to be on the trie's device, made current (or a buffer of its own there):
+# the library then makes no runtime query per pointer (treemask_cuda.h).
+_CALLER_CHECKED = lib.TREEMASK_CUDA_CALLER_CHECKED_POINTERS
+
+
+# The streams' `void *` by handle: a cdata cast costs ~0.3 us, a dict hit a
+# tenth of that, and a process uses a handful of streams (cleared past 256).
+_STREAM_POINTERS: dict = {}
 
 
 def _stream(device: torch.device):
     """The current stream of `device` as the C API's `void *`."""
-    if _raw_stream is not None:
-        return ffi.cast(_VOID_P, _raw_stream(device.index))
-    return ffi.cast(_VOID_P, torch.cuda.current_stream(device).cuda_stream)
+    raw = _raw_stream(device.index) if _raw_stream is not None else torch.cuda.current_stream(device).cuda_stream
+    pointer = _STREAM_POINTERS.get(raw)
+    if pointer is None:
+        if len(_STREAM_POINTERS) >= 256:
+            _STREAM_POINTERS.clear()
+        pointer = _STREAM_POINTERS[raw] = ffi.cast(_VOID_P, raw)
+    return pointer
 
 
 _NO_GUARD = contextlib.nullcontext()  # reusable: it holds nothing
@@ -359,10 +372,12 @@ class DeviceTrie:
             elif shape != (n_requests, beam_width):
                 workspace.zero_()
             self._workspace[key] = (workspace, (n_requests, beam_width))
-            status = lib.treemask_cuda_beam_step(
+            # Every pointer is a tensor checked to be on this device (and the
+            # workspace our own): the library may take our word for them.
+            status = lib.treemask_cuda_beam_step_flags(
                 self._ptr, n_requests, beam_width, lg, states_ptr, scores_ptr, parents_ptr, tokens_ptr,
                 ffi.cast("void *", workspace.data_ptr()), workspace.numel(), self._counter(n_bad_rows),
-                _stream(self.device))
+                _CALLER_CHECKED, _stream(self.device))
         if status:
             raise_status(status)
         return parents, tokens, scores
@@ -549,7 +564,8 @@ class DeviceRowStates:
         with _on_device(dev):
             status = lib.treemask_cuda_trie_follow_rows_mask_logits(
                 trie._ptr, ffi.NULL if prev is None else prev[3], chosen[3], self._policy, source, source_stride,
-                ffi.cast(_VOID_P, target.data_ptr()), dtype, row_stride, target.shape[1], _stream(dev))
+                ffi.cast(_VOID_P, target.data_ptr()), dtype, row_stride, target.shape[1], _CALLER_CHECKED,
+                _stream(dev))
         if status:
             raise_status(status)
         return self._finish(chosen)
@@ -606,7 +622,7 @@ class DeviceBeam:
 
     __slots__ = ("trie", "device", "n_requests", "beam_width", "states", "scores", "parents", "tokens",
                  "n_bad_rows", "_initial_scores", "_roots", "_counts", "_workspace", "_step_args", "_lg",
-                 "__weakref__")
+                 "_lg_data", "_layout", "_step_call", "__weakref__")
 
     def __init__(self, trie: Union[Trie, DeviceTrie], n_requests: int, beam_width: int, *,
                  device: Union[torch.device, str, int, None] = None) -> None:
@@ -642,16 +658,34 @@ class DeviceBeam:
             ffi.cast("uint32_t *", self.n_bad_rows.data_ptr()))
         self._lg = ffi.new("treemask_logits *")
         lib.treemask_logits_init(self._lg)
+        # The struct's data pointer as an integer slot: storing a data_ptr()
+        # there skips a cdata cast.
+        self._lg_data = ffi.cast("uintptr_t *", ffi.addressof(self._lg, "data"))
+        self._layout: Any = None  # the last logits checked: (type, dtype, shape, strides, device, rows, log_probs)
+        self._step_call = (self.trie._ptr, n_requests, beam_width, self._lg) + self._step_args + (_CALLER_CHECKED,)
 
     def _set_logits(self, logits: torch.Tensor, n_rows: int, log_probs: bool):
-        """Points the kept treemask_logits at n_rows rows of `logits`."""
+        """Points the kept treemask_logits at n_rows rows of `logits`. Logits
+        laid out as the last ones checked (type, dtype, shape, strides,
+        device) and read the same way only have their address stored: a
+        decode loop's logits move, their layout does not, and each check and
+        struct field costs a fraction of a microsecond per step."""
+        log_probs = bool(log_probs)
+        if self._layout is not None and logits.__class__ is self._layout[0]:
+            layout = (logits.__class__, logits.dtype, logits.shape, logits.stride(), logits.device, n_rows,
+                      log_probs)
+            if layout == self._layout:
+                self._lg_data[0] = logits.data_ptr()
+                return self._lg
         dtype, row_stride = self.trie._logits_rows(logits, n_rows)
         lg = self._lg
         lg.data = ffi.cast("const void *", logits.data_ptr())
         lg.dtype = dtype
         lg.n_columns = logits.shape[1]
         lg.row_stride = row_stride
-        lg.log_probs = bool(log_probs)
+        lg.log_probs = log_probs
+        self._layout = (logits.__class__, logits.dtype, logits.shape, logits.stride(), logits.device, n_rows,
+                        log_probs)
         return lg
 
     def step(self, logits: torch.Tensor, *, log_probs: bool = False) -> Tuple[torch.Tensor, torch.Tensor,
@@ -662,11 +696,10 @@ class DeviceBeam:
         ``states`` and ``scores`` and returns ``(parents, tokens, scores)``:
         these objects' own tensors, not copies. Reorder your KV cache by
         ``r * B + parents`` (dead slots: -1)."""
-        lg = self._set_logits(logits, self.n_requests * self.beam_width, log_probs)
+        self._set_logits(logits, self.n_requests * self.beam_width, log_probs)
         dev = self.device
         with _on_device(dev):
-            status = lib.treemask_cuda_beam_step(self.trie._ptr, self.n_requests, self.beam_width, lg,
-                                                 *self._step_args, _stream(dev))
+            status = lib.treemask_cuda_beam_step_flags(*self._step_call, _stream(dev))
         if status:
             raise_status(status)
         return self.parents, self.tokens, self.scores

@@ -231,12 +231,14 @@ bool built() { return true; }
 bool available() { return usable_device().ok(); }
 
 Status apply_bitmask(const launch::Logits &logits, const launch::Rows &rows, const int32_t *bitmask,
-                     size_t bitmask_row_words, void *stream) {
+                     size_t bitmask_row_words, Pointers pointers, void *stream) {
   const RelaxedCaptureMode relaxed;
   TM_ASSIGN_OR_RETURN(const int device, usable_device());
-  TM_TRY(check_pointer(logits.data, "logits", device));
-  TM_TRY(check_pointer(bitmask, "bitmask", device));
-  TM_TRY(check_indices(rows, device));
+  if (pointers == Pointers::kQuery) {
+    TM_TRY(check_pointer(logits.data, "logits", device));
+    TM_TRY(check_pointer(bitmask, "bitmask", device));
+    TM_TRY(check_indices(rows, device));
+  }
   return launched(
       launch::apply_bitmask(with_vectors(logits), rows, reinterpret_cast<const uint32_t *>(bitmask),
                             bitmask_row_words, stream),
@@ -366,11 +368,14 @@ Status check_token_rows(const launch::TokenRows &rows, bool is_prev, int device)
 // The rows' checks and whether prev is read (a prev of another length is
 // never read, so its arrays need no check).
 Result<bool> check_follow(const DeviceTrie &trie, const launch::TokenRows *prev,
-                          const launch::TokenRows &rows, int device) {
+                          const launch::TokenRows &rows, int device,
+                          Pointers pointers = Pointers::kQuery) {
   TM_TRY(check_device_trie(trie, device));
-  TM_TRY(check_token_rows(rows, false, device));
   const bool use_prev = prev && prev->n_rows > 0 && prev->n_tokens + 1 == rows.n_tokens;
-  if (use_prev) TM_TRY(check_token_rows(*prev, true, device));
+  if (pointers == Pointers::kQuery) {
+    TM_TRY(check_token_rows(rows, false, device));
+    if (use_prev) TM_TRY(check_token_rows(*prev, true, device));
+  }
   return use_prev;
 }
 
@@ -388,12 +393,14 @@ Status follow_rows(const DeviceTrie &trie, const launch::TokenRows *prev,
 
 Status follow_rows_mask_logits(const DeviceTrie &trie, const launch::TokenRows *prev,
                                const launch::TokenRows &rows, int32_t failure_policy,
-                               const launch::Logits &logits, void *stream) {
+                               const launch::Logits &logits, Pointers pointers, void *stream) {
   const RelaxedCaptureMode relaxed;
   TM_ASSIGN_OR_RETURN(const int device, usable_device());
-  TM_ASSIGN_OR_RETURN(const bool use_prev, check_follow(trie, prev, rows, device));
-  TM_TRY(check_pointer(logits.data, "logits", device));
-  if (logits.source) TM_TRY(check_pointer(logits.source, "scores", device));
+  TM_ASSIGN_OR_RETURN(const bool use_prev, check_follow(trie, prev, rows, device, pointers));
+  if (pointers == Pointers::kQuery) {
+    TM_TRY(check_pointer(logits.data, "logits", device));
+    if (logits.source) TM_TRY(check_pointer(logits.source, "scores", device));
+  }
   launch::Logits masked = logits;
   masked.vocab_size = trie.view.vocab_size;
   return launched(
@@ -458,13 +465,15 @@ Status beam_step(const BeamArg &step, void *stream) {
   if (step.n_requests == 0) return Status::Ok();
   TM_ASSIGN_OR_RETURN(const int device, usable_device());
   TM_TRY(check_device_trie(*step.trie, device));
-  TM_TRY(check_pointer(step.logits.data, "logits data", device));
-  TM_TRY(check_pointer(step.state.states, "states", device));
-  TM_TRY(check_pointer(step.state.scores, "scores", device));
-  TM_TRY(check_pointer(step.state.parents, "parents", device));
-  TM_TRY(check_pointer(step.state.tokens, "tokens", device));
-  TM_TRY(check_pointer(step.workspace, "workspace", device));
-  if (step.n_bad_rows) TM_TRY(check_pointer(step.n_bad_rows, "n_bad_rows", device));
+  if (step.pointers == Pointers::kQuery) {
+    TM_TRY(check_pointer(step.logits.data, "logits data", device));
+    TM_TRY(check_pointer(step.state.states, "states", device));
+    TM_TRY(check_pointer(step.state.scores, "scores", device));
+    TM_TRY(check_pointer(step.state.parents, "parents", device));
+    TM_TRY(check_pointer(step.state.tokens, "tokens", device));
+    TM_TRY(check_pointer(step.workspace, "workspace", device));
+    if (step.n_bad_rows) TM_TRY(check_pointer(step.n_bad_rows, "n_bad_rows", device));
+  }
   const size_t n_slots = step.n_requests * step.beam_width;
   launch::BeamWorkspace ws;
   ws.arrived = static_cast<uint32_t *>(step.workspace);

@@ -26,6 +26,13 @@ bool built();
 // kernels. Never fails and never prints.
 bool available();
 
+// How the bridge learns that a pointer is memory the current device can
+// address: by asking the runtime (cudaPointerGetAttributes, one query per
+// pointer and call), or by the caller's word
+// (TREEMASK_CUDA_CALLER_CHECKED_POINTERS: a binding whose tensors carry
+// their device, such as torch's).
+enum class Pointers { kQuery, kCallerChecked };
+
 // The argument structs are the kernels' own (launch.h): a logits buffer
 // (launch::Logits, vector_ok set here), a selection of its rows
 // (launch::Rows), token rows (launch::TokenRows), a beam step's logits
@@ -34,7 +41,7 @@ bool available();
 // The bitmask holds a row for every row of `rows` (an index outside it is
 // skipped on the device).
 Status apply_bitmask(const launch::Logits &logits, const launch::Rows &rows, const int32_t *bitmask,
-                     size_t bitmask_row_words, void *stream);
+                     size_t bitmask_row_words, Pointers pointers, void *stream);
 
 Status apply_candidates(const launch::Logits &logits, const launch::Rows &rows,
                         const int32_t *row_offsets, const int32_t *candidates, size_t n_candidates,
@@ -75,7 +82,7 @@ Status follow_rows(const DeviceTrie &trie, const launch::TokenRows *prev,
 // nullptr in place; the caller checked the geometry and overlaps).
 Status follow_rows_mask_logits(const DeviceTrie &trie, const launch::TokenRows *prev,
                                const launch::TokenRows &rows, int32_t failure_policy,
-                               const launch::Logits &logits, void *stream);
+                               const launch::Logits &logits, Pointers pointers, void *stream);
 
 // ---- the beam step and top-k on the device ----------------------------------
 
@@ -95,6 +102,7 @@ struct BeamArg {
   void *workspace = nullptr;
   size_t workspace_bytes = 0;
   uint32_t *n_bad_rows = nullptr;
+  Pointers pointers = Pointers::kQuery;
 };
 
 Status beam_step(const BeamArg &step, void *stream);

@@ -23,7 +23,7 @@ bool built() { return false; }
 bool available() { return false; }
 
 Status apply_bitmask(const launch::Logits &, const launch::Rows &, const int32_t *, size_t,
-                     void *) {
+                     Pointers, void *) {
   return not_built();
 }
 
@@ -50,7 +50,8 @@ Status follow_rows(const DeviceTrie &, const launch::TokenRows *, const launch::
 }
 
 Status follow_rows_mask_logits(const DeviceTrie &, const launch::TokenRows *,
-                               const launch::TokenRows &, int32_t, const launch::Logits &, void *) {
+                               const launch::TokenRows &, int32_t, const launch::Logits &, Pointers,
+                               void *) {
   return not_built();
 }
 

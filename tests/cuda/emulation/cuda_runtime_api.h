@@ -144,3 +144,9 @@ cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *attributes, F *) {
   attributes->maxThreadsPerBlock = 1024;
   return cudaSuccess;
 }
+
+namespace cuda_emulation {
+// How many times cudaPointerGetAttributes has been called in this process
+// (the tests check which calls skip the library's pointer queries).
+size_t pointer_queries();
+}  // namespace cuda_emulation

@@ -89,6 +89,7 @@ struct Allocation {
   cudaMemoryType type;
 };
 std::map<uintptr_t, Allocation> g_allocations;  // by user pointer
+size_t g_pointer_queries = 0;                   // cudaPointerGetAttributes calls
 
 const std::pair<const uintptr_t, Allocation> *find_allocation(const void *p) {
   const auto at = reinterpret_cast<uintptr_t>(p);
@@ -323,6 +324,8 @@ unsigned lane_id() { return g_running_index % 32; }
 
 unsigned lanes_in_warp() { return std::min(32u, g_block_threads - g_running_index / 32 * 32); }
 
+size_t pointer_queries() { return g_pointer_queries; }
+
 const uint64_t *warp_exchange(unsigned mask, uint64_t value) {
   const unsigned lanes = lanes_in_warp();
   const unsigned whole = lanes >= 32 ? ~0u : (1u << lanes) - 1u;
@@ -418,6 +421,7 @@ cudaError_t cudaMallocHost(void **ptr, size_t size) {
 cudaError_t cudaFreeHost(void *ptr) { return release(ptr, cudaMemoryTypeHost); }
 
 cudaError_t cudaPointerGetAttributes(cudaPointerAttributes *attributes, const void *ptr) {
+  ++g_pointer_queries;
   if (!attributes) return fail(cudaErrorInvalidValue);
   const auto *a = find_allocation(ptr);
   attributes->type = a ? a->second.type : cudaMemoryTypeUnregistered;

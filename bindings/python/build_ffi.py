@@ -68,6 +68,10 @@ SHIMS_CDEF = """
 treemask_status treemask_py_cuda_apply_token_bitmask(uintptr_t logits, int32_t dtype, size_t n_rows,
     size_t logits_row_stride, size_t logits_width, uintptr_t bitmask, size_t bitmask_row_words,
     size_t n_bitmask_rows, int32_t vocab_size, uintptr_t stream);
+treemask_status treemask_py_cuda_trie_follow_rows_mask_logits(const treemask_cuda_trie *dev_trie,
+    const treemask_cuda_token_rows *prev, const treemask_cuda_token_rows *rows, int32_t failure_policy,
+    uintptr_t scores, size_t scores_row_stride, uintptr_t logits, int32_t dtype, size_t logits_row_stride,
+    size_t logits_width, uintptr_t stream);
 """
 SHIMS_SOURCE = """
 static treemask_status treemask_py_cuda_apply_token_bitmask(uintptr_t logits, int32_t dtype,
@@ -75,6 +79,16 @@ static treemask_status treemask_py_cuda_apply_token_bitmask(uintptr_t logits, in
     size_t bitmask_row_words, size_t n_bitmask_rows, int32_t vocab_size, uintptr_t stream) {
   return treemask_cuda_apply_token_bitmask_flags((void *)logits, dtype, n_rows, logits_row_stride,
       logits_width, (const int32_t *)bitmask, bitmask_row_words, n_bitmask_rows, vocab_size, NULL, 0,
+      TREEMASK_CUDA_CALLER_CHECKED_POINTERS, (void *)stream);
+}
+
+static treemask_status treemask_py_cuda_trie_follow_rows_mask_logits(
+    const treemask_cuda_trie *dev_trie, const treemask_cuda_token_rows *prev,
+    const treemask_cuda_token_rows *rows, int32_t failure_policy, uintptr_t scores,
+    size_t scores_row_stride, uintptr_t logits, int32_t dtype, size_t logits_row_stride,
+    size_t logits_width, uintptr_t stream) {
+  return treemask_cuda_trie_follow_rows_mask_logits(dev_trie, prev, rows, failure_policy,
+      (const void *)scores, scores_row_stride, (void *)logits, dtype, logits_row_stride, logits_width,
       TREEMASK_CUDA_CALLER_CHECKED_POINTERS, (void *)stream);
 }
 """

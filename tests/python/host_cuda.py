@@ -199,6 +199,14 @@ class HostCudaLib:
         return self.treemask_cuda_trie_advance_mask_logits(dev_trie, rows.states, ffi.NULL, n, policy, ffi.NULL,
                                                            logits, dtype, row_stride, width, stream)
 
+    def treemask_py_cuda_trie_follow_rows_mask_logits(self, dev_trie, prev, rows, policy, scores, scores_stride,
+                                                      logits, dtype, row_stride, width, stream):
+        """The package's shim (bindings/python/build_ffi.py): integer pointers,
+        the caller's word on them."""
+        return self.treemask_cuda_trie_follow_rows_mask_logits(
+            dev_trie, prev, rows, policy, ffi.cast("const void *", scores), scores_stride, ffi.cast("void *", logits),
+            dtype, row_stride, width, real_lib.TREEMASK_CUDA_CALLER_CHECKED_POINTERS, ffi.cast("void *", stream))
+
     @staticmethod
     def _key(row):
         return hash(row) & (2**64 - 1)
@@ -221,5 +229,6 @@ def install(monkeypatch):
     monkeypatch.setattr(tt, "cuda_available", lambda: True)
     monkeypatch.setattr(tt, "_resolve_device", lambda device: torch.device("cpu"))
     monkeypatch.setattr(tt, "_stream", lambda device: ffi.NULL)
+    monkeypatch.setattr(tt, "_stream_handle", lambda device: 0)
     monkeypatch.setattr(tt, "_on_device", _no_guard)
     return host

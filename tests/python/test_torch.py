@@ -242,8 +242,8 @@ def test_cuda_apply_fast_path_arguments(monkeypatch):
     assert not recorded  # nothing to mask: no call
 
 
-def test_cuda_apply_shim_reaches_the_library():
-    """The module's own shim (integers for pointers) calls
+def test_cuda_shims_reach_the_library():
+    """The module's own shims (integers for pointers): the apply's calls
     treemask_cuda_apply_token_bitmask_flags with every argument: its checks
     answer (a bad dtype by name), then, with no device, UNSUPPORTED."""
     from treemask._ffi import ffi, lib
@@ -261,3 +261,10 @@ def test_cuda_apply_shim_reaches_the_library():
     assert status == lib.TREEMASK_ERR_UNSUPPORTED
     assert treemask.last_error().startswith("treemask_cuda_apply_token_bitmask_flags: ")
     assert not logits.any()
+    # The processor's shim (its arguments reach the kernel only on a GPU: tests/python/test_cuda.py).
+    rows = ffi.new("treemask_cuda_token_rows *")
+    lib.treemask_cuda_token_rows_init(rows)
+    status = lib.treemask_py_cuda_trie_follow_rows_mask_logits(ffi.NULL, ffi.NULL, rows, 0, 0, 0, pointers[0], 0,
+                                                                64, 64, 0)
+    assert status == lib.TREEMASK_ERR_INVALID_ARGUMENT
+    assert treemask.last_error() == "treemask_cuda_trie_follow_rows_mask_logits: dev_trie is NULL"

@@ -71,9 +71,14 @@ _CALLER_CHECKED = lib.TREEMASK_CUDA_CALLER_CHECKED_POINTERS
 _STREAM_POINTERS: dict = {}
 
 
+def _stream_handle(device: torch.device) -> int:
+    """The current stream of `device` as an integer (the module's shims take it so)."""
+    return _raw_stream(device.index) if _raw_stream is not None else torch.cuda.current_stream(device).cuda_stream
+
+
 def _stream(device: torch.device):
     """The current stream of `device` as the C API's `void *`."""
-    raw = _raw_stream(device.index) if _raw_stream is not None else torch.cuda.current_stream(device).cuda_stream
+    raw = _stream_handle(device)
     pointer = _STREAM_POINTERS.get(raw)
     if pointer is None:
         if len(_STREAM_POINTERS) >= 256:
@@ -450,7 +455,9 @@ class DeviceRowStates:
             raise InvalidArgumentError("trie must be a treemask.torch.DeviceTrie, got %s" % type(trie).__name__)
         self.trie = trie
         self._policy = failure_policy_code(failure_policy)
-        self._sets: Any = None  # two (ids, states, keys, treemask_cuda_token_rows *)
+        # two (ids, states, keys, treemask_cuda_token_rows *, rows->tokens as a uintptr_t slot, the ids'
+        # address, the ids as copy_to)
+        self._sets: Any = None
         self._flip = 0
         self._prev: Any = None  # the set the last update wrote (its rows struct holds its length)
         self._n_rows = -1
@@ -475,9 +482,12 @@ class DeviceRowStates:
             rows.n_rows = n_rows
             rows.states = ffi.cast("uint32_t *", states.data_ptr())
             rows.keys = ffi.cast("uint64_t *", keys.data_ptr())
-            rows.copy_to = ffi.cast("int64_t *", ids.data_ptr())
+            rows.copy_to = copy_to = ffi.cast("int64_t *", ids.data_ptr())
             rows.copy_stride = columns
-            sets.append((ids, states, keys, rows))
+            # rows->tokens changes every call: stored as an integer (a cdata
+            # cast costs ~0.3 us)
+            tokens_slot = ffi.cast("uintptr_t *", ffi.addressof(rows, "tokens"))
+            sets.append((ids, states, keys, rows, tokens_slot, ids.data_ptr(), copy_to))
         self._sets, self._n_rows, self._columns = sets, n_rows, columns
         # self._prev keeps the old set (and its memory) for this one update.
 
@@ -497,16 +507,16 @@ class DeviceRowStates:
             self._allocate(n_rows, n_tokens)
         self._flip ^= 1
         chosen = self._sets[self._flip]
-        ids, rows = chosen[0], chosen[3]
+        rows = chosen[3]
         rows.n_tokens = n_tokens
         row_stride, column_stride = generated.stride()
         if (n_tokens <= 1 or column_stride == 1) and (n_rows <= 1 or row_stride >= max(n_tokens, 1)):
-            rows.tokens = ffi.cast("const int64_t *", generated.data_ptr())
+            chosen[4][0] = generated.data_ptr()  # rows->tokens
             rows.row_stride = row_stride if n_rows > 1 else n_tokens
-            rows.copy_to = ffi.cast("int64_t *", ids.data_ptr())
+            rows.copy_to = chosen[6]
         else:  # ids not contiguous within a row: copy them, the kernel reads the copy
-            ids.narrow(1, 0, n_tokens).copy_(generated)
-            rows.tokens = ffi.cast("const int64_t *", ids.data_ptr())
+            chosen[0].narrow(1, 0, n_tokens).copy_(generated)
+            chosen[4][0] = chosen[5]
             rows.row_stride = self._columns
             rows.copy_to = ffi.NULL
         return chosen
@@ -515,7 +525,7 @@ class DeviceRowStates:
         """Makes ``chosen`` the rows the next call compares with: their ids
         are then the set's own copy."""
         rows = chosen[3]
-        rows.tokens = ffi.cast("const int64_t *", chosen[0].data_ptr())
+        chosen[4][0] = chosen[5]  # rows->tokens: the set's own copy of the ids
         rows.row_stride = self._columns
         self._prev = chosen
         self._states = (chosen[1], rows.states)
@@ -551,21 +561,22 @@ class DeviceRowStates:
         n_rows = chosen[3].n_rows
         dtype, row_stride = trie._logits_rows(scores, n_rows)
         if out is None or out is scores:
-            target, source, source_stride = scores, ffi.NULL, 0
+            target, source, source_stride = scores, 0, 0
         else:
             if out.shape != scores.shape or out.dtype != scores.dtype:
                 raise InvalidArgumentError("out: want the shape and dtype of scores (%s), got %s"
                                            % (_buffers.describe(scores), _buffers.describe(out)))
-            source, source_stride = ffi.cast(_VOID_P, scores.data_ptr()), row_stride
+            source, source_stride = scores.data_ptr(), row_stride
             target = out
             _, row_stride = trie._logits_rows(out, n_rows)
         prev = self._prev
         dev = trie.device
         with _on_device(dev):
-            status = lib.treemask_cuda_trie_follow_rows_mask_logits(
+            # The module's shim: the pointers as integers, and every one a
+            # tensor checked above (TREEMASK_CUDA_CALLER_CHECKED_POINTERS).
+            status = lib.treemask_py_cuda_trie_follow_rows_mask_logits(
                 trie._ptr, ffi.NULL if prev is None else prev[3], chosen[3], self._policy, source, source_stride,
-                ffi.cast(_VOID_P, target.data_ptr()), dtype, row_stride, target.shape[1], _CALLER_CHECKED,
-                _stream(dev))
+                target.data_ptr(), dtype, row_stride, target.shape[1], _stream_handle(dev))
         if status:
             raise_status(status)
         return self._finish(chosen)
@@ -662,7 +673,7 @@ class DeviceBeam:
         # there skips a cdata cast.
         self._lg_data = ffi.cast("uintptr_t *", ffi.addressof(self._lg, "data"))
         self._layout: Any = None  # the last logits checked: (type, dtype, shape, strides, device, rows, log_probs)
-        self._step_call = (self.trie._ptr, n_requests, beam_width, self._lg) + self._step_args + (_CALLER_CHECKED,)
+        self._step_call = (self.trie._ptr, n_requests, beam_width, self._lg, *self._step_args, _CALLER_CHECKED)
 
     def _set_logits(self, logits: torch.Tensor, n_rows: int, log_probs: bool):
         """Points the kept treemask_logits at n_rows rows of `logits`. Logits

@@ -682,12 +682,11 @@ class DeviceBeam:
         decode loop's logits move, their layout does not, and each check and
         struct field costs a fraction of a microsecond per step."""
         log_probs = bool(log_probs)
-        if self._layout is not None and logits.__class__ is self._layout[0]:
-            layout = (logits.__class__, logits.dtype, logits.shape, logits.stride(), logits.device, n_rows,
-                      log_probs)
-            if layout == self._layout:
-                self._lg_data[0] = logits.data_ptr()
-                return self._lg
+        layout = (logits.__class__, logits.dtype, logits.shape, logits.stride(), logits.device, n_rows,
+                  log_probs) if isinstance(logits, torch.Tensor) else None
+        if layout is not None and layout == self._layout:
+            self._lg_data[0] = logits.data_ptr()
+            return self._lg
         dtype, row_stride = self.trie._logits_rows(logits, n_rows)
         lg = self._lg
         lg.data = ffi.cast("const void *", logits.data_ptr())
@@ -695,8 +694,7 @@ class DeviceBeam:
         lg.n_columns = logits.shape[1]
         lg.row_stride = row_stride
         lg.log_probs = log_probs
-        self._layout = (logits.__class__, logits.dtype, logits.shape, logits.stride(), logits.device, n_rows,
-                        log_probs)
+        self._layout = layout
         return lg
 
     def step(self, logits: torch.Tensor, *, log_probs: bool = False) -> Tuple[torch.Tensor, torch.Tensor,

@@ -120,6 +120,73 @@ def host_overhead():
     finally:
         bm.lib = real_lib
         bm._cuda_calls = None
+    processor_host_overhead(torch)
+
+
+class _Patches:
+    """monkeypatch's setattr, undone by undo() (host_cuda.install takes one)."""
+
+    def __init__(self):
+        self._undo = []
+
+    def setattr(self, target, name, value):
+        self._undo.append((target, name, getattr(target, name)))
+        setattr(target, name, value)
+
+    def undo(self):
+        while self._undo:
+            setattr(*self._undo.pop())
+
+
+def processor_host_overhead(torch):
+    """The Python time of TrieLogitsProcessor's device path per step (issue
+    30 item 2 counts it in both the GPU and the wall time of a call) and of
+    DeviceBeam.step: treemask.torch over CPU tensors (tests/python/
+    host_cuda.py) with the C call of the step replaced by a stub and the
+    device guard by the no-op the real one is when the device is current."""
+    sys.path.insert(0, str(ROOT / "tests" / "python"))
+    import host_cuda
+
+    import treemask.torch as tt
+    from treemask.hf import TrieLogitsProcessor
+
+    patches = _Patches()
+    host = host_cuda.install(patches)
+    patches.setattr(tt, "_on_device", lambda device: tt._NO_GUARD)
+    patches.setattr(host, "treemask_py_cuda_trie_follow_rows_mask_logits", lambda *args: 0)
+    patches.setattr(host, "treemask_cuda_beam_step_flags", lambda *args: 0)
+    try:
+        rng = np.random.default_rng(0)
+        trie = treemask.Trie.from_paths(rng.integers(0, 150000, (20000, 4)), BASE_VOCAB, EOS)
+        print("== Python time per call with the C call stubbed (CPU tensors through tests/python/host_cuda.py)")
+        for dtype in (torch.float32, torch.bfloat16):
+            processor = TrieLogitsProcessor(trie)
+            processor._device_path = lambda scores: True
+            scores = torch.zeros((64, BASE_VOCAB), dtype=dtype)
+            # generate()'s input_ids: the prompt (16) and the tokens so far;
+            # each step one column longer, as in a generation (a call that is
+            # not longer starts a new one: reset).
+            steps = [torch.zeros((64, 16 + n), dtype=torch.int64) for n in range(1, 9)]
+
+            def generation(processor=processor, scores=scores, steps=steps):
+                for input_ids in steps:
+                    processor(input_ids, scores)
+
+            us = best_of(generation, 2000) / len(steps)
+            print("  TrieLogitsProcessor step, 64 rows %-8s %6.2f us per call" % (str(dtype).replace("torch.", ""), us))
+            if dtype is torch.bfloat16:
+                processor_us = us
+        ids = steps[-1]
+        view_us = best_of(lambda: ids[:, 16:], 20000)
+        print("  for scale: one torch view op from Python (input_ids[:, 16:]) %5.2f us per call" % view_us)
+        beam = tt.DeviceBeam(trie, 2, 70)
+        logits = torch.zeros((140, 2049), dtype=torch.float32)
+        us = best_of(lambda: beam.step(logits), 20000)
+        print("  DeviceBeam.step, 2 x 70 fp32 %15.2f us per call" % us)
+        print("HOST python part of the processor's step at 64 rows bf16: %.2f us; DeviceBeam.step 2 x 70: %.2f us"
+              % (processor_us, us))
+    finally:
+        patches.undo()
 
 
 def best_of(fn, number, repeat=7):

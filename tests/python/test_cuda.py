@@ -348,16 +348,19 @@ def test_device_row_states_follow_growing_rows():
             form = step % 3
             scores = torch.randn((n_rows, vocab + 3), device=DEV).to(torch.bfloat16 if step % 2 else torch.float32)
             before = scores.clone()
+            # The generated ids as a slice (strided rows), or the whole rows
+            # and the prompt's length as start (read in place from there).
+            generated, start = (full, {"start": 2}) if rng.random() < 0.5 else (full[:, 2:], {})
             if form == 0:  # the two calls
-                states = rows.update(full[:, 2:])  # strided rows
+                states = rows.update(generated, **start)
                 logits = scores
                 rows.mask_logits(logits)
             elif form == 1:  # one fused call, in place
                 logits = scores
-                states = rows.update_mask_logits(full[:, 2:], scores)
+                states = rows.update_mask_logits(generated, scores, **start)
             else:  # one fused call, a masked copy
                 logits = torch.full_like(scores, 7.0)
-                states = rows.update_mask_logits(full[:, 2:], scores, logits)
+                states = rows.update_mask_logits(generated, scores, logits, **start)
                 assert torch.equal(scores, before), "the scores were written"
             assert states.cpu().numpy().tolist() == walked(ids).tolist()
             mask = np.zeros((n_rows, trie.bitmask_words), dtype=np.int32)
@@ -380,6 +383,10 @@ def test_device_row_states_follow_growing_rows():
     for bad_call, message in [
         (lambda: rows.update(torch.zeros((2, 3), dtype=torch.int32, device=DEV)), "int64"),
         (lambda: rows.update(torch.zeros(3, dtype=torch.int64, device=DEV)), "2-D"),
+        (lambda: rows.update(torch.zeros((2, 3), dtype=torch.int64, device=DEV), start=4), "start 4: want a column"),
+        (lambda: rows.update(torch.zeros((2, 3), dtype=torch.int64, device=DEV), start=-1), "in [0, 3]"),
+        (lambda: rows.update_mask_logits(torch.zeros((2, 3), dtype=torch.int64, device=DEV),
+                                         torch.zeros((2, vocab), device=DEV), start=1.0), "start 1.0"),
         (lambda: rows.mask_logits(torch.zeros((3, vocab), dtype=torch.float64, device=DEV)), "float32"),
         (lambda: rows.update_mask_logits(torch.zeros((3, 1), dtype=torch.int64, device=DEV),
                                          torch.zeros((3, vocab), device=DEV),

@@ -224,9 +224,9 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
             raise InvalidArgumentError("input_ids has %d columns, fewer than prompt_length %d"
                                        % (length, self.prompt_length))
         self._last_length = length
-        generated = input_ids[:, self.prompt_length:]
         if self._device_path(scores):
-            return self._call_on_device(generated, scores)
+            return self._call_on_device(input_ids, scores)
+        generated = input_ids[:, self.prompt_length:]
         if generated.device.type != "cpu":
             generated = generated.cpu()  # a few bytes per row; the trie walk is on the host
         generated = np.ascontiguousarray(generated.numpy(), dtype=np.int64)
@@ -258,12 +258,13 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
             self._cuda_usable = cuda_available()
         return self._cuda_usable
 
-    def _call_on_device(self, generated: Any, scores: Any) -> Any:
-        if generated.device != scores.device:
+    def _call_on_device(self, input_ids: Any, scores: Any) -> Any:
+        device = scores.device
+        if input_ids.device != device:
             raise InvalidArgumentError("input_ids are on %s but the scores on %s (treemask never copies between"
-                                       " devices)" % (generated.device, scores.device))
+                                       " devices)" % (input_ids.device, device))
         rows = self._device_rows
-        if rows is None or rows.trie.device != scores.device:
+        if rows is None or rows.trie.device != device:
             from .torch import DeviceRowStates, DeviceTrie
 
             device_trie = self._device_tries.get(scores.device)
@@ -271,7 +272,8 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
                 device_trie = self._device_tries[scores.device] = DeviceTrie(self.trie, scores.device)
             rows = self._device_rows = DeviceRowStates(device_trie, failure_policy=self._policy)
         out = self._output_buffer(scores)
-        states = rows.update_mask_logits(generated, scores, out)
+        # The generated ids are input_ids[:, prompt_length:], read in place.
+        states = rows.update_mask_logits(input_ids, scores, out, start=self.prompt_length)
         if self.pad_token_id is not None:
             import torch
 
@@ -291,10 +293,9 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
         import torch
 
         out, self._out = self._out, None
-        reusable = (out is not None and out.shape == scores.shape and out.dtype == scores.dtype
-                    and out.device == scores.device
-                    # 2: the local `out` and getrefcount's argument.
-                    and sys.getrefcount(out) == 2 and _sole_owner(torch, out))
+        # 2: the local `out` and getrefcount's argument.
+        reusable = (out is not None and sys.getrefcount(out) == 2 and out.dtype is scores.dtype
+                    and out.shape == scores.shape and out.device == scores.device and _sole_owner(torch, out))
         if not reusable:
             out = torch.empty_like(scores, memory_format=torch.contiguous_format)
         self._out = out

@@ -9,6 +9,7 @@ Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 from __future__ import annotations
 
 import contextlib
+import operator
 from typing import Any, Dict, Optional, Tuple, Union
 
 import numpy as np
@@ -290,7 +291,8 @@ class DeviceTrie:
     def _logits_rows(self, logits: torch.Tensor, n: int) -> Tuple[int, int]:
         """(dtype code, row stride) of n logits rows on this trie's device,
         the vocab dimension contiguous; the library checks the width."""
-        if not isinstance(logits, torch.Tensor) or logits.dim() != 2 or logits.shape[0] != n:
+        shape = logits.shape if isinstance(logits, torch.Tensor) else ()
+        if len(shape) != 2 or shape[0] != n:
             raise InvalidArgumentError("logits: want a 2-D tensor with %d rows, got %s"
                                        % (n, _buffers.describe(logits)))
         if logits.device != self.device:
@@ -300,9 +302,9 @@ class DeviceTrie:
             raise InvalidArgumentError("logits: want float32, float16 or bfloat16, got %s"
                                        % _buffers.describe(logits))
         strides = logits.stride()
-        if logits.shape[1] > 1 and strides[1] != 1:
+        if shape[1] > 1 and strides[1] != 1:
             raise InvalidArgumentError("logits: the vocab dimension must be contiguous")
-        return code, strides[0] if n > 1 else logits.shape[1]
+        return code, strides[0] if n > 1 else shape[1]
 
     def _logits(self, logits: torch.Tensor, n: int, log_probs: bool):
         """The treemask_logits of device rows (one per state); they are read,
@@ -420,6 +422,42 @@ class DeviceTrie:
         return "<treemask.torch.DeviceTrie vocab_size=%d device=%s>" % (self.vocab_size, self.device)
 
 
+def _column_index(start: Any, n_columns: int, generated: torch.Tensor) -> int:
+    """``start`` as a column index in [0, n_columns] of ``generated``."""
+    try:
+        index = operator.index(start)
+    except TypeError:
+        index = -1
+    if isinstance(start, bool) or not 0 <= index <= n_columns:
+        raise InvalidArgumentError("start %r: want a column index in [0, %d] of generated (%s)"
+                                   % (start, n_columns, _buffers.describe(generated)))
+    return index
+
+
+class _RowSet:
+    """One of DeviceRowStates' two buffer sets: the rows' ids, states and
+    keys on the device, the ``treemask_cuda_token_rows`` that describes them
+    to the C calls, and the pointers a step stores in it (precomputed: a
+    cdata cast costs ~0.3 us)."""
+
+    __slots__ = ("ids", "states", "keys", "rows", "tokens_slot", "ids_address", "copy_to")
+
+    def __init__(self, n_rows: int, columns: int, device: torch.device) -> None:
+        self.ids = torch.empty((n_rows, columns), dtype=torch.int64, device=device)
+        self.states = torch.empty(n_rows, dtype=torch.int32, device=device)
+        self.keys = torch.empty(n_rows, dtype=torch.int64, device=device)
+        self.rows = rows = ffi.new("treemask_cuda_token_rows *")
+        lib.treemask_cuda_token_rows_init(rows)
+        rows.n_rows = n_rows
+        rows.states = ffi.cast("uint32_t *", self.states.data_ptr())
+        rows.keys = ffi.cast("uint64_t *", self.keys.data_ptr())
+        self.ids_address = self.ids.data_ptr()
+        rows.copy_to = self.copy_to = ffi.cast("int64_t *", self.ids_address)
+        rows.copy_stride = columns
+        # rows->tokens changes every call: stored through an integer slot
+        self.tokens_slot = ffi.cast("uintptr_t *", ffi.addressof(rows, "tokens"))
+
+
 class DeviceRowStates:
     """The trie state of every row of a batch of growing token rows, kept on
     the device: what a decode loop needs that hands over each row's ids but
@@ -455,11 +493,9 @@ class DeviceRowStates:
             raise InvalidArgumentError("trie must be a treemask.torch.DeviceTrie, got %s" % type(trie).__name__)
         self.trie = trie
         self._policy = failure_policy_code(failure_policy)
-        # two (ids, states, keys, treemask_cuda_token_rows *, rows->tokens as a uintptr_t slot, the ids'
-        # address, the ids as copy_to)
-        self._sets: Any = None
+        self._sets: Tuple[_RowSet, ...] = ()
         self._flip = 0
-        self._prev: Any = None  # the set the last update wrote (its rows struct holds its length)
+        self._prev: Optional[_RowSet] = None  # the set the last update wrote (its rows struct holds its length)
         self._n_rows = -1
         self._columns = 0
         self._states: Optional[Tuple[torch.Tensor, Any]] = None  # the last update's states, as tensor and pointer
@@ -471,111 +507,100 @@ class DeviceRowStates:
 
     def _allocate(self, n_rows: int, n_tokens: int) -> None:
         columns = max(16, n_tokens, 2 * self._columns if n_rows == self._n_rows else 0)
-        dev = self.trie.device
-        sets = []
-        for _ in range(2):
-            ids = torch.empty((n_rows, columns), dtype=torch.int64, device=dev)
-            states = torch.empty(n_rows, dtype=torch.int32, device=dev)
-            keys = torch.empty(n_rows, dtype=torch.int64, device=dev)
-            rows = ffi.new("treemask_cuda_token_rows *")
-            lib.treemask_cuda_token_rows_init(rows)
-            rows.n_rows = n_rows
-            rows.states = ffi.cast("uint32_t *", states.data_ptr())
-            rows.keys = ffi.cast("uint64_t *", keys.data_ptr())
-            rows.copy_to = copy_to = ffi.cast("int64_t *", ids.data_ptr())
-            rows.copy_stride = columns
-            # rows->tokens changes every call: stored as an integer (a cdata
-            # cast costs ~0.3 us)
-            tokens_slot = ffi.cast("uintptr_t *", ffi.addressof(rows, "tokens"))
-            sets.append((ids, states, keys, rows, tokens_slot, ids.data_ptr(), copy_to))
-        self._sets, self._n_rows, self._columns = sets, n_rows, columns
+        self._sets = (_RowSet(n_rows, columns, self.trie.device), _RowSet(n_rows, columns, self.trie.device))
+        self._n_rows, self._columns = n_rows, columns
         # self._prev keeps the old set (and its memory) for this one update.
 
-    def _next_set(self, generated: torch.Tensor):
-        """This call's buffer set, its rows struct reading ``generated``
-        where it can (the kernel copies the ids into the set as it reads
-        them: no separate copy), else a copy of it in the set."""
-        if not isinstance(generated, torch.Tensor) or generated.dim() != 2 or generated.dtype != torch.int64:
+    def _next_set(self, generated: torch.Tensor, start: int) -> _RowSet:
+        """This call's buffer set, its rows struct reading ``generated[:,
+        start:]`` where it can (the kernel copies the ids into the set as it
+        reads them: no separate copy), else a copy of it in the set."""
+        if not isinstance(generated, torch.Tensor) or generated.dim() != 2 or generated.dtype is not torch.int64:
             raise InvalidArgumentError("generated: want a 2-D int64 tensor of token ids, got %s"
                                        % _buffers.describe(generated))
         dev = self.trie.device
         if generated.device != dev:
             raise InvalidArgumentError("generated: %s is not on %s, the device of the trie (treemask never copies"
                                        " between devices)" % (_buffers.describe(generated), dev))
-        n_rows, n_tokens = generated.shape
+        n_rows, n_columns = generated.shape
+        if start:
+            start = _column_index(start, n_columns, generated)
+        n_tokens = n_columns - start
         if n_rows != self._n_rows or n_tokens > self._columns:
             self._allocate(n_rows, n_tokens)
         self._flip ^= 1
         chosen = self._sets[self._flip]
-        rows = chosen[3]
+        rows = chosen.rows
         rows.n_tokens = n_tokens
         row_stride, column_stride = generated.stride()
         if (n_tokens <= 1 or column_stride == 1) and (n_rows <= 1 or row_stride >= max(n_tokens, 1)):
-            chosen[4][0] = generated.data_ptr()  # rows->tokens
+            # rows->tokens: the first id of generated[:, start:]
+            chosen.tokens_slot[0] = generated.data_ptr() + 8 * start * column_stride
             rows.row_stride = row_stride if n_rows > 1 else n_tokens
-            rows.copy_to = chosen[6]
+            rows.copy_to = chosen.copy_to
         else:  # ids not contiguous within a row: copy them, the kernel reads the copy
-            chosen[0].narrow(1, 0, n_tokens).copy_(generated)
-            chosen[4][0] = chosen[5]
+            chosen.ids.narrow(1, 0, n_tokens).copy_(generated.narrow(1, start, n_tokens))
+            chosen.tokens_slot[0] = chosen.ids_address
             rows.row_stride = self._columns
             rows.copy_to = ffi.NULL
         return chosen
 
-    def _finish(self, chosen) -> torch.Tensor:
+    def _finish(self, chosen: _RowSet) -> torch.Tensor:
         """Makes ``chosen`` the rows the next call compares with: their ids
         are then the set's own copy."""
-        rows = chosen[3]
-        chosen[4][0] = chosen[5]  # rows->tokens: the set's own copy of the ids
+        rows = chosen.rows
+        chosen.tokens_slot[0] = chosen.ids_address  # rows->tokens: the set's own copy of the ids
         rows.row_stride = self._columns
         self._prev = chosen
-        self._states = (chosen[1], rows.states)
-        return chosen[1]
+        self._states = (chosen.states, rows.states)
+        return chosen.states
 
-    def update(self, generated: torch.Tensor) -> torch.Tensor:
-        """The state of every row of ``generated`` (an int64 tensor ``(rows,
-        n)`` on the trie's device, rows may be strided, e.g.
-        ``input_ids[:, prompt:]``) after its ids: an int32 device tensor of
-        one state per row, valid until the next update. One kernel launch
+    def update(self, generated: torch.Tensor, *, start: int = 0) -> torch.Tensor:
+        """The state of every row of ``generated[:, start:]`` (an int64
+        tensor ``(rows, n)`` on the trie's device, rows may be strided, e.g.
+        transformers' ``input_ids`` with ``start`` its prompt length: no
+        slice needed) after its ids: an int32 device tensor of one state per
+        row, valid until the next update. One kernel launch
         (``treemask_cuda_trie_follow_rows``, which also copies the ids here
         for the next call to compare with)."""
-        chosen = self._next_set(generated)
+        chosen = self._next_set(generated, start)
         prev = self._prev
         dev = self.trie.device
         with _on_device(dev):
-            status = lib.treemask_cuda_trie_follow_rows(self.trie._ptr, ffi.NULL if prev is None else prev[3],
-                                                        chosen[3], self._policy, _stream(dev))
+            status = lib.treemask_cuda_trie_follow_rows(self.trie._ptr, ffi.NULL if prev is None else prev.rows,
+                                                        chosen.rows, self._policy, _stream(dev))
         if status:
             raise_status(status)
         return self._finish(chosen)
 
     def update_mask_logits(self, generated: torch.Tensor, scores: torch.Tensor,
-                           out: Optional[torch.Tensor] = None) -> torch.Tensor:
+                           out: Optional[torch.Tensor] = None, *, start: int = 0) -> torch.Tensor:
         """:meth:`update` and :meth:`mask_logits` in one kernel launch
         (``treemask_cuda_trie_follow_rows_mask_logits``): ``out`` (default:
         ``scores``, in place) receives ``scores`` with -inf outside each
         row's allowed set; masked scores are never read. ``out`` has the
         shape and dtype of ``scores`` and must not overlap it unless it is
         the same tensor. Returns the states, as :meth:`update` does."""
-        chosen = self._next_set(generated)
+        chosen = self._next_set(generated, start)
         trie = self.trie
-        n_rows = chosen[3].n_rows
+        n_rows = self._n_rows
         dtype, row_stride = trie._logits_rows(scores, n_rows)
         if out is None or out is scores:
             target, source, source_stride = scores, 0, 0
         else:
-            if out.shape != scores.shape or out.dtype != scores.dtype:
+            _, out_stride = trie._logits_rows(out, n_rows)
+            if out.dtype is not scores.dtype or out.shape != scores.shape:
                 raise InvalidArgumentError("out: want the shape and dtype of scores (%s), got %s"
                                            % (_buffers.describe(scores), _buffers.describe(out)))
             source, source_stride = scores.data_ptr(), row_stride
-            target = out
-            _, row_stride = trie._logits_rows(out, n_rows)
+            target, row_stride = out, out_stride
         prev = self._prev
         dev = trie.device
         with _on_device(dev):
             # The module's shim: the pointers as integers, and every one a
             # tensor checked above (TREEMASK_CUDA_CALLER_CHECKED_POINTERS).
             status = lib.treemask_py_cuda_trie_follow_rows_mask_logits(
-                trie._ptr, ffi.NULL if prev is None else prev[3], chosen[3], self._policy, source, source_stride,
+                trie._ptr, ffi.NULL if prev is None else prev.rows, chosen.rows, self._policy, source, source_stride,
                 target.data_ptr(), dtype, row_stride, target.shape[1], _stream_handle(dev))
         if status:
             raise_status(status)

@@ -237,13 +237,16 @@ int main(int argc, char **argv) {
   cudaStream_t stream = nullptr;
   CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   DeviceArray<unsigned> sink(1 << 16);
-  // The 2,048-code shapes run one warp per slot; each is timed again with
-  // the warps' large selections floored the 0.3.0 way (the top-k of a
-  // subset of 512 keys, TREEMASK_CUDA_BEAM_FLOOR=subset) for comparison in
-  // the same run: no target line for those.
+  // The 2,048-code shapes (the wide batch runs one warp per slot; STATIC's
+  // 140 slots one block per slot on a GPU of more than 35 SMs) are each
+  // timed again with 0.3.0's selection (TREEMASK_CUDA_BEAM_FLOOR=subset:
+  // the warps' large selections floored by the top-k of a subset of 512
+  // keys, a request's merge over all of its keys instead of those at or
+  // above its first list's smallest) for comparison in the same run: no
+  // target line for those.
   auto both_floors = [&](const Shape &shape, const treemask_trie *trie, int depth) {
     bench_shape(shape, trie, depth, sink.get(), stream);
-    std::printf("  the same with the subset floor of 0.3.0 (TREEMASK_CUDA_BEAM_FLOOR=subset):\n");
+    std::printf("  the same with 0.3.0's selection (TREEMASK_CUDA_BEAM_FLOOR=subset):\n");
     setenv("TREEMASK_CUDA_BEAM_FLOOR", "subset", 1);
     Shape old = shape;
     old.worst_us = old.mean_us = old.max_reads = 0;

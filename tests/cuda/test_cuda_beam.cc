@@ -908,7 +908,8 @@ int main() {
   // TREEMASK_TEST_SANITIZER_SHAPES=1 (build-gpu/run.sh under compute-
   // sanitizer): one launch of each selection path (block and warp kernels,
   // the warp's lane floor and the subset floor, the overflow fallback, the
-  // merge) instead of the whole test.
+  // merge with its first list's floor, its fallback over all keys and
+  // 0.3.0's) instead of the whole test.
   if (const char *v = std::getenv("TREEMASK_TEST_SANITIZER_SHAPES"); v && std::string(v) == "1") {
     overflow_paths();
     setenv("TREEMASK_CUDA_BEAM_FLOOR", "subset", 1);
@@ -934,9 +935,11 @@ int main() {
   bad_row();
   graph_capture();
   argument_errors();
-  // The warps' large selections floored the 0.3.0 way (the top-k of a
-  // subset; TREEMASK_CUDA_BEAM_FLOOR=subset, which bench_cuda_beam compares
-  // with the lane floor): the same results.
+  // 0.3.0's selection (TREEMASK_CUDA_BEAM_FLOOR=subset, which
+  // bench_cuda_beam compares with today's): the warps' large selections
+  // floored by the top-k of a subset, each request's merge over all of its
+  // keys instead of those at or above its first list's smallest. The same
+  // results.
   setenv("TREEMASK_CUDA_BEAM_FLOOR", "subset", 1);
   for (int i = 0; i < searches / 8 && cudatest::g_failures == 0; ++i) {
     run_search(7000 + static_cast<uint64_t>(i));

@@ -15,9 +15,10 @@
 //    arrival counter in the workspace: every thread fences its writes, the
 //    block counts its slots in; the one that completes the count sees every
 //    other slot's list): the exact top-B over the request's B x B keys (one
-//    contiguous array, read with independent loads), sorted, then the
-//    outputs and the advanced states; the counter is zeroed for the next
-//    step.
+//    contiguous array, read with independent loads; those below the
+//    smallest key of the first slot's list, when that list is full, are
+//    dropped in the same pass), sorted, then the outputs and the advanced
+//    states; the counter is zeroed for the next step.
 // Rows of at most launch::kWarpMaxColumns columns with B <= kWarpMaxBeamWidth
 // (STATIC's 2,048-code vocabularies, a wide batch of short rows) run one
 // warp per slot, eight slots per block: phase 1 then synchronises only

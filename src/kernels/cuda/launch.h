@@ -65,9 +65,11 @@ using TrieView = PlainTrieView;
 // tiles from it so that a single row still spreads over the whole GPU.
 struct DeviceShape {
   int target_blocks = 1;
-  // The beam step's warps floor large selections the 0.3.0 way (the top-k
-  // of a subset) instead of by lane maxima: TREEMASK_CUDA_BEAM_FLOOR=subset,
-  // for benchmarks that compare the two in one run (bench_cuda_beam).
+  // The beam step selects the 0.3.0 way: its warps floor large selections
+  // by the top-k of a subset instead of by lane maxima, and a request's
+  // merge selects over all of its keys instead of those at or above its
+  // first list's smallest key: TREEMASK_CUDA_BEAM_FLOOR=subset, for
+  // benchmarks that compare the two in one run (bench_cuda_beam).
   bool subset_floor = false;
 };
 

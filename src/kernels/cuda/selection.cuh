@@ -325,6 +325,30 @@ __device__ uint64_t lane_floor_for(const Gen &gen, uint32_t n, uint32_t k) {
   }
 }
 
+// Keeps the non-zero keys of gen(0 .. n) that are >= floor in sp.keys (and
+// their indices in gen in sp.idx, when given), up to sp.capacity of them;
+// returns their stats (count: all of them, which may exceed the capacity).
+template <class G, class Gen>
+__device__ KeyStats compact_to_shared(const Gen &gen, uint32_t n, uint64_t floor,
+                                      const SelectSpace &sp) {
+  auto keep = [&](uint32_t pos, uint64_t key, uint32_t i) {
+    sp.keys[pos] = key;
+    if (sp.idx) sp.idx[pos] = i;
+  };
+  return compact<G>(gen, n, floor, keep, sp.capacity, sp);
+}
+
+// select_known over the keys compact_to_shared kept (st: its stats, count
+// <= sp.capacity), handing out each key's index in the original gen.
+template <class G, class Out>
+__device__ uint32_t select_shared(const KeyStats &st, uint32_t k, const Out &out,
+                                  const SelectSpace &sp) {
+  auto from_kept = [&](uint32_t pos, uint64_t key, uint32_t j) {
+    out(pos, key, sp.idx ? sp.idx[j] : j);
+  };
+  return select_known<G>(SharedKeys{sp.keys}, st.count, k, st, from_kept, sp);
+}
+
 // The min(k, non-zero keys) largest non-zero keys of gen(0 .. n), handed to
 // out(pos, key, i) with pos in [0, count) and i the key's index in gen;
 // returns count in every thread. Keys must be unique, k in [1,
@@ -361,17 +385,8 @@ __device__ uint32_t group_select(const Gen &gen, uint32_t n, uint32_t k, const O
     const uint64_t key = gen(i);
     return key >= floor ? key : 0;
   };
-  auto keep = [&](uint32_t pos, uint64_t key, uint32_t i) {
-    sp.keys[pos] = key;
-    if (sp.idx) sp.idx[pos] = i;
-  };
-  st = compact<G>(kept, n, floor, keep, sp.capacity, sp);
-  if (st.count <= sp.capacity) {
-    auto from_kept = [&](uint32_t pos, uint64_t key, uint32_t j) {
-      out(pos, key, sp.idx ? sp.idx[j] : j);
-    };
-    return select_known<G>(SharedKeys{sp.keys}, st.count, k, st, from_kept, sp);
-  }
+  st = compact_to_shared<G>(kept, n, floor, sp);
+  if (st.count <= sp.capacity) return select_shared<G>(st, k, out, sp);
   st = key_stats<G>(kept, n, sp);
   return select_known<G>(kept, n, k, st, out, sp);
 }

@@ -387,6 +387,8 @@ def test_device_row_states_follow_growing_rows():
         (lambda: rows.update(torch.zeros((2, 3), dtype=torch.int64, device=DEV), start=-1), "in [0, 3]"),
         (lambda: rows.update_mask_logits(torch.zeros((2, 3), dtype=torch.int64, device=DEV),
                                          torch.zeros((2, vocab), device=DEV), start=1.0), "start 1.0"),
+        (lambda: rows.update(torch.zeros((2, 3), dtype=torch.int64, device=DEV), start=None), "start None"),
+        (lambda: rows.update(torch.zeros((2, 3), dtype=torch.int64, device=DEV), start=0.0), "start 0.0"),
         (lambda: rows.mask_logits(torch.zeros((3, vocab), dtype=torch.float64, device=DEV)), "float32"),
         (lambda: rows.update_mask_logits(torch.zeros((3, 1), dtype=torch.int64, device=DEV),
                                          torch.zeros((3, vocab), device=DEV),

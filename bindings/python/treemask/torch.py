@@ -523,7 +523,7 @@ class DeviceRowStates:
             raise InvalidArgumentError("generated: %s is not on %s, the device of the trie (treemask never copies"
                                        " between devices)" % (_buffers.describe(generated), dev))
         n_rows, n_columns = generated.shape
-        if start:
+        if start or start.__class__ is not int:  # the common 0 costs one test
             start = _column_index(start, n_columns, generated)
         n_tokens = n_columns - start
         if n_rows != self._n_rows or n_tokens > self._columns:

@@ -123,21 +123,6 @@ def host_overhead():
     processor_host_overhead(torch)
 
 
-class _Patches:
-    """monkeypatch's setattr, undone by undo() (host_cuda.install takes one)."""
-
-    def __init__(self):
-        self._undo = []
-
-    def setattr(self, target, name, value):
-        self._undo.append((target, name, getattr(target, name)))
-        setattr(target, name, value)
-
-    def undo(self):
-        while self._undo:
-            setattr(*self._undo.pop())
-
-
 def processor_host_overhead(torch):
     """The Python time of TrieLogitsProcessor's device path per step (issue
     30 item 2 counts it in both the GPU and the wall time of a call) and of
@@ -150,7 +135,7 @@ def processor_host_overhead(torch):
     import treemask.torch as tt
     from treemask.hf import TrieLogitsProcessor
 
-    patches = _Patches()
+    patches = host_cuda.Patches()
     host = host_cuda.install(patches)
     patches.setattr(tt, "_on_device", lambda device: tt._NO_GUARD)
     patches.setattr(host, "treemask_py_cuda_trie_follow_rows_mask_logits", lambda *args: 0)

@@ -217,9 +217,26 @@ def _no_guard(device):
     yield
 
 
+class Patches:
+    """monkeypatch's setattr outside pytest (the script runner, the
+    benchmarks); undo() puts every attribute back."""
+
+    def __init__(self):
+        self._undo = []
+
+    def setattr(self, target, name, value):
+        self._undo.append((target, name, getattr(target, name)))
+        setattr(target, name, value)
+
+    def undo(self):
+        while self._undo:
+            setattr(*self._undo.pop())
+
+
 def install(monkeypatch):
     """Routes treemask.torch (and so treemask.hf's device paths) through a
-    HostCudaLib over CPU tensors; returns it."""
+    HostCudaLib over CPU tensors (monkeypatch: pytest's or a Patches);
+    returns it."""
     import torch
 
     import treemask.torch as tt

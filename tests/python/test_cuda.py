@@ -61,20 +61,12 @@ if pytest is not None:
     pytestmark = pytest.mark.skipif(SKIP_REASON is not None, reason=str(SKIP_REASON))
 
 
-class _Patch:
-    """monkeypatch.setattr for the script runner (never undone: the host
-    mode is the whole process's)."""
-
-    @staticmethod
-    def setattr(target, name, value):
-        setattr(target, name, value)
-
-
 _HOST = None  # the host twins' library (host mode), which counts what it does
 if HOST_MODE and SKIP_REASON is None:
     import host_cuda
 
-    _HOST = host_cuda.install(_Patch())
+    # Never undone: the host mode is the whole process's.
+    _HOST = host_cuda.install(host_cuda.Patches())
 
 
 def _side_stream():

@@ -267,9 +267,9 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
         if rows is None or rows.trie.device != device:
             from .torch import DeviceRowStates, DeviceTrie
 
-            device_trie = self._device_tries.get(scores.device)
+            device_trie = self._device_tries.get(device)
             if device_trie is None:
-                device_trie = self._device_tries[scores.device] = DeviceTrie(self.trie, scores.device)
+                device_trie = self._device_tries[device] = DeviceTrie(self.trie, device)
             rows = self._device_rows = DeviceRowStates(device_trie, failure_policy=self._policy)
         out = self._output_buffer(scores)
         # The generated ids are input_ids[:, prompt_length:], read in place.

@@ -132,7 +132,11 @@ __device__ void select_slot(const BeamStep &p, int64_t slot, LseSlots *lse, cons
         next[pos] = allowed.next_state(i);
       }
     };
-    count = group_select<G>(gen, allowed.n_total, B, write, sp);
+    // A block's thread makes 8 candidates at once (a slot of 2,047: one
+    // batch of dependent token-then-logit loads, not two); a warp's slots
+    // are many, and its registers are spent (launch bounds of 4 blocks).
+    const WithBatch<G::kSize == 32 ? kKeyBatch : 8, decltype(gen)> batched{gen};
+    count = group_select<G>(batched, allowed.n_total, B, write, sp);
   }
   pad_list<G>(list, count, B);
 }
@@ -171,8 +175,12 @@ struct SelectShared {
 static_assert(kMaxK <= kBins, "a request's next states fit the histogram");
 
 // The request's B x B keys: its slots' lists, one contiguous array written by
-// other blocks (read past the incoherent L1).
+// other blocks (read past the incoherent L1). Each key is one independent
+// load: a thread keeps kBatch of them in flight (STATIC's 4,900 keys: three
+// round trips to L2 per pass instead of five; 16 would take the block
+// kernel from 64 registers to 80 on sm_90, a block fewer per SM).
 struct RequestKeys {
+  static constexpr int kBatch = 8;
   const uint64_t *lists;
   __device__ uint64_t operator()(uint32_t i) const { return __ldcg(lists + i); }
 };

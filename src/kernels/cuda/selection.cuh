@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/cuda/beam_common.cuh"
 
@@ -111,21 +112,42 @@ __device__ KeyStats group_stats(KeyStats s, SelectState &st) {
   }
 }
 
+// Keys a thread generates before any of them is used: Gen::kBatch where a
+// generator declares it (one whose keys are plain loads, so that more of
+// them can be in flight), else kKeyBatch.
+template <class Gen, class = void>
+struct KeyBatchOf {
+  static constexpr int value = kKeyBatch;
+};
+template <class Gen>
+struct KeyBatchOf<Gen, std::void_t<decltype(Gen::kBatch)>> {
+  static constexpr int value = Gen::kBatch;
+};
+
+// A generator whose keys a thread makes kB at a time.
+template <int kB, class F>
+struct WithBatch {
+  static constexpr int kBatch = kB;
+  F f;
+  __device__ __forceinline__ uint64_t operator()(uint32_t i) const { return f(i); }
+};
+
 // Calls f(key, i) for i = rank, rank + size, ... over [0, n) rounded up to
 // whole batches (key 0 past n), every thread of the group equally often;
-// each batch's kKeyBatch keys are generated before f sees any, so their
-// loads overlap.
+// each batch's keys (KeyBatchOf<Gen>) are generated before f sees any, so
+// their loads overlap.
 template <class G, class Gen, class F>
 __device__ __forceinline__ void for_each_key(const Gen &gen, uint32_t n, F &&f) {
-  for (uint32_t base = 0; base < n; base += kKeyBatch * G::kSize) {
-    uint64_t key[kKeyBatch];
+  constexpr int kBatch = KeyBatchOf<Gen>::value;
+  for (uint32_t base = 0; base < n; base += kBatch * G::kSize) {
+    uint64_t key[kBatch];
     TREEMASK_UNROLL
-    for (int u = 0; u < kKeyBatch; ++u) {
+    for (int u = 0; u < kBatch; ++u) {
       const uint32_t i = base + u * G::kSize + G::rank();
       key[u] = i < n ? gen(i) : 0;
     }
     TREEMASK_UNROLL
-    for (int u = 0; u < kKeyBatch; ++u) f(key[u], base + u * G::kSize + G::rank());
+    for (int u = 0; u < kBatch; ++u) f(key[u], base + u * G::kSize + G::rank());
   }
 }
 

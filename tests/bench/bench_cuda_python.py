@@ -49,6 +49,7 @@ import random
 import statistics
 import sys
 import time
+import warnings
 
 import numpy as np
 
@@ -480,9 +481,19 @@ def bench_search(torch):
             ("hf.beam_search", lambda: beam_search(model, input_ids, trie, beams).sequences),
             ("hf.beam_search(compile=True)",
              lambda: beam_search(model, input_ids, trie, beams, compile=True).sequences)]
-    outputs, times = {}, {}
-    for name, fn in runs:
-        outputs[name] = fn()  # warm-up
+    outputs, times, notes = {}, {}, {}
+    for name, fn in list(runs):  # warm-up; compile=True may be refused, or fall back to eager steps
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", RuntimeWarning)
+                outputs[name] = fn()
+        except treemask.UnsupportedError as e:
+            notes[name] = "not run: %s" % e
+            runs.remove((name, fn))
+            continue
+        fell_back = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+        if fell_back:
+            notes[name] = "ran eagerly: %s" % fell_back[0]
     for name, fn in runs:
         samples = []
         for _ in range(5):
@@ -497,10 +508,15 @@ def bench_search(torch):
     base = times[runs[0][0]]
     for name, _ in runs:
         same = torch.equal(outputs[name], outputs[runs[0][0]])
-        print("  %-46s %8.1f ms  %5.1fx  same sequences as generate: %s" % (name, times[name] * 1e3,
-                                                                          base / times[name], same))
-    target("hf.beam_search(compile=True) vs generate + processor, MiniOneRec 8 x 50", base / times[runs[2][0]],
-           "x", ">=", 3)
+        print("  %-46s %8.1f ms  %5.1fx  same sequences as generate: %s%s" % (
+            name, times[name] * 1e3, base / times[name], same, " (%s)" % notes[name] if name in notes else ""))
+    compiled = "hf.beam_search(compile=True)"
+    name = "hf.beam_search(compile=True) vs generate + processor, MiniOneRec 8 x 50"
+    if compiled in times and compiled not in notes:
+        target(name, base / times[compiled], "x", ">=", 3)
+    else:
+        print("  %s: %s" % (compiled, notes.get(compiled, "not timed")))
+        print("TARGET %s: not measured (target >= 3 x): MISSED" % name)
 
 
 def main():

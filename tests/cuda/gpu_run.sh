@@ -61,12 +61,17 @@ fi
 export PYTHONPATH="$PYPATH${PYTHONPATH:+:$PYTHONPATH}"
 
 nvidia-smi -L | head -4
-"$PY" - <<'EOF' 2>&1 | head -3
+"$PY" - <<'EOF' 2>&1 | head -4
 import sys
 try:
     import torch
     print("python %s, torch %s, torch.cuda.is_available() %s" % (sys.version.split()[0], torch.__version__,
                                                                 torch.cuda.is_available()))
+    try:
+        import transformers
+        print("transformers %s" % transformers.__version__)
+    except Exception as e:
+        print("transformers: not importable (%r): the transformers tests and benchmarks skip" % e)
     import treemask
     print("treemask %s from %s, treemask.cuda_available() %s %s" % (
         treemask.__version__, treemask.__file__, treemask.cuda_available(), treemask.cuda_unavailable_reason() or ""))

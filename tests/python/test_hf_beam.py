@@ -16,6 +16,7 @@ Suite `python-hf`.
 Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
 import json
+import re
 
 import numpy as np
 import pytest
@@ -242,3 +243,45 @@ def test_compiled_search_refuses_what_it_cannot_mask(monkeypatch):
     model = tiny_qwen2(vocab)
     assert torch.equal(beam_search(model, input_ids, trie, 2, compile=True).sequences,
                        beam_search(model, input_ids, trie, 2).sequences)
+
+
+def test_compiled_search_refuses_a_transformers_without_static_layers(monkeypatch):
+    """compile=True sets what transformers 5's StaticCache layers keep (the
+    prompt copied in by lazy_initialization, a cumulative_length tensor on
+    the device): a transformers whose layers lack either is refused before
+    any work, naming its version and what is missing; compile=False still
+    runs."""
+    import host_cuda
+    import transformers.cache_utils as cache_utils
+
+    import treemask.hf as hf
+
+    trie, vocab = minionerec_trie(BUNDLED)
+    input_ids, attention_mask = prompts(1, 4, seed=0, ragged=False)
+    host = host_cuda.install(monkeypatch)
+    model = tiny_qwen2(vocab)
+
+    class IntLength:  # an older layout: the length a Python int
+        def __init__(self, max_cache_len):
+            self.cumulative_length = 0
+
+        def lazy_initialization(self, keys, values):
+            pass
+
+    class NoLazy:
+        def __init__(self, max_cache_len):
+            pass
+
+    cases = [(IntLength, "whose cumulative_length is int, not a tensor"), (NoLazy, "without lazy_initialization")]
+    for layer_class, message in cases:
+        monkeypatch.setattr(cache_utils, "StaticLayer", layer_class)
+        with pytest.raises(treemask.UnsupportedError, match="transformers %s has a StaticLayer %s"
+                           % (re.escape(transformers.__version__), message)):
+            hf._beam_search_device(model, input_ids, trie, 2, 2, 4, attention_mask, PAD, compile=True)
+    monkeypatch.delattr(cache_utils, "StaticLayer")
+    with pytest.raises(treemask.UnsupportedError, match=re.escape("has no cache_utils.StaticLayer")):
+        hf._beam_search_device(model, input_ids, trie, 2, 2, 4, attention_mask, PAD, compile=True)
+    assert host.calls.get("topk", 0) == 0, "refused before any work"
+    got = hf._beam_search_device(model, input_ids, trie, 2, 2, 4, attention_mask, PAD, compile=False)
+    assert got.sequences.tolist() == beam_search(model, input_ids, trie, 2, attention_mask=attention_mask,
+                                                 max_new_tokens=4).sequences.tolist()

@@ -377,7 +377,41 @@ def _compilable_attention(config: Any) -> str:
         raise UnsupportedError("beam_search(compile=True): attention implementation %r; the compiled path"
                                " passes its own mask to 'sdpa' or 'eager' attention (use compile=False)"
                                % attention)
+    _check_static_cache_api()
     return attention
+
+
+def _check_static_cache_api() -> None:
+    """UnsupportedError, before any work, where the installed transformers'
+    StaticCache layers lack what the compiled path sets: lazy_initialization
+    (the prompt's keys and values copied in) and a cumulative_length tensor
+    (the next column each layer writes, kept on the device so that a
+    captured step advances it)."""
+    import importlib
+
+    import torch
+    import transformers
+
+    try:
+        layer_class = getattr(importlib.import_module("transformers.cache_utils"), "StaticLayer", None)
+    except ImportError:
+        layer_class = None
+    problem = None
+    if layer_class is None:
+        problem = "has no cache_utils.StaticLayer"
+    elif not callable(getattr(layer_class, "lazy_initialization", None)):
+        problem = "has a StaticLayer without lazy_initialization"
+    else:
+        try:
+            length = getattr(layer_class(max_cache_len=1), "cumulative_length", None)
+        except TypeError as e:
+            length, problem = None, "has a StaticLayer that cannot be made as StaticLayer(max_cache_len=n): %s" % e
+        if problem is None and not isinstance(length, torch.Tensor):
+            problem = "has a StaticLayer whose cumulative_length is %s, not a tensor" % type(length).__name__
+    if problem is not None:
+        raise UnsupportedError("beam_search(compile=True): transformers %s %s (the compiled path needs the static"
+                               " cache layers of transformers 5; use compile=False)"
+                               % (getattr(transformers, "__version__", "?"), problem))
 
 
 class _EndProbe:
@@ -719,7 +753,9 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
     ``compile=False``, the scores to float rounding (attention runs over
     the whole static cache, masked). It needs full attention through
     'sdpa' or 'eager' (UnsupportedError names what the model has
-    instead); a model whose step cannot be captured (a host
+    instead) and transformers 5's static cache layers (a transformers
+    whose ``StaticLayer`` keeps no ``cumulative_length`` tensor is refused
+    the same way, naming its version); a model whose step cannot be captured (a host
     synchronisation inside its forward) runs the static steps eagerly,
     with a RuntimeWarning. On CPU tensors there is nothing to compile: the
     argument is accepted and the host loop runs as without it.

@@ -239,31 +239,37 @@ int main(int argc, char **argv) {
   DeviceArray<unsigned> sink(1 << 16);
   // The 2,048-code shapes (the wide batch runs one warp per slot; STATIC's
   // 140 slots one block per slot on a GPU of more than 35 SMs) are each
-  // timed again with 0.3.0's selection (TREEMASK_CUDA_BEAM_FLOOR=subset:
-  // the warps' large selections floored by the top-k of a subset of 512
-  // keys, a request's merge over all of its keys instead of those at or
-  // above its first list's smallest) for comparison in the same run: no
-  // target line for those.
-  auto both_floors = [&](const Shape &shape, const treemask_trie *trie, int depth) {
+  // timed again the earlier ways (TREEMASK_CUDA_BEAM_FLOOR) for comparison
+  // in the same run, with no target line for those: `lane`, a warp's
+  // selection among more than 512 candidates in two passes (a floor from
+  // its lanes' largest keys, then the keys above it) instead of one from
+  // its lanes' 8 largest; `subset`, 0.3.0's (the warps' large selections
+  // floored by the top-k of a subset of 512 keys, a request's merge over
+  // all of its keys instead of those at or above its first list's
+  // smallest). STATIC's block kernel is the same under `lane`.
+  auto all_floors = [&](const Shape &shape, const treemask_trie *trie, int depth, bool warps) {
     bench_shape(shape, trie, depth, sink.get(), stream);
-    std::printf("  the same with 0.3.0's selection (TREEMASK_CUDA_BEAM_FLOOR=subset):\n");
-    setenv("TREEMASK_CUDA_BEAM_FLOOR", "subset", 1);
     Shape old = shape;
     old.worst_us = old.mean_us = old.max_reads = 0;
-    bench_shape(old, trie, depth, sink.get(), stream);
+    for (const char *floor : {"lane", "subset"}) {
+      if (!warps && std::string(floor) == "lane") continue;
+      std::printf("  the same with TREEMASK_CUDA_BEAM_FLOOR=%s:\n", floor);
+      setenv("TREEMASK_CUDA_BEAM_FLOOR", floor, 1);
+      bench_shape(old, trie, depth, sink.get(), stream);
+    }
     unsetenv("TREEMASK_CUDA_BEAM_FLOOR");
   };
   {
     std::printf("\nSTATIC's setting: V = 2,048, 4 codes of 2,047\n");
     testutil::TrieHandle trie;
     build_catalogue(20000000 / scale, 4, 2047, 0, 0, 2048, 2047, trie);
-    both_floors({"STATIC 2 x 70", 2, 70, 2048, cudatest::kF32, 12, 15, 0}, trie.p, 4);
+    all_floors({"STATIC 2 x 70", 2, 70, 2048, cudatest::kF32, 12, 15, 0}, trie.p, 4, false);
   }
   {
     std::printf("\nWide batch: V = 2,048, 10M items\n");
     testutil::TrieHandle trie;
     build_catalogue(10000000 / scale, 4, 2047, 0, 0, 2048, 2047, trie);
-    both_floors({"256 x 32, V = 2,048", 256, 32, 2048, cudatest::kF32, 0, 0, 2.0}, trie.p, 4);
+    all_floors({"256 x 32, V = 2,048", 256, 32, 2048, cudatest::kF32, 0, 0, 2.0}, trie.p, 4, true);
   }
   {
     std::printf("\nLarge vocabulary: V = 176,704 (3 codes of 8,192 above 151,936), 1M items\n");

@@ -148,8 +148,9 @@ part bench_cuda 120 bench "$HERE/bin/bench_cuda"
 # compute-sanitizer on a few launches of each kernel shape
 # (TREEMASK_TEST_SANITIZER_SHAPES=1): the trie kernels (the fused step,
 # follow_rows with and without its copy, the masked copy) and the beam
-# step's selection paths (block and warp kernels, lane and subset floors,
-# the overflow fallback, the merge); racecheck, synccheck, memcheck. Where
+# step's selection paths (block and warp kernels, a warp's one-pass
+# selection and its second pass, lane and subset floors, the overflow
+# fallback, the merge); racecheck, synccheck, memcheck. Where
 # the machine has no compute-sanitizer this says so and counts a skip.
 SANITIZER="$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)"
 for program in trie beam; do

@@ -706,23 +706,33 @@ void awkward_shapes() {
   }
 }
 
-// The selections' last resort: when the candidates above the floor do not
+// One lane's candidates (every 32nd) moved below or above the rest.
+enum class Lane { kAsIs, kLow, kHigh };
+
+// The selections' last resorts: when the candidates above the floor do not
 // fit in shared memory, the selection runs over all of them. Rising logits
 // put a slot's best candidates after its first ones (3,000 candidates, all
 // above the floor a block takes from its first keys); a warp's floor comes
-// from its lanes' largest keys, so `low_lane` sinks every 32nd candidate
+// from its lanes' largest keys, so Lane::kLow sinks every 32nd candidate
 // (one lane's) below the rest, which drags that floor under ~2,900 of them;
 // rising beam scores put a request's best lists after its first ones (64 x
-// 64 keys). One step each, bit for bit against the CPU, through both
-// kernels.
+// 64 keys). And a warp's one-pass selection from its lanes' largest keys
+// vouches for its result only when no lane may hold more winners than it
+// kept: Lane::kHigh gives one lane every winner, so at B = 64 it takes the
+// second pass (at B = 8 it is still exact). One step each, bit for bit
+// against the CPU, through both kernels.
 void overflow_path(const treemask_trie *trie, const treemask_cuda_trie *dev, size_t columns,
-                   size_t B, size_t n_requests, bool low_lane = false) {
+                   size_t B, size_t n_requests, Lane lane = Lane::kAsIs) {
   const size_t n_slots = n_requests * B;
   Rows rows(cudatest::kF32, n_slots, columns);
   for (size_t i = 0; i < n_slots; ++i) {
     for (size_t c = 0; c < columns; ++c) {
       const float v = -static_cast<float>(columns - c) / 1024.0f;
-      rows.set(i, c, low_lane && c % 32 == 5 ? v - 100.0f : v);
+      const float shift = c % 32 != 5           ? 0.0f
+                          : lane == Lane::kLow  ? -100.0f
+                          : lane == Lane::kHigh ? 100.0f
+                                                : 0.0f;
+      rows.set(i, c, v + shift);
     }
   }
   std::vector<float> scores(n_slots);
@@ -747,7 +757,9 @@ void overflow_path(const treemask_trie *trie, const treemask_cuda_trie *dev, siz
                                    d.workspace_bytes, nullptr, nullptr));
   const std::string where = "overflow B " + std::to_string(B) + " columns " +
                             std::to_string(columns) + " requests " + std::to_string(n_requests) +
-                            (low_lane ? ", one low lane" : "");
+                            (lane == Lane::kLow    ? ", one low lane"
+                             : lane == Lane::kHigh ? ", one high lane"
+                                                   : "");
   CHECK_MSG(d.parents.download() == parents, where + " parents");
   CHECK_MSG(d.tokens.download() == tokens, where + " tokens");
   CHECK_MSG(d.states.download() == states, where + " states");
@@ -764,7 +776,8 @@ void overflow_paths() {
   for (const size_t B : {size_t{8}, size_t{64}}) {
     overflow_path(trie.p, dev.p, natural, B, 2);
     overflow_path(trie.p, dev.p, natural, B, warp_kernel_requests(2, B));
-    overflow_path(trie.p, dev.p, natural, B, warp_kernel_requests(2, B), true);
+    overflow_path(trie.p, dev.p, natural, B, warp_kernel_requests(2, B), Lane::kLow);
+    overflow_path(trie.p, dev.p, natural, B, warp_kernel_requests(2, B), Lane::kHigh);
     overflow_path(trie.p, dev.p, block_kernel_columns(natural), B, 2);
   }
 }
@@ -907,13 +920,16 @@ int main() {
   cudatest::skip_without_device("test_cuda_beam");
   // TREEMASK_TEST_SANITIZER_SHAPES=1 (build-gpu/run.sh under compute-
   // sanitizer): one launch of each selection path (block and warp kernels,
-  // the warp's lane floor and the subset floor, the overflow fallback, the
-  // merge with its first list's floor, its fallback over all keys and
-  // 0.3.0's) instead of the whole test.
+  // the warp's one-pass selection and its second pass, the lane floor and
+  // the subset floor, the overflow fallback, the merge with its first
+  // list's floor, its fallback over all keys and 0.3.0's) instead of the
+  // whole test.
   if (const char *v = std::getenv("TREEMASK_TEST_SANITIZER_SHAPES"); v && std::string(v) == "1") {
     overflow_paths();
-    setenv("TREEMASK_CUDA_BEAM_FLOOR", "subset", 1);
-    overflow_paths();
+    for (const char *floor : {"lane", "subset"}) {
+      setenv("TREEMASK_CUDA_BEAM_FLOOR", floor, 1);
+      overflow_paths();
+    }
     return cudatest::finish("test_cuda_beam (sanitizer shapes)");
   }
   const int searches = cudatest::kEmulated ? testutil::scaled(60) : testutil::scaled(400);
@@ -935,16 +951,18 @@ int main() {
   bad_row();
   graph_capture();
   argument_errors();
-  // 0.3.0's selection (TREEMASK_CUDA_BEAM_FLOOR=subset, which
-  // bench_cuda_beam compares with today's): the warps' large selections
-  // floored by the top-k of a subset, each request's merge over all of its
-  // keys instead of those at or above its first list's smallest. The same
-  // results.
-  setenv("TREEMASK_CUDA_BEAM_FLOOR", "subset", 1);
-  for (int i = 0; i < searches / 8 && cudatest::g_failures == 0; ++i) {
-    run_search(7000 + static_cast<uint64_t>(i));
+  // The ways bench_cuda_beam compares with today's
+  // (TREEMASK_CUDA_BEAM_FLOOR): `lane`, every large warp selection in two
+  // passes (a floor from the lanes' largest keys, then the keys above it);
+  // `subset`, 0.3.0's: the warps' large selections floored by the top-k of
+  // a subset, each request's merge over all of its keys instead of those at
+  // or above its first list's smallest. The same results.
+  uint64_t seed = 7000;
+  for (const char *floor : {"lane", "subset"}) {
+    setenv("TREEMASK_CUDA_BEAM_FLOOR", floor, 1);
+    for (int i = 0; i < searches / 8 && cudatest::g_failures == 0; ++i) run_search(seed++);
+    overflow_paths();
   }
-  overflow_paths();
   unsetenv("TREEMASK_CUDA_BEAM_FLOOR");
   return cudatest::finish("test_cuda_beam");
 }

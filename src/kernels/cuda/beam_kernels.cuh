@@ -43,7 +43,7 @@ struct BeamStep {
   uint32_t *ws_next;     // n_slots * beam_width
   uint32_t *ws_arrived;  // n_requests, zero between steps
   uint32_t *n_bad;
-  bool subset_floor;  // launch::DeviceShape
+  launch::BeamFloor floor;  // launch::DeviceShape
 };
 
 // The normalizer of a slot's row by group G, or NaN (and the bad-row
@@ -198,14 +198,14 @@ struct RequestKeys {
 // shared memory, and the selection among those; past the shared keys'
 // capacity (lists that are not full and more than 2,048 keys, e.g. B = 70
 // slots of 60 candidates each) the group selection over all of them, as
-// every merge did before (p.subset_floor: the benchmarks' comparison).
+// every merge did before (BeamFloor::kSubset: the benchmarks' comparison).
 template <uint32_t kBest, class Keep>
 __device__ uint32_t merge_request(const BeamStep &p, int64_t base, SelectShared<kBest> &sh,
                                   const Keep &keep) {
   const uint32_t B = p.beam_width;
   const RequestKeys keys{p.ws_keys + base * B};
   const SelectSpace sp = sh.space(true);
-  if (!p.subset_floor) {
+  if (p.floor != launch::BeamFloor::kSubset) {
     const KeyStats first = key_stats<BlockGroup>(keys, B, sp);
     const KeyStats st =
         compact_to_shared<BlockGroup>(keys, B * B, first.count == B ? first.lo : 1, sp);
@@ -299,8 +299,7 @@ __global__ void __launch_bounds__(kBlock, 4) warp_beam_step_kernel(BeamStep p) {
     if (slot < p.n_slots) {
       WarpSpace &ws = sh.u.warps[warp_of()];
       select_slot<WarpGroup, true>(
-          p, slot, nullptr,
-          SelectSpace{ws.keys, kWarpKeys, ws.hist, &ws.st, nullptr, p.subset_floor});
+          p, slot, nullptr, SelectSpace{ws.keys, kWarpKeys, ws.hist, &ws.st, nullptr, p.floor});
     }
     // As in beam_step_kernel: every thread fences its own writes, then the
     // block counts its slots in.

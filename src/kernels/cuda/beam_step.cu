@@ -40,8 +40,12 @@
 // Up to a group's capacity the keys are computed once into shared memory
 // and selected there; past it a floor under the k-th key, and one pass keeps
 // the keys above it (group_select). A warp (a slot of 2,047 candidates at
-// depth 1 of a 2,048-code catalogue) takes the floor from its lanes' largest
-// keys, one pass in registers; a block from the top-k of its first
+// depth 1 of a 2,048-code catalogue) with B <= 64 generates its candidates
+// once: each lane keeps its 8 largest keys in registers, and the top-B of
+// those 256 is the slot's unless a lane may have held more winners than it
+// kept (then the k-th of them is the floor of a second pass); a wider warp
+// selection takes the floor from its lanes' largest keys, one pass in
+// registers, then the pass above it; a block from the top-k of its first
 // `capacity` keys, a radix select in shared memory. Scores -inf and NaN get
 // key 0 and are never selected.
 //
@@ -70,9 +74,9 @@ int beam_step(const TrieView &trie, const BeamLogits &logits, const KeyLayout &l
               void *stream) {
   if (n_requests == 0) return 0;
   const int64_t slots = static_cast<int64_t>(n_requests) * beam_width;
-  device::BeamStep p{
-      trie,          logits,       layout,  slots,   beam_width, state.states, state.scores,
-      state.parents, state.tokens, ws.keys, ws.next, ws.arrived, n_bad_rows,   shape.subset_floor};
+  device::BeamStep p{trie,         logits,       layout,        slots,           beam_width,
+                     state.states, state.scores, state.parents, state.tokens,    ws.keys,
+                     ws.next,      ws.arrived,   n_bad_rows,    shape.beam_floor};
   // A candidate's index: below vocab_size + n_stop_tokens.
   const uint32_t idx_bits = bits_for(static_cast<uint64_t>(trie.vocab_size) +
                                      static_cast<uint64_t>(trie.n_stop_tokens) - 1);

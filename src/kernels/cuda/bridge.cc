@@ -483,8 +483,10 @@ Status beam_step(const BeamArg &step, void *stream) {
   launch::DeviceShape shape = device_shape(device);
   // A benchmark's switch (launch.h), read per step so that one process can
   // time both ways; only the beam step reads it.
-  const char *floor = std::getenv("TREEMASK_CUDA_BEAM_FLOOR");
-  shape.subset_floor = floor && std::strcmp(floor, "subset") == 0;
+  if (const char *floor = std::getenv("TREEMASK_CUDA_BEAM_FLOOR")) {
+    if (std::strcmp(floor, "subset") == 0) shape.beam_floor = launch::BeamFloor::kSubset;
+    if (std::strcmp(floor, "lane") == 0) shape.beam_floor = launch::BeamFloor::kLane;
+  }
   return launched(launch::beam_step(step.trie->view, step.logits, layout, step.n_requests,
                                     static_cast<uint32_t>(step.beam_width), step.state, ws,
                                     step.n_bad_rows, shape, stream),

@@ -63,14 +63,23 @@ using TrieView = PlainTrieView;
 
 // How many blocks keep the device busy; the list kernels size their column
 // tiles from it so that a single row still spreads over the whole GPU.
+// How the beam step's warps select among more candidates than they hold
+// in shared memory, and its merges among a request's B x B keys
+// (TREEMASK_CUDA_BEAM_FLOOR, read per step: benchmarks that compare the
+// ways in one run, bench_cuda_beam, and the tests of each):
+// - kLaneTop (default): for B <= 64 a warp selects from its lanes' eight
+//   largest keys in one pass, and passes again over all candidates only
+//   when a lane may have held more of the winners than it kept; merges
+//   floor by the first list's smallest key.
+// - kLane (`lane`): every such selection takes the two passes (a floor
+//   from the lanes' largest keys, then the keys above it); merges as above.
+// - kSubset (`subset`): 0.3.0's selection: the warps floor by the top-k of
+//   a subset, a request's merge selects over all of its keys.
+enum class BeamFloor : int { kLaneTop = 0, kLane = 1, kSubset = 2 };
+
 struct DeviceShape {
   int target_blocks = 1;
-  // The beam step selects the 0.3.0 way: its warps floor large selections
-  // by the top-k of a subset instead of by lane maxima, and a request's
-  // merge selects over all of its keys instead of those at or above its
-  // first list's smallest key: TREEMASK_CUDA_BEAM_FLOOR=subset, for
-  // benchmarks that compare the two in one run (bench_cuda_beam).
-  bool subset_floor = false;
+  BeamFloor beam_floor = BeamFloor::kLaneTop;
 };
 
 int apply_bitmask(const Logits &logits, const Rows &rows, const uint32_t *bitmask,

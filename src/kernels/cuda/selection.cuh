@@ -46,20 +46,30 @@ struct SelectState {
 };
 
 // Where a group selects: `capacity` keys and a histogram of shared memory,
-// and (nullable) where a merge keeps each kept key's source index.
-// subset_floor: a warp floors a large selection by the subset's top-k as a
-// block does (0.3.0's way, kept for comparison: launch::DeviceShape).
+// and (nullable) where a merge keeps each kept key's source index. floor:
+// how a warp selects among more keys than that (launch::BeamFloor; a
+// block always floors by a subset's top-k).
 struct SelectSpace {
   uint64_t *keys;
   uint32_t capacity;
   uint32_t *hist;
   SelectState *st;
   uint32_t *idx;
-  bool subset_floor = false;
+  launch::BeamFloor floor = launch::BeamFloor::kLaneTop;
 };
 
 // A warp's floor from lane maxima serves k up to this (four keys a lane).
 constexpr uint32_t kLaneFloorMaxK = 4 * 32;
+// A warp's one-pass selection from its lanes' largest keys (lane_top_select)
+// serves k up to this, each lane keeping kLaneTopKeys. It is exact whenever
+// no lane holds more than kLaneTopKeys of the k winners (always for k <=
+// kLaneTopKeys; on random scores over 2,047 candidates, simulated: every
+// one of 100,000 slots at k = 32, all but one in 270 at k = 64); when it
+// is not, it costs one more pass.
+constexpr uint32_t kLaneTopMaxK = 64;
+constexpr int kLaneTopKeys = 8;
+// lane_top_select's answer when it is not exact.
+constexpr uint32_t kNotExact = ~0u;
 
 // ---- exact top-k of unique keys ------------------------------------------------
 
@@ -305,15 +315,10 @@ __device__ uint32_t select_known(const Gen &gen, uint32_t n, uint32_t k, const K
   return taken.count < k ? taken.count : k;
 }
 
-// A floor under a warp's k-th largest key of gen(0 .. n), from one pass in
-// registers: each lane keeps its kM largest keys, and the smallest of the
-// lanes' kM-th largest has 32 * kM >= k keys at or above it (each lane's
-// kM). No shared memory, no atomics: on 2,047 random candidates and k =
-// 32 about 120 keys pass it. Lanes left with fewer than kM keys make it 1
-// (every key passes; still exact).
+// Each lane's kM largest keys of gen(0 .. n) (its share of them), in
+// descending order in registers, zeros where it has fewer.
 template <int kM, class Gen>
-__device__ uint64_t lane_floor(const Gen &gen, uint32_t n) {
-  uint64_t top[kM];
+__device__ __forceinline__ void lane_top(const Gen &gen, uint32_t n, uint64_t (&top)[kM]) {
   TREEMASK_UNROLL
   for (int j = 0; j < kM; ++j) top[j] = 0;
   for_each_key<WarpGroup>(gen, n, [&](uint64_t key, uint32_t) {
@@ -329,12 +334,64 @@ __device__ uint64_t lane_floor(const Gen &gen, uint32_t n) {
       }
     }
   });
+}
+
+// A floor under a warp's k-th largest key of gen(0 .. n), from one pass in
+// registers: each lane keeps its kM largest keys, and the smallest of the
+// lanes' kM-th largest has 32 * kM >= k keys at or above it (each lane's
+// kM). No shared memory, no atomics: on 2,047 random candidates and k =
+// 32 about 120 keys pass it. Lanes left with fewer than kM keys make it 1
+// (every key passes; still exact).
+template <int kM, class Gen>
+__device__ uint64_t lane_floor(const Gen &gen, uint32_t n) {
+  uint64_t top[kM];
+  lane_top<kM>(gen, n, top);
   uint64_t floor = top[kM - 1];
   for (int offset = 16; offset > 0; offset >>= 1) {
     const uint64_t other = __shfl_xor_sync(kFullWarp, floor, offset);
     floor = other < floor ? other : floor;
   }
   return floor > 0 ? floor : 1;
+}
+
+// A warp's top-k (k <= kLaneTopMaxK) of gen(0 .. n) in one pass over the
+// keys: each lane keeps its kM largest in registers, the warp puts the
+// lanes' lists (U, at most 32 * kM keys) in shared memory and finds t, the
+// least value with exactly k keys of U at or above it (radix_threshold; 1
+// when U has at most k). So t floors the whole top-k too; and U holds
+// every key at or above t unless some lane kept kM keys whose smallest is
+// above t (it may have left out others above t). When no lane did, the
+// keys at or above t are U's k: they go to out(pos, key, j) (j: the key's place in U, so the keys
+// must carry what they came from: sp.idx unused) and the count is
+// returned. Otherwise kNotExact, with t in `floor` for the pass over all
+// keys.
+template <int kM, class Gen, class Out>
+__device__ uint32_t lane_top_select(const Gen &gen, uint32_t n, uint32_t k, const Out &out,
+                                    const SelectSpace &sp, uint64_t &floor) {
+  uint64_t top[kM];
+  lane_top<kM>(gen, n, top);
+  uint32_t running = 0;
+  KeyStats st;
+  TREEMASK_UNROLL
+  for (int j = 0; j < kM; ++j) {
+    const bool take = top[j] != 0;
+    const unsigned ballot = __ballot_sync(kFullWarp, take);
+    if (take) {
+      sp.keys[running + static_cast<uint32_t>(__popc(ballot & lanes_below()))] = top[j];
+      st.add(top[j]);
+    }
+    running += static_cast<uint32_t>(__popc(ballot));
+  }
+  __syncwarp();
+  st = group_stats<WarpGroup>(st, *sp.st);
+  const uint64_t t =
+      st.count > k ? radix_threshold<WarpGroup>(SharedKeys{sp.keys}, st.count, k, st, sp) : 1;
+  if (!__all_sync(kFullWarp, top[kM - 1] <= t)) {
+    floor = t;
+    return kNotExact;
+  }
+  const KeyStats taken = compact<WarpGroup>(SharedKeys{sp.keys}, st.count, t, out, k, sp);
+  return taken.count < k ? taken.count : k;
 }
 
 template <class Gen>
@@ -378,8 +435,12 @@ __device__ uint32_t select_shared(const KeyStats &st, uint32_t k, const Out &out
 // sp.keys or sp.hist.
 //
 // Up to sp.capacity keys are computed once into shared memory and selected
-// there. Past that, a floor under the k-th key: for a warp (k <=
-// kLaneFloorMaxK) the lanes' maxima (lane_floor: one pass in registers);
+// there. Past that, a warp with k <= kLaneTopMaxK whose keys carry their
+// origin selects from its lanes' largest keys in one pass
+// (lane_top_select), which in the rare case it cannot vouch for gives the
+// floor for the pass below. Otherwise a floor under the k-th key: for a
+// warp (k <= kLaneFloorMaxK) the lanes' maxima (lane_floor: one pass in
+// registers);
 // for a block, the top-k of the first sp.capacity keys (every key of the
 // whole top-k is at least the subset's k-th; a radix select in shared
 // memory). One pass over all keys keeps those at or above the floor in
@@ -396,9 +457,20 @@ __device__ uint32_t group_select(const Gen &gen, uint32_t n, uint32_t k, const O
   }
   uint64_t floor = 1;
   KeyStats st;
-  if (G::kSize == 32 && k <= kLaneFloorMaxK && !sp.subset_floor) {
-    floor = lane_floor_for(gen, n, k);
-  } else {
+  bool floored = false;
+  if constexpr (G::kSize == 32) {
+    if (sp.floor == launch::BeamFloor::kLaneTop && k <= kLaneTopMaxK && !sp.idx &&
+        32 * kLaneTopKeys <= sp.capacity) {
+      const uint32_t count = lane_top_select<kLaneTopKeys>(gen, n, k, out, sp, floor);
+      if (count != kNotExact) return count;
+      floored = true;
+      __syncwarp();  // U is read; the pass below overwrites it
+    } else if (sp.floor != launch::BeamFloor::kSubset && k <= kLaneFloorMaxK) {
+      floor = lane_floor_for(gen, n, k);
+      floored = true;
+    }
+  }
+  if (!floored) {
     st = materialize<G>(gen, sp.capacity, sp);
     if (st.count > k) floor = radix_threshold<G>(SharedKeys{sp.keys}, sp.capacity, k, st, sp);
     G::sync();  // the subset's keys are read; they are overwritten next

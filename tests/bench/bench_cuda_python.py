@@ -49,6 +49,7 @@ import random
 import statistics
 import sys
 import time
+import traceback
 import warnings
 
 import numpy as np
@@ -538,9 +539,21 @@ def main():
         return 77
     print("device: %s, torch %s" % (torch.cuda.get_device_name(), torch.__version__))
     parts = {"apply": bench_apply, "processor": bench_processor, "beam": bench_beam, "search": bench_search}
+    failed = []
     for name, fn in parts.items():
         if args.only in (None, name):
-            fn(torch)
+            try:  # a part that fails costs only its own figures (GPU time is scarce)
+                fn(torch)
+            except Exception:
+                traceback.print_exc()
+                failed.append(name)
+                try:
+                    torch.cuda.synchronize()
+                except Exception as e:  # a broken context: the parts after this one fail too, saying why
+                    print("after %s: %r" % (name, e))
+    if failed:
+        print("FAILED parts: %s (tracebacks above)" % ", ".join(failed))
+        return 1
     return 0
 
 

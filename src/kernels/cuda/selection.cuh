@@ -361,10 +361,10 @@ __device__ uint64_t lane_floor(const Gen &gen, uint32_t n) {
 // when U has at most k). So t floors the whole top-k too; and U holds
 // every key at or above t unless some lane kept kM keys whose smallest is
 // above t (it may have left out others above t). When no lane did, the
-// keys at or above t are U's k: they go to out(pos, key, j) (j: the key's place in U, so the keys
-// must carry what they came from: sp.idx unused) and the count is
-// returned. Otherwise kNotExact, with t in `floor` for the pass over all
-// keys.
+// keys at or above t are U's k: they go to out(pos, key, j) (j: the key's
+// place in U, so the keys must carry what they came from: sp.idx unused)
+// and the count is returned. Otherwise kNotExact, with t in `floor` for
+// the pass over all keys.
 template <int kM, class Gen, class Out>
 __device__ uint32_t lane_top_select(const Gen &gen, uint32_t n, uint32_t k, const Out &out,
                                     const SelectSpace &sp, uint64_t &floor) {
@@ -440,10 +440,9 @@ __device__ uint32_t select_shared(const KeyStats &st, uint32_t k, const Out &out
 // (lane_top_select), which in the rare case it cannot vouch for gives the
 // floor for the pass below. Otherwise a floor under the k-th key: for a
 // warp (k <= kLaneFloorMaxK) the lanes' maxima (lane_floor: one pass in
-// registers);
-// for a block, the top-k of the first sp.capacity keys (every key of the
-// whole top-k is at least the subset's k-th; a radix select in shared
-// memory). One pass over all keys keeps those at or above the floor in
+// registers); for a block, the top-k of the first sp.capacity keys (every
+// key of the whole top-k is at least the subset's k-th; a radix select in
+// shared memory). One pass over all keys keeps those at or above the floor in
 // shared memory (about k * n / capacity of them on random scores; sp.idx,
 // when given, remembers where each came from) and the selection runs over
 // those; only when they overflow shared memory does it run over all keys,

@@ -570,7 +570,9 @@ def test_hf_beam_search_compiled_equals_the_eager_search():
     after the first replayed from one CUDA graph (no RuntimeWarning: the
     capture worked), the same sequences as the eager device search and the
     CPU search, over items of 2 and 3 codes (hypotheses end at different
-    steps), fp32 and bf16, sdpa and eager attention."""
+    steps), fp32 and bf16, sdpa and eager attention; then the next searches
+    of the same shapes (other prompts, then the first again), which replay
+    that graph from their first step."""
     _needs_gpu("CUDA graph capture of a transformers decode step (test_hf_beam.py runs the same loop on the CPU)")
     import warnings
 
@@ -587,6 +589,7 @@ def test_hf_beam_search_compiled_equals_the_eager_search():
              for i in range(300)]
     trie = treemask.Trie.from_paths(paths, 1100, [1099])
     input_ids = torch.tensor([[5, 6, 7, 8], [0, 9, 10, 11]], device=DEV)
+    other_ids = torch.tensor([[15, 16, 17, 18], [0, 19, 20, 21]], device=DEV)
     attention_mask = torch.tensor([[1, 1, 1, 1], [0, 1, 1, 1]], device=DEV)
     for attention in ("sdpa", "eager"):
         config = transformers.Qwen2Config(vocab_size=1100, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
@@ -609,7 +612,18 @@ def test_hf_beam_search_compiled_equals_the_eager_search():
             assert torch.allclose(compiled.scores, eager.scores, rtol=tol, atol=tol), (attention, dtype)
             if dtype == torch.float32:
                 assert compiled.sequences.cpu().tolist() == cpu.sequences.tolist(), attention
+            # The next searches of these shapes replay the same graph from
+            # their first step, over the loop rewritten in place.
+            for ids in (other_ids, input_ids):
+                want = beam_search(model, ids, trie, num_beams=6, attention_mask=attention_mask, max_new_tokens=6)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("error", RuntimeWarning)
+                    again = beam_search(model, ids, trie, num_beams=6, attention_mask=attention_mask,
+                                        max_new_tokens=6, compile=True)
+                assert again.sequences.tolist() == want.sequences.tolist(), (attention, dtype, "again")
+                assert torch.allclose(again.scores, want.scores, rtol=tol, atol=tol), (attention, dtype, "again")
             model = model.float().cpu()
+            hf.clear_compiled(model)
 
 
 def _semantic_ids(rng, levels=3, codebook=256, base=0, items=3000):

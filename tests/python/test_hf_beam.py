@@ -285,3 +285,77 @@ def test_compiled_search_refuses_a_transformers_without_static_layers(monkeypatc
     got = hf._beam_search_device(model, input_ids, trie, 2, 2, 4, attention_mask, PAD, compile=False)
     assert got.sequences.tolist() == beam_search(model, input_ids, trie, 2, attention_mask=attention_mask,
                                                  max_new_tokens=4).sequences.tolist()
+
+
+def _loop_storage(loop):
+    """Where each tensor a captured step reads or writes lives."""
+    tensors = [loop.generated, loop.tok, loop.src, loop.positions, loop.step_index, loop.n_steps, loop.allowed,
+               loop.beam.states, loop.beam.scores, loop.beam.parents, loop.beam.tokens]
+    for layer in loop.cache.layers:
+        tensors += [layer.keys, layer.values, layer.cumulative_length]
+    return [t.data_ptr() for t in tensors]
+
+
+def test_compiled_loop_serves_the_next_search_of_the_same_shapes(monkeypatch):
+    """compile=True keeps its loop (static KV cache, tensors, on a GPU the
+    captured graph) for the next search of the same shapes on the same model
+    and trie, and rewrites it in place: every tensor keeps its storage (a
+    captured step reads them there), and each search equals the host loop's.
+    Other shapes get their own loop, two per model at most (the least
+    recently used goes); another trie, moved weights or a loop in use get a
+    fresh one; clear_compiled drops them."""
+    import host_cuda
+
+    import treemask.hf as hf
+
+    trie, vocab = mixed_length_trie(BUNDLED)
+    model = tiny_qwen2(vocab, seed=11)
+    max_new = 5
+    host_cuda.install(monkeypatch)
+    hf.clear_compiled()
+
+    def search(input_ids, attention_mask, on=trie, beams=6):
+        return hf._beam_search_device(model, input_ids, on, beams, beams, max_new, attention_mask, PAD,
+                                      compile=True)
+
+    def check(got, input_ids, attention_mask, on=trie, beams=6):
+        want = beam_search(model, input_ids, on, beams, attention_mask=attention_mask, max_new_tokens=max_new)
+        assert got.sequences.tolist() == want.sequences.tolist()
+        np.testing.assert_allclose(got.scores.numpy(), want.scores.numpy(), rtol=1e-5, atol=1e-5)
+
+    def loops():
+        return list(hf._COMPILED._by_model.get(model, {}).values())
+
+    a, b = prompts(3, 5, seed=1, ragged=True), prompts(3, 5, seed=2, ragged=False)
+    check(search(*a), *a)
+    [(loop, _, _)] = loops()
+    storage = _loop_storage(loop)
+    for ids, mask in (b, a, b):
+        check(search(ids, mask), ids, mask)
+        assert [entry[0] for entry in loops()] == [loop], "the same loop served"
+        assert _loop_storage(loop) == storage, "rewritten in place"
+    # Other shapes: their own loops, two per model.
+    longer, wider = prompts(3, 7, seed=3, ragged=True), prompts(4, 5, seed=4, ragged=True)
+    check(search(*longer), *longer)
+    assert len(loops()) == 2
+    check(search(*wider), *wider)
+    assert len(loops()) == 2 and loop not in [entry[0] for entry in loops()], "the least recently used went"
+    # Another trie of the same shapes, a loop in use: a fresh loop each.
+    other_trie, _ = minionerec_trie(BUNDLED)
+    check(search(*wider, on=other_trie), *wider, on=other_trie)
+    busy = loops()[-1][0]  # the most recent
+    assert busy.beam is not loops()[0][0].beam
+    with busy.lock:
+        check(search(*wider, on=other_trie), *wider, on=other_trie)
+    assert busy in [entry[0] for entry in loops()]
+    # Moved weights (model.to): the loop's captured step would read the old ones.
+    before = [entry[0] for entry in loops()]
+    model.double().float()
+    for on in (other_trie, trie):  # each stale loop goes when its shapes come again
+        check(search(*wider, on=on), *wider, on=on)
+    assert len(loops()) == 2 and not {id(loop) for loop in before} & {id(entry[0]) for entry in loops()}
+    hf.clear_compiled(model)
+    assert loops() == []
+    check(search(*a), *a)
+    hf.clear_compiled()
+    assert loops() == []

@@ -16,6 +16,8 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import weakref
+from collections import OrderedDict
 from typing import Any, Dict, NamedTuple, Optional, Union
 
 import numpy as np
@@ -32,7 +34,7 @@ try:  # Subclassing lets transformers' LogitsProcessorList treat it as its own.
 except ImportError:  # pragma: no cover - transformers is what this module is for
     _LogitsProcessorBase = object  # type: ignore[misc,assignment]
 
-__all__ = ["TrieLogitsProcessor", "beam_search", "BeamSearchOutput"]
+__all__ = ["TrieLogitsProcessor", "beam_search", "BeamSearchOutput", "clear_compiled"]
 
 # Stands in for ids no int32 can hold (and negative ones): an id past any
 # vocab_size, so the trie rejects it. (A negative state-array token would mean
@@ -455,7 +457,9 @@ class _DeviceLoop:
 
     def __init__(self, torch: Any, model: Any, beam: Any, n_requests: int, B: int, max_new_tokens: int,
                  pad_token_id: int, first_tokens: Any, mask: Any, positions: Any) -> None:
-        self.torch, self.model, self.beam = torch, model, beam
+        # A cached loop (compile=True) must not keep its model alive: the
+        # cache holds it by a weak reference to the model.
+        self.torch, self._model, self.beam = torch, weakref.ref(model), beam
         dev = self.device = first_tokens.device
         n = n_requests * B
         self.max_new_tokens = max_new_tokens
@@ -467,7 +471,8 @@ class _DeviceLoop:
         self.generated[:, 0] = tok
         self.tok = tok.view(n, 1).clone()
         # Each beam's row of the prompt's cache: its request's.
-        self.src = torch.arange(n_requests, device=dev).repeat_interleave(B)
+        self.request_of_slot = torch.arange(n_requests, device=dev).repeat_interleave(B)
+        self.src = self.request_of_slot.clone()
         self.mask, self.positions = mask, positions.clone()
         self.step_index = torch.ones(1, dtype=torch.long, device=dev)  # the column a step writes
         self.n_steps = torch.ones((), dtype=torch.long, device=dev)  # columns written before the end
@@ -476,6 +481,12 @@ class _DeviceLoop:
         self.cache: Any = None
         self.static = False
         self.graph: Any = None
+        self.capture_failed = False
+        self.lock = threading.Lock()  # a cached loop serves one search at a time
+
+    @property
+    def model(self) -> Any:
+        return self._model()
 
     def use_dynamic_cache(self, cache: Any) -> None:
         self.cache = cache
@@ -499,17 +510,12 @@ class _DeviceLoop:
         max_len = prompt_length + self.max_new_tokens
         static: Any = StaticCache(config=config, max_cache_len=max_len)
         for layer, prompt in zip(static.layers, cache.layers):
-            keys = prompt.keys.index_select(0, self.src)
-            values = prompt.values.index_select(0, self.src)
-            layer.lazy_initialization(keys, values)
-            layer.keys[:, :, :prompt_length].copy_(keys)
-            layer.values[:, :, :prompt_length].copy_(values)
-            layer.cumulative_length.fill_(prompt_length)
-        # Its rows are the beams already: the first step reorders nothing.
-        torch.arange(n, device=self.device, out=self.src)
+            layer.lazy_initialization(prompt.keys.index_select(0, self.request_of_slot),
+                                      prompt.values.index_select(0, self.request_of_slot))
         self.cache, self.static = static, True
         self.allowed = torch.zeros((n, 1, 1, max_len), dtype=torch.bool, device=self.device)
-        self.allowed[:, 0, 0, :prompt_length] = self.mask.bool()
+        self.prompt_length = prompt_length
+        self._load_prompt(cache, self.mask)
         self.additive = None
         if attention == "eager":
             dtype = getattr(model, "dtype", torch.float32)
@@ -517,7 +523,35 @@ class _DeviceLoop:
             self.zero = torch.zeros((), dtype=dtype, device=self.device)
             self.lowest = torch.full((), torch.finfo(dtype).min, dtype=dtype, device=self.device)
         self.newest_column = self.step_index + (prompt_length - 1)  # updated in place with step_index
-        self.prompt_length = prompt_length
+
+    def _load_prompt(self, cache: Any, mask: Any) -> None:
+        """The prompt's keys and values (cache: the prefill's, one row per
+        request) into the static cache's first columns, once per beam, and
+        its attention mask into `allowed`; in place (a captured step reads
+        these tensors at their addresses)."""
+        torch, length = self.torch, self.prompt_length
+        for layer, prompt in zip(self.cache.layers, cache.layers):
+            layer.keys[:, :, :length].copy_(prompt.keys.index_select(0, self.request_of_slot))
+            layer.values[:, :, :length].copy_(prompt.values.index_select(0, self.request_of_slot))
+            layer.cumulative_length.fill_(length)
+        # Its rows are the beams already: the first step reorders nothing.
+        torch.arange(self.src.shape[0], device=self.device, out=self.src)
+        self.allowed.zero_()
+        self.allowed[:, 0, 0, :length] = mask.bool()
+
+    def restart(self, first_tokens: Any, mask: Any, positions: Any, cache: Any) -> None:
+        """The same loop (a static one, from an earlier search of the same
+        shapes) ready for a new search whose beam has just started: every
+        tensor a step reads is rewritten in place, so a captured step
+        replays from the first step on."""
+        torch = self.torch
+        tok = torch.where(first_tokens < 0, self.pad, first_tokens.long())
+        self.generated[:, 0] = tok
+        self.tok.copy_(tok.view(-1, 1))
+        self.positions.copy_(positions)
+        self.step_index.fill_(1)
+        self.n_steps.fill_(1)
+        self._load_prompt(cache, mask)
 
     def _logits(self) -> Any:
         if not self.static:
@@ -590,7 +624,7 @@ class _DeviceLoop:
         end)."""
         torch = self.torch
         probe = _EndProbe(torch, self.device)
-        capture = self.static and self.device.type == "cuda"
+        capture = self.static and self.device.type == "cuda" and self.graph is None and not self.capture_failed
         for step in range(1, self.max_new_tokens):
             if probe.ended():
                 break
@@ -602,11 +636,90 @@ class _DeviceLoop:
                 if self.graph is not None:
                     self.graph.replay()
                 else:
+                    self.capture_failed = True
                     self.step()
             else:
                 self.step()
             probe.post(self.beam.finished())
         return int(self.n_steps)
+
+
+class _CompiledLoops:
+    """compile=True's loops, kept for the next search of the same shapes on
+    the same model and trie: a static KV cache, the loop's tensors and its
+    captured CUDA graph, which then replays every step from the first (a
+    search of a few tokens would otherwise spend most of its time in the
+    capture). At most kPerModel per model (LRU); an entry dies with its
+    model (weak keys) or a change of its weights' storage, and
+    clear_compiled() drops them. A loop serves one search at a time: a
+    search that finds its loop busy builds its own, uncached."""
+
+    kPerModel = 2
+
+    def __init__(self) -> None:
+        self._by_model: Any = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def take(self, model: Any, key: Any, trie: Trie, weights: Any) -> Optional[_DeviceLoop]:
+        """The cached loop for key, locked for the caller, or None."""
+        with self._lock:
+            try:
+                loops = self._by_model.get(model)
+            except TypeError:  # a model that cannot be weakly referenced is never cached
+                return None
+            entry = loops.get(key) if loops is not None else None
+            if entry is None:
+                return None
+            loop, trie_ref, entry_weights = entry
+            if trie_ref() is not trie or entry_weights != weights:
+                del loops[key]  # the id was reused, or the weights moved (model.to(...))
+                return None
+            if not loop.lock.acquire(blocking=False):
+                return None
+            loops.move_to_end(key)
+            return loop
+
+    def put(self, model: Any, key: Any, trie: Trie, weights: Any, loop: _DeviceLoop) -> bool:
+        """Keeps loop (locked by the caller) for key; False where the model
+        cannot be cached or another search has stored one meanwhile."""
+        with self._lock:
+            try:
+                loops = self._by_model.setdefault(model, OrderedDict())
+            except TypeError:
+                return False
+            if key in loops:
+                return False
+            loops[key] = (loop, weakref.ref(trie), weights)
+            while len(loops) > self.kPerModel:
+                loops.popitem(last=False)
+            return True
+
+    def clear(self, model: Any = None) -> None:
+        with self._lock:
+            if model is None:
+                self._by_model = weakref.WeakKeyDictionary()
+            else:
+                self._by_model.pop(model, None)
+
+
+_COMPILED = _CompiledLoops()
+
+
+def clear_compiled(model: Any = None) -> None:
+    """Drops what ``beam_search(..., compile=True)`` keeps for the next search
+    of the same shapes (per model, the two most recent: a static KV cache of
+    ``n_requests * num_beams`` rows, the loop's tensors and its CUDA graph):
+    every model's, or ``model``'s. They also go with their model."""
+    _COMPILED.clear(model)
+
+
+def _weights_of(model: Any) -> Any:
+    """Where the model's weights live (a captured step reads them there):
+    a cached loop serves only while this is unchanged."""
+    parameters = getattr(model, "parameters", None)
+    if parameters is None:
+        return None
+    return tuple((p.data_ptr(), p.dtype) for p in parameters())
 
 
 def _beam_search_device(model: Any, input_ids: Any, trie: Trie, B: int, R: int, max_new_tokens: int,
@@ -616,38 +729,59 @@ def _beam_search_device(model: Any, input_ids: Any, trie: Trie, B: int, R: int, 
     root, then its graph-capturable beam step); states, scores and
     sequences stay on the device, and the host never waits for it until
     the end (_DeviceLoop). With compile: a static KV cache and, on CUDA,
-    every step after the first replayed from one CUDA graph."""
+    every step after the first replayed from one CUDA graph (every step, on
+    a later search of the same shapes: _CompiledLoops)."""
     import torch
 
     from .torch import DeviceBeam
 
-    if compile:
-        _compilable_attention(model.config)
     device = input_ids.device
     n_requests, prompt_length = input_ids.shape
-    beam = DeviceBeam(trie, n_requests, B, device=device)
+    loop: Optional[_DeviceLoop] = None
+    if compile:
+        attention = _compilable_attention(model.config)
+        key = (id(trie), str(device), n_requests, B, prompt_length, max_new_tokens, pad_token_id, attention)
+        weights = _weights_of(model)
+        loop = _COMPILED.take(model, key, trie, weights)
+    locked = loop is not None
     mask = attention_mask.to(device=device, dtype=torch.long)
     positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 0)
-    with torch.no_grad():
-        out = model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True,
-                    logits_to_keep=1)
-        tokens, _scores = beam.start(out.logits[:, -1, :])
-        cache = out.past_key_values
-        del out
-        loop = _DeviceLoop(torch, model, beam, n_requests, B, max_new_tokens, pad_token_id, tokens,
-                           mask.repeat_interleave(B, dim=0), positions[:, -1:].repeat_interleave(B, dim=0))
-        if compile:
-            loop.use_static_cache(cache, prompt_length)
-        else:
-            loop.use_dynamic_cache(cache)
-        del cache
-        steps = loop.run()
+    try:
+        with torch.no_grad():
+            out = model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True,
+                        logits_to_keep=1)
+            beam = loop.beam if loop is not None else DeviceBeam(trie, n_requests, B, device=device)
+            beam.n_bad_rows.zero_()
+            tokens, _scores = beam.start(out.logits[:, -1, :])
+            cache = out.past_key_values
+            del out
+            beam_mask = mask.repeat_interleave(B, dim=0)
+            beam_positions = positions[:, -1:].repeat_interleave(B, dim=0)
+            if loop is not None:  # a loop of an earlier search of these shapes: rewritten in place
+                loop.restart(tokens, beam_mask, beam_positions, cache)
+            else:
+                loop = _DeviceLoop(torch, model, beam, n_requests, B, max_new_tokens, pad_token_id, tokens,
+                                   beam_mask, beam_positions)
+                if compile:
+                    loop.use_static_cache(cache, prompt_length)
+                    locked = loop.lock.acquire(blocking=False)
+                    if locked and not _COMPILED.put(model, key, trie, weights, loop):
+                        loop.lock.release()
+                        locked = False
+                else:
+                    loop.use_dynamic_cache(cache)
+            del cache
+            steps = loop.run()
 
-    ids = input_ids.repeat_interleave(R, dim=0)
-    keep = (torch.arange(n_requests, device=device)[:, None] * B
-            + torch.arange(R, device=device)[None, :]).reshape(-1)
-    sequences = torch.cat([ids, loop.generated[keep, :steps]], dim=1)
-    return BeamSearchOutput(sequences, beam.scores[keep].clone())
+        ids = input_ids.repeat_interleave(R, dim=0)
+        keep = (torch.arange(n_requests, device=device)[:, None] * B
+                + torch.arange(R, device=device)[None, :]).reshape(-1)
+        # Copies (the loop's tensors serve the next search).
+        sequences = torch.cat([ids, loop.generated[keep, :steps]], dim=1)
+        return BeamSearchOutput(sequences, loop.beam.scores[keep].clone())
+    finally:
+        if locked and loop is not None:
+            loop.lock.release()
 
 
 def _check_beam_memory(model: Any, trie: Trie, n_requests: int, num_beams: int, max_new_tokens: int,
@@ -757,8 +891,14 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
     whose ``StaticLayer`` keeps no ``cumulative_length`` tensor is refused
     the same way, naming its version); a model whose step cannot be captured (a host
     synchronisation inside its forward) runs the static steps eagerly,
-    with a RuntimeWarning. On CPU tensors there is nothing to compile: the
-    argument is accepted and the host loop runs as without it.
+    with a RuntimeWarning. The loop (static cache, tensors, graph) is kept
+    for the next search of the same shapes (model, trie, device, number of
+    prompts and their length, num_beams, max_new_tokens, pad_token_id),
+    which rewrites it in place and replays the graph from its first step:
+    two such loops per model at most, dropped with the model, when its
+    weights move (``model.to``) or by :func:`clear_compiled`. On CPU
+    tensors there is nothing to compile: the argument is accepted and the
+    host loop runs as without it.
     """
     import torch
 

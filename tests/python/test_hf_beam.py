@@ -290,6 +290,7 @@ def test_compiled_search_refuses_a_transformers_without_static_layers(monkeypatc
 def _loop_storage(loop):
     """Where each tensor a captured step reads or writes lives."""
     tensors = [loop.generated, loop.tok, loop.src, loop.positions, loop.step_index, loop.n_steps, loop.allowed,
+               loop.in_ids, loop.in_mask,
                loop.beam.states, loop.beam.scores, loop.beam.parents, loop.beam.tokens]
     for layer in loop.cache.layers:
         tensors += [layer.keys, layer.values, layer.cumulative_length]
@@ -298,9 +299,11 @@ def _loop_storage(loop):
 
 def test_compiled_loop_serves_the_next_search_of_the_same_shapes(monkeypatch):
     """compile=True keeps its loop (static KV cache, tensors, on a GPU the
-    captured graph) for the next search of the same shapes on the same model
-    and trie, and rewrites it in place: every tensor keeps its storage (a
-    captured step reads them there), and each search equals the host loop's.
+    captured graphs) for the next search of the same shapes on the same model
+    and trie, whose start (its prompts copied in, their forward pass, the
+    first step; on a GPU a second graph) rewrites it in place: every tensor
+    keeps its storage (captured graphs read them there), and each search
+    equals the host loop's.
     Other shapes get their own loop, two per model at most (the least
     recently used goes); another trie, moved weights or a loop in use get a
     fresh one; clear_compiled drops them."""

@@ -364,6 +364,27 @@ def _next_logits(model: Any, cache: Any, src: Any, tok: Any, mask: Any, position
     return out.logits[:, -1, :], out.past_key_values, mask, positions
 
 
+def _static_prefill(model: Any, input_ids: Any, mask: Any, positions: Any, attention: str) -> Any:
+    """compile=True's prefill: the prompts' forward pass with the path's own
+    attention mask (as its steps: transformers' mask builder asks the host
+    whether there is padding, which a CUDA graph cannot), causal over each
+    prompt's real tokens; a padding position attends to itself only (its
+    keys are masked for every other position, and a row masked whole would
+    give NaN). Returns (last logits, the prefill's cache)."""
+    import torch
+
+    length = input_ids.shape[1]
+    causal = torch.ones((length, length), dtype=torch.bool, device=input_ids.device).tril()
+    diagonal = torch.eye(length, dtype=torch.bool, device=input_ids.device)
+    allowed = (causal & mask.bool()[:, None, None, :]) | diagonal
+    if attention == "eager":
+        dtype = getattr(model, "dtype", torch.float32)
+        allowed = torch.zeros((), dtype=dtype, device=input_ids.device).masked_fill(~allowed, torch.finfo(dtype).min)
+    out = model(input_ids=input_ids, attention_mask={"full_attention": allowed}, position_ids=positions,
+                use_cache=True, logits_to_keep=1)
+    return out.logits[:, -1, :], out.past_key_values
+
+
 def _compilable_attention(config: Any) -> str:
     """The attention implementation of a model beam_search(compile=True) can
     run (it passes its own full-attention mask): 'sdpa' or 'eager'; else
@@ -482,6 +503,11 @@ class _DeviceLoop:
         self.static = False
         self.graph: Any = None
         self.capture_failed = False
+        # compile=True's later searches: the prompts' ids and mask copied in,
+        # then the prefill, the beam's start and restart() (start_search)
+        # as one captured graph.
+        self.start_graph: Any = None
+        self.start_capture_failed = False
         self.lock = threading.Lock()  # a cached loop serves one search at a time
 
     @property
@@ -491,12 +517,14 @@ class _DeviceLoop:
     def use_dynamic_cache(self, cache: Any) -> None:
         self.cache = cache
 
-    def use_static_cache(self, cache: Any, prompt_length: int) -> None:
+    def use_static_cache(self, cache: Any, prompt_length: int, input_ids: Any, mask: Any) -> None:
         """A transformers StaticCache of n_slots rows and prompt +
         max_new_tokens columns, the prompt's keys and values copied in once
         per beam; the attention mask is one boolean (or, for eager
         attention, additive) tensor over the whole cache, a column turned
-        on as each generated token enters it."""
+        on as each generated token enters it. input_ids and mask (the
+        prompts, one row per request) size the buffers a later search's
+        prompts are copied into (start_search)."""
         torch, model = self.torch, self.model
         from transformers import StaticCache
 
@@ -513,9 +541,13 @@ class _DeviceLoop:
             layer.lazy_initialization(prompt.keys.index_select(0, self.request_of_slot),
                                       prompt.values.index_select(0, self.request_of_slot))
         self.cache, self.static = static, True
+        self.attention = attention
         self.allowed = torch.zeros((n, 1, 1, max_len), dtype=torch.bool, device=self.device)
         self.prompt_length = prompt_length
         self._load_prompt(cache, self.mask)
+        # Where a later search's prompts go (start_search).
+        self.in_ids: Any = input_ids.clone()
+        self.in_mask: Any = mask.clone()
         self.additive = None
         if attention == "eager":
             dtype = getattr(model, "dtype", torch.float32)
@@ -552,6 +584,48 @@ class _DeviceLoop:
         self.step_index.fill_(1)
         self.n_steps.fill_(1)
         self._load_prompt(cache, mask)
+
+    def _start(self) -> None:
+        """A search's start from in_ids / in_mask: the prefill
+        (_static_prefill), the beam's first step and restart()."""
+        B = self.slot_in_request.shape[0] // self.in_ids.shape[0]
+        mask = self.in_mask
+        positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 0)
+        logits, cache = _static_prefill(self.model, self.in_ids, mask, positions, self.attention)
+        self.beam.n_bad_rows.zero_()
+        tokens, _scores = self.beam.start(logits)
+        del logits
+        self.restart(tokens, mask.repeat_interleave(B, dim=0), positions[:, -1:].repeat_interleave(B, dim=0), cache)
+
+    def start_search(self, input_ids: Any, mask: Any) -> None:
+        """A later search of this (static) loop's shapes: its prompts copied
+        in, then _start, captured on CUDA the first time (once the step's
+        own graph exists: the kernels have run before) and replayed after;
+        eagerly where the capture fails (with a RuntimeWarning) or on CPU
+        tensors."""
+        import warnings
+
+        torch = self.torch
+        self.in_ids.copy_(input_ids)
+        self.in_mask.copy_(mask)
+        if self.start_graph is not None:
+            self.start_graph.replay()
+            return
+        if self.device.type != "cuda" or self.graph is None or self.start_capture_failed:
+            self._start()
+            return
+        graph = torch.cuda.CUDAGraph()
+        try:
+            with torch.cuda.graph(graph):
+                self._start()
+        except RuntimeError as e:
+            self.start_capture_failed = True
+            warnings.warn("treemask.hf.beam_search(compile=True): the model's prefill could not be captured in a"
+                          " CUDA graph (%s); it runs eagerly" % e, RuntimeWarning, stacklevel=3)
+            self._start()
+            return
+        self.start_graph = graph
+        graph.replay()
 
     def _logits(self) -> Any:
         if not self.static:
@@ -748,29 +822,30 @@ def _beam_search_device(model: Any, input_ids: Any, trie: Trie, B: int, R: int, 
     positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 0)
     try:
         with torch.no_grad():
-            out = model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True,
-                        logits_to_keep=1)
-            beam = loop.beam if loop is not None else DeviceBeam(trie, n_requests, B, device=device)
-            beam.n_bad_rows.zero_()
-            tokens, _scores = beam.start(out.logits[:, -1, :])
-            cache = out.past_key_values
-            del out
-            beam_mask = mask.repeat_interleave(B, dim=0)
-            beam_positions = positions[:, -1:].repeat_interleave(B, dim=0)
             if loop is not None:  # a loop of an earlier search of these shapes: rewritten in place
-                loop.restart(tokens, beam_mask, beam_positions, cache)
+                loop.start_search(input_ids, mask)
             else:
-                loop = _DeviceLoop(torch, model, beam, n_requests, B, max_new_tokens, pad_token_id, tokens,
-                                   beam_mask, beam_positions)
                 if compile:
-                    loop.use_static_cache(cache, prompt_length)
+                    logits, cache = _static_prefill(model, input_ids, mask, positions, attention)
+                else:
+                    out = model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True,
+                                logits_to_keep=1)
+                    logits, cache = out.logits[:, -1, :], out.past_key_values
+                    del out
+                beam = DeviceBeam(trie, n_requests, B, device=device)
+                tokens, _scores = beam.start(logits)
+                del logits
+                loop = _DeviceLoop(torch, model, beam, n_requests, B, max_new_tokens, pad_token_id, tokens,
+                                   mask.repeat_interleave(B, dim=0), positions[:, -1:].repeat_interleave(B, dim=0))
+                if compile:
+                    loop.use_static_cache(cache, prompt_length, input_ids, mask)
                     locked = loop.lock.acquire(blocking=False)
                     if locked and not _COMPILED.put(model, key, trie, weights, loop):
                         loop.lock.release()
                         locked = False
                 else:
                     loop.use_dynamic_cache(cache)
-            del cache
+                del cache
             steps = loop.run()
 
         ids = input_ids.repeat_interleave(R, dim=0)
@@ -891,14 +966,17 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
     whose ``StaticLayer`` keeps no ``cumulative_length`` tensor is refused
     the same way, naming its version); a model whose step cannot be captured (a host
     synchronisation inside its forward) runs the static steps eagerly,
-    with a RuntimeWarning. The loop (static cache, tensors, graph) is kept
-    for the next search of the same shapes (model, trie, device, number of
-    prompts and their length, num_beams, max_new_tokens, pad_token_id),
-    which rewrites it in place and replays the graph from its first step:
-    two such loops per model at most, dropped with the model, when its
-    weights move (``model.to``) or by :func:`clear_compiled`. On CPU
-    tensors there is nothing to compile: the argument is accepted and the
-    host loop runs as without it.
+    with a RuntimeWarning. The prompts' forward pass then uses the same
+    kind of mask (causal over each prompt's real tokens). The loop (static
+    cache, tensors, graph) is kept for the next search of the same shapes
+    (model, trie, device, number of prompts and their length, num_beams,
+    max_new_tokens, pad_token_id), which copies its prompts in and replays
+    everything: its start (the prompts' forward pass, the first step, the
+    loop rewritten in place; captured once, the second time those shapes
+    come) and every step. Two such loops per model at most, dropped with
+    the model, when its weights move (``model.to``) or by
+    :func:`clear_compiled`. On CPU tensors there is nothing to compile: the
+    argument is accepted and the host loop runs as without it.
     """
     import torch
 

@@ -377,9 +377,10 @@ def _static_prefill(model: Any, input_ids: Any, mask: Any, positions: Any, atten
     causal = torch.ones((length, length), dtype=torch.bool, device=input_ids.device).tril()
     diagonal = torch.eye(length, dtype=torch.bool, device=input_ids.device)
     allowed = (causal & mask.bool()[:, None, None, :]) | diagonal
-    if attention == "eager":
+    if attention == "eager":  # additive: 0 where allowed, the dtype's lowest elsewhere
         dtype = getattr(model, "dtype", torch.float32)
-        allowed = torch.zeros((), dtype=dtype, device=input_ids.device).masked_fill(~allowed, torch.finfo(dtype).min)
+        zero = torch.zeros((), dtype=dtype, device=input_ids.device)
+        allowed = torch.where(allowed, zero, torch.finfo(dtype).min)
     out = model(input_ids=input_ids, attention_mask={"full_attention": allowed}, position_ids=positions,
                 use_cache=True, logits_to_keep=1)
     return out.logits[:, -1, :], out.past_key_values

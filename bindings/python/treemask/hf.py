@@ -347,6 +347,12 @@ class BeamSearchOutput(NamedTuple):
     scores: Any
 
 
+def _prompt_positions(mask: Any) -> Any:
+    """Each prompt token's position: its index among the prompt's real
+    tokens (left padding gets 0), as generate computes it."""
+    return (mask.cumsum(-1) - 1).masked_fill(mask == 0, 0)
+
+
 def _next_logits(model: Any, cache: Any, src: Any, tok: Any, mask: Any, positions: Any):
     """One decode step of every slot: the KV cache reordered by src (slot i
     takes row src[i], an index_select as transformers' beam search does),
@@ -488,10 +494,10 @@ class _DeviceLoop:
         self.pad = torch.full((n,), pad_token_id, dtype=torch.long, device=dev)
         self.request_base = torch.arange(n_requests, device=dev).repeat_interleave(B) * B
         self.slot_in_request = torch.arange(B, device=dev).repeat(n_requests)
+        self.beam_width = B
         self.generated = torch.empty((n, max_new_tokens), dtype=torch.long, device=dev)
-        tok = torch.where(first_tokens < 0, self.pad, first_tokens.long())
-        self.generated[:, 0] = tok
-        self.tok = tok.view(n, 1).clone()
+        self.tok = torch.empty((n, 1), dtype=torch.long, device=dev)
+        self._first_tokens(first_tokens)
         # Each beam's row of the prompt's cache: its request's.
         self.request_of_slot = torch.arange(n_requests, device=dev).repeat_interleave(B)
         self.src = self.request_of_slot.clone()
@@ -572,15 +578,19 @@ class _DeviceLoop:
         self.allowed.zero_()
         self.allowed[:, 0, 0, :length] = mask.bool()
 
+    def _first_tokens(self, first_tokens: Any) -> None:
+        """The beam's first tokens (-1, a dead slot: padding) as column 0 of
+        the sequences and the next step's input, in place."""
+        tok = self.torch.where(first_tokens < 0, self.pad, first_tokens.long())
+        self.generated[:, 0] = tok
+        self.tok.copy_(tok.view(-1, 1))
+
     def restart(self, first_tokens: Any, mask: Any, positions: Any, cache: Any) -> None:
         """The same loop (a static one, from an earlier search of the same
         shapes) ready for a new search whose beam has just started: every
         tensor a step reads is rewritten in place, so a captured step
         replays from the first step on."""
-        torch = self.torch
-        tok = torch.where(first_tokens < 0, self.pad, first_tokens.long())
-        self.generated[:, 0] = tok
-        self.tok.copy_(tok.view(-1, 1))
+        self._first_tokens(first_tokens)
         self.positions.copy_(positions)
         self.step_index.fill_(1)
         self.n_steps.fill_(1)
@@ -589,9 +599,8 @@ class _DeviceLoop:
     def _start(self) -> None:
         """A search's start from in_ids / in_mask: the prefill
         (_static_prefill), the beam's first step and restart()."""
-        B = self.slot_in_request.shape[0] // self.in_ids.shape[0]
-        mask = self.in_mask
-        positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 0)
+        B, mask = self.beam_width, self.in_mask
+        positions = _prompt_positions(mask)
         logits, cache = _static_prefill(self.model, self.in_ids, mask, positions, self.attention)
         self.beam.n_bad_rows.zero_()
         tokens, _scores = self.beam.start(logits)
@@ -820,7 +829,7 @@ def _beam_search_device(model: Any, input_ids: Any, trie: Trie, B: int, R: int, 
         loop = _COMPILED.take(model, key, trie, weights)
     locked = loop is not None
     mask = attention_mask.to(device=device, dtype=torch.long)
-    positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 0)
+    positions = _prompt_positions(mask)
     try:
         with torch.no_grad():
             if loop is not None:  # a loop of an earlier search of these shapes: rewritten in place
@@ -1035,7 +1044,7 @@ def beam_search(model: Any, input_ids: Any, trie: Trie, num_beams: int, *, max_n
     # (treemask.topk_states: the beam step's tie rule with one live beam),
     # and the KV cache is then expanded to B rows per request.
     mask = attention_mask.to(torch.long)
-    positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 0)
+    positions = _prompt_positions(mask)
     request_base = np.repeat(np.arange(n_requests, dtype=np.int64) * B, B)
     generated = np.empty((n_slots, max_new_tokens), dtype=np.int64)
 

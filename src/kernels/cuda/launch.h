@@ -61,8 +61,6 @@ struct Rows {
 // trie, so the device runs the host's rule over the same view type.
 using TrieView = PlainTrieView;
 
-// How many blocks keep the device busy; the list kernels size their column
-// tiles from it so that a single row still spreads over the whole GPU.
 // How the beam step's warps select among more candidates than they hold
 // in shared memory, and its merges among a request's B x B keys
 // (TREEMASK_CUDA_BEAM_FLOOR, read per step: benchmarks that compare the
@@ -77,6 +75,9 @@ using TrieView = PlainTrieView;
 //   a subset, a request's merge selects over all of its keys.
 enum class BeamFloor : int { kLaneTop = 0, kLane = 1, kSubset = 2 };
 
+// How many blocks keep the device busy; the list kernels size their column
+// tiles from it so that a single row still spreads over the whole GPU. And
+// how the beam step selects (BeamFloor).
 struct DeviceShape {
   int target_blocks = 1;
   BeamFloor beam_floor = BeamFloor::kLaneTop;

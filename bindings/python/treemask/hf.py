@@ -783,7 +783,10 @@ class _CompiledLoops:
             if model is None:
                 self._by_model = weakref.WeakKeyDictionary()
             else:
-                self._by_model.pop(model, None)
+                try:
+                    self._by_model.pop(model, None)
+                except TypeError:  # no weak reference to it: it was never cached
+                    pass
 
 
 _COMPILED = _CompiledLoops()

@@ -71,7 +71,7 @@ treemask_status treemask_py_cuda_apply_token_bitmask(uintptr_t logits, int32_t d
 treemask_status treemask_py_cuda_trie_follow_rows_mask_logits(const treemask_cuda_trie *dev_trie,
     const treemask_cuda_token_rows *prev, const treemask_cuda_token_rows *rows, int32_t failure_policy,
     uintptr_t scores, size_t scores_row_stride, uintptr_t logits, int32_t dtype, size_t logits_row_stride,
-    size_t logits_width, uintptr_t stream);
+    size_t logits_width, int32_t finished_token, uintptr_t stream);
 """
 SHIMS_SOURCE = """
 static treemask_status treemask_py_cuda_apply_token_bitmask(uintptr_t logits, int32_t dtype,
@@ -86,10 +86,10 @@ static treemask_status treemask_py_cuda_trie_follow_rows_mask_logits(
     const treemask_cuda_trie *dev_trie, const treemask_cuda_token_rows *prev,
     const treemask_cuda_token_rows *rows, int32_t failure_policy, uintptr_t scores,
     size_t scores_row_stride, uintptr_t logits, int32_t dtype, size_t logits_row_stride,
-    size_t logits_width, uintptr_t stream) {
+    size_t logits_width, int32_t finished_token, uintptr_t stream) {
   return treemask_cuda_trie_follow_rows_mask_logits(dev_trie, prev, rows, failure_policy,
       (const void *)scores, scores_row_stride, (void *)logits, dtype, logits_row_stride, logits_width,
-      TREEMASK_CUDA_CALLER_CHECKED_POINTERS, (void *)stream);
+      finished_token, TREEMASK_CUDA_CALLER_CHECKED_POINTERS, (void *)stream);
 }
 """
 

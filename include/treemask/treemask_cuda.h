@@ -318,17 +318,22 @@ TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_trie_follow_rows(
  * each follows its row (a few loads and one trie step), the first tile
  * stores the state, key and copy.
  *
+ * finished_token: -1, or a token in [0, vocab_size) that a row whose new
+ * state is TREEMASK_STATE_TERMINATED keeps besides the stop tokens (the pad
+ * id an engine writes after a finished row's stop token; its score is
+ * copied like any allowed column). Rows in any other state are unaffected.
+ *
  * Errors (nothing enqueued): those of follow_rows and advance_mask_logits
  * (logits has rows->n_rows rows), scores_row_stride < logits_width,
  * overlapping scores and logits, copy_to overlapping tokens or
- * prev->tokens, unknown flags. rows->n_rows = 0 succeeds and enqueues
- * nothing. Graph-capturable. flags: 0, or
- * TREEMASK_CUDA_CALLER_CHECKED_POINTERS (above). */
+ * prev->tokens, finished_token outside [-1, vocab_size), unknown flags.
+ * rows->n_rows = 0 succeeds and enqueues nothing. Graph-capturable. flags:
+ * 0, or TREEMASK_CUDA_CALLER_CHECKED_POINTERS (above). */
 TREEMASK_NODISCARD TREEMASK_API treemask_status treemask_cuda_trie_follow_rows_mask_logits(
     const treemask_cuda_trie *dev_trie, const treemask_cuda_token_rows *prev,
     const treemask_cuda_token_rows *rows, int32_t failure_policy, const void *scores,
     size_t scores_row_stride, void *logits, int32_t dtype, size_t logits_row_stride,
-    size_t logits_width, uint32_t flags, void *stream);
+    size_t logits_width, int32_t finished_token, uint32_t flags, void *stream);
 
 /* ---- Experimental: beam step and top-k on the device -------------------- */
 

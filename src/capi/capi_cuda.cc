@@ -386,9 +386,14 @@ treemask_status treemask_cuda_trie_follow_rows_mask_logits(
     const treemask_cuda_trie *dev_trie, const treemask_cuda_token_rows *prev,
     const treemask_cuda_token_rows *rows, int32_t failure_policy, const void *scores,
     size_t scores_row_stride, void *logits, int32_t dtype, size_t logits_row_stride,
-    size_t logits_width, uint32_t flags, void *stream) {
+    size_t logits_width, int32_t finished_token, uint32_t flags, void *stream) {
   return guard(__func__, [&]() -> Status {
     TM_ASSIGN_OR_RETURN(const FollowArgs a, follow_args(dev_trie, prev, rows, failure_policy));
+    const int32_t vocab_size = bridge::trie_vocab_size(*to_device_trie(dev_trie));
+    if (finished_token < -1 || finished_token >= vocab_size) {
+      return error(Code::kInvalidArgument, "finished_token ", finished_token,
+                   " is neither -1 nor a token in [0, ", vocab_size, ")");
+    }
     TM_ASSIGN_OR_RETURN(const bridge::Pointers pointers, pointers_of(flags));
     const size_t n_rows = a.rows.n_rows;
     TM_ASSIGN_OR_RETURN(launch::Logits l, step_logits_arg(dev_trie, logits, dtype, n_rows,
@@ -416,7 +421,7 @@ treemask_status treemask_cuda_trie_follow_rows_mask_logits(
     if (n_rows == 0) return Status::Ok();
     return bridge::follow_rows_mask_logits(*to_device_trie(dev_trie),
                                            a.has_prev ? &a.prev : nullptr, a.rows, failure_policy,
-                                           l, pointers, stream);
+                                           finished_token, l, pointers, stream);
   });
 }
 

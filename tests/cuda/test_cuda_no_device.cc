@@ -262,7 +262,7 @@ void run_everything() {
   EXPECT(rows.copy_to == nullptr && rows.copy_stride == 0);
   EXPECT(argument_error(
       treemask_cuda_trie_follow_rows_mask_logits(nullptr, nullptr, &rows, 0, nullptr, 0,
-                                                 logits.data(), 0, 64, 64, 0, nullptr),
+                                                 logits.data(), 0, 64, 64, -1, 0, nullptr),
       TREEMASK_ERR_INVALID_ARGUMENT, "dev_trie is NULL"));
   treemask_cuda_token_rows_init(nullptr);  // a no-op
 

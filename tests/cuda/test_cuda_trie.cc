@@ -636,18 +636,26 @@ void test_follow_rows(const TrieUnderTest &t, int32_t policy, std::mt19937_64 &r
       HostLogits scores(dtype, n_rows, scores_stride, width, rng);
       HostLogits want(dtype, n_rows, stride, width, rng);  // logits before the call
       DeviceArray<uint8_t> d_logits(want.bytes);
+      // Half the time a finished token (a pad id) that TERMINATED rows keep:
+      // a stop token, the first or last id, or any.
+      int32_t finished = -1;
+      if (rng() % 2 == 0) {
+        const int32_t picks[] = {t.stops[rng() % t.stops.size()], 0, t.vocab - 1,
+                                 static_cast<int32_t>(rng() % static_cast<uint64_t>(t.vocab))};
+        finished = picks[rng() % 4];
+      }
       if (form == Follow::kMaskInPlace) {
         d_logits.upload(scores.bytes, stream);
         want = scores;
         CHECK_TM(treemask_cuda_trie_follow_rows_mask_logits(
             dt, before, &call->desc, policy, rng() % 2 ? nullptr : d_logits.get(),
-            rng() % 2 ? 0 : stride, d_logits.get(), dtype, stride, width, random_flags(rng),
-            stream));
+            rng() % 2 ? 0 : stride, d_logits.get(), dtype, stride, width, finished,
+            random_flags(rng), stream));
       } else {
         DeviceArray<uint8_t> d_scores(scores.bytes);
         CHECK_TM(treemask_cuda_trie_follow_rows_mask_logits(
             dt, before, &call->desc, policy, d_scores.get(), scores_stride, d_logits.get(), dtype,
-            stride, width, random_flags(rng), stream));
+            stride, width, finished, random_flags(rng), stream));
         CHECK_MSG(d_scores.download(stream) == scores.bytes, "scores were written: " + where);
         const size_t eb = cudatest::dtype_bytes(dtype);
         for (size_t r = 0; r < n_rows; ++r) {
@@ -658,13 +666,18 @@ void test_follow_rows(const TrieUnderTest &t, int32_t policy, std::mt19937_64 &r
       std::vector<int32_t> bitmask;
       const size_t words = static_cast<size_t>((t.vocab + 31) / 32);
       for (size_t r = 0; r < n_rows; ++r) {
-        const auto row = state_row(t, host_walk(t, rows[r].data(), rows[r].size(), policy));
+        const uint32_t state = host_walk(t, rows[r].data(), rows[r].size(), policy);
+        auto row = state_row(t, state);
+        if (finished >= 0 && state == kTerminated) {
+          row[static_cast<size_t>(finished) / 32] |= static_cast<int32_t>(1u << (finished % 32));
+        }
         bitmask.insert(bitmask.end(), row.begin(), row.end());
       }
       cudatest::reference_apply(want, bitmask, words, t.vocab, nullptr);
       const std::string diff = cudatest::first_difference(want, d_logits.download(stream));
-      CHECK_MSG(diff.empty(), "follow_rows_mask_logits, " + where + ", " +
-                                  cudatest::dtype_name(dtype) + ": " + diff);
+      CHECK_MSG(diff.empty(), "follow_rows_mask_logits, " + where + ", finished_token " +
+                                  std::to_string(finished) + ", " + cudatest::dtype_name(dtype) +
+                                  ": " + diff);
     }
     const auto got = call->states.download(stream);
     for (size_t r = 0; r < n_rows; ++r) {
@@ -726,21 +739,30 @@ void test_follow_rows(const TrieUnderTest &t, int32_t policy, std::mt19937_64 &r
     const uint32_t flags = random_flags(rng);
     refused(treemask_cuda_trie_follow_rows_mask_logits(
                 dt, nullptr, &next.desc, policy, logits.get() + width / 2, width, logits.get(), 0,
-                width, width, flags, stream),
+                width, width, -1, flags, stream),
             "scores overlaps logits");
     if (n_rows > 1) {
       refused(treemask_cuda_trie_follow_rows_mask_logits(dt, nullptr, &next.desc, policy,
                                                          logits.get(), width + 1, logits.get(), 0,
-                                                         width, width, flags, stream),
+                                                         width, width, -1, flags, stream),
               "scores_row_stride");
     }
     refused(treemask_cuda_trie_follow_rows_mask_logits(dt, nullptr, &next.desc, policy, nullptr, 0,
-                                                       logits.get(), 0, width, width - 1, flags,
+                                                       logits.get(), 0, width, width - 1, -1, flags,
                                                        stream),
             "logits_width");
-    refused(treemask_cuda_trie_follow_rows_mask_logits(dt, nullptr, &next.desc, policy, nullptr, 0,
-                                                       logits.get(), 0, width, width, 0x6, stream),
-            "flags 0x6 has unknown bits 0x6");
+    refused(
+        treemask_cuda_trie_follow_rows_mask_logits(dt, nullptr, &next.desc, policy, nullptr, 0,
+                                                   logits.get(), 0, width, width, -1, 0x6, stream),
+        "flags 0x6 has unknown bits 0x6");
+    for (const int32_t finished : {t.vocab, -2, INT32_MIN}) {
+      refused(treemask_cuda_trie_follow_rows_mask_logits(dt, nullptr, &next.desc, policy, nullptr,
+                                                         0, logits.get(), 0, width, width, finished,
+                                                         flags, stream),
+              ("finished_token " + std::to_string(finished) + " is neither -1 nor a token in [0, " +
+               std::to_string(t.vocab) + ")")
+                  .c_str());
+    }
   }
   // Errors: a NULL rows, an unknown policy, row_stride < n_tokens, host arrays.
   treemask_cuda_token_rows bad;
@@ -812,7 +834,7 @@ void test_masked_copy_of_kept_vectors(const TrieUnderTest &dense, cudaStream_t s
       const long queries = cudatest::pointer_queries_in([&] {
         CHECK_TM(treemask_cuda_trie_follow_rows_mask_logits(
             dt, nullptr, &rows, TREEMASK_FAILURE_REJECT, in_place ? nullptr : d_scores.get(),
-            scores_stride, d_logits.get(), dtype, stride, width, flags, stream));
+            scores_stride, d_logits.get(), dtype, stride, width, -1, flags, stream));
       });
       // ids, states, keys, logits and (not in place) scores: one query each.
       if (queries >= 0) {

@@ -184,28 +184,38 @@ class HostCudaLib:
         return 0
 
     def treemask_cuda_trie_follow_rows_mask_logits(self, dev_trie, prev, rows, policy, scores, scores_stride,
-                                                   logits, dtype, row_stride, width, flags, stream):
+                                                   logits, dtype, row_stride, width, finished_token, flags, stream):
         self._count("follow_rows_mask_logits", flags)
         status = self._follow(dev_trie, prev, rows, policy)
         if status:
             return status
         n = rows.n_rows
+        size = 4 if dtype == 0 else 2
+        out = ffi.cast("char *", logits)
         if scores != ffi.NULL and scores != logits:
-            size = 4 if dtype == 0 else 2
             stride = scores_stride or width
             for r in range(n):
-                ffi.memmove(ffi.cast("char *", logits) + r * row_stride * size,
-                            ffi.cast("char *", scores) + r * stride * size, width * size)
-        return self.treemask_cuda_trie_advance_mask_logits(dev_trie, rows.states, ffi.NULL, n, policy, ffi.NULL,
-                                                           logits, dtype, row_stride, width, stream)
+                ffi.memmove(out + r * row_stride * size, ffi.cast("char *", scores) + r * stride * size, width * size)
+        # finished_token keeps its score in TERMINATED rows: saved before the
+        # mask, put back after it.
+        kept = []
+        if finished_token >= 0:
+            kept = [(r, ffi.buffer(out + (r * row_stride + finished_token) * size, size)[:]) for r in range(n)
+                    if rows.states[r] == real_lib.TREEMASK_STATE_TERMINATED]
+        status = self.treemask_cuda_trie_advance_mask_logits(dev_trie, rows.states, ffi.NULL, n, policy, ffi.NULL,
+                                                             logits, dtype, row_stride, width, stream)
+        for r, value in kept:
+            ffi.memmove(out + (r * row_stride + finished_token) * size, value, size)
+        return status
 
     def treemask_py_cuda_trie_follow_rows_mask_logits(self, dev_trie, prev, rows, policy, scores, scores_stride,
-                                                      logits, dtype, row_stride, width, stream):
+                                                      logits, dtype, row_stride, width, finished_token, stream):
         """The package's shim (bindings/python/build_ffi.py): integer pointers,
         the caller's word on them."""
         return self.treemask_cuda_trie_follow_rows_mask_logits(
             dev_trie, prev, rows, policy, ffi.cast("const void *", scores), scores_stride, ffi.cast("void *", logits),
-            dtype, row_stride, width, real_lib.TREEMASK_CUDA_CALLER_CHECKED_POINTERS, ffi.cast("void *", stream))
+            dtype, row_stride, width, finished_token, real_lib.TREEMASK_CUDA_CALLER_CHECKED_POINTERS,
+            ffi.cast("void *", stream))
 
     @staticmethod
     def _key(row):

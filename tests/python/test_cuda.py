@@ -311,7 +311,8 @@ def test_device_row_states_follow_growing_rows():
     row count and a reset, ids read in place (strided rows) and copied
     first (column-major); and mask_logits, the fused update_mask_logits in
     place and as a masked copy (the scores untouched) leave finite exactly
-    each state's allowed tokens, with their scores."""
+    each state's allowed tokens, with their scores, and the fused call's
+    finished_token besides in TERMINATED rows."""
     import treemask.torch as tt
 
     rng = random.Random(8)
@@ -328,6 +329,7 @@ def test_device_row_states_follow_growing_rows():
                 trie.advance_states(one, [token], failure_policy="fail_closed")
         return states.view(np.int32)
 
+    finished_rows = 0
     for n_rows, steps in ((6, 30), (3, 5)):
         rows.reset()
         walks = _HOST.rows_walked if _HOST is not None else 0
@@ -343,21 +345,27 @@ def test_device_row_states_follow_growing_rows():
             # The generated ids as a slice (strided rows), or the whole rows
             # and the prompt's length as start (read in place from there).
             generated, start = (full, {"start": 2}) if rng.random() < 0.5 else (full[:, 2:], {})
+            # The fused call's finished token (a pad id): none, the stop, any.
+            finished = rng.choice([None, vocab - 1, rng.randrange(vocab)]) if form else None
             if form == 0:  # the two calls
                 states = rows.update(generated, **start)
                 logits = scores
                 rows.mask_logits(logits)
             elif form == 1:  # one fused call, in place
                 logits = scores
-                states = rows.update_mask_logits(generated, scores, **start)
+                states = rows.update_mask_logits(generated, scores, finished_token=finished, **start)
             else:  # one fused call, a masked copy
                 logits = torch.full_like(scores, 7.0)
-                states = rows.update_mask_logits(generated, scores, logits, **start)
+                states = rows.update_mask_logits(generated, scores, logits, finished_token=finished, **start)
                 assert torch.equal(scores, before), "the scores were written"
             assert states.cpu().numpy().tolist() == walked(ids).tolist()
             mask = np.zeros((n_rows, trie.bitmask_words), dtype=np.int32)
             trie.fill_states(states.cpu().numpy().view(np.uint32), mask)
             allowed = np.unpackbits(mask.view(np.uint8), axis=1, bitorder="little")[:, :vocab].astype(bool)
+            if finished is not None:
+                terminated = states.cpu().numpy().view(np.uint32) == treemask.STATE_TERMINATED
+                finished_rows += int(terminated.sum())
+                allowed[terminated, finished] = True
             assert (torch.isfinite(logits).cpu().numpy()[:, :vocab] == allowed).all()
             assert not torch.isfinite(logits[:, vocab:]).any()
             kept = torch.isfinite(logits)
@@ -372,6 +380,7 @@ def test_device_row_states_follow_growing_rows():
         # Every row extended a row of the step before: none walked from the
         # root, across the growth of the buffers too (the host twin counts).
         assert _HOST is None or _HOST.rows_walked == walks
+    assert finished_rows > 0, "no TERMINATED row met a finished token"
     for bad_call, message in [
         (lambda: rows.update(torch.zeros((2, 3), dtype=torch.int32, device=DEV)), "int64"),
         (lambda: rows.update(torch.zeros(3, dtype=torch.int64, device=DEV)), "2-D"),
@@ -382,6 +391,9 @@ def test_device_row_states_follow_growing_rows():
         (lambda: rows.update(torch.zeros((2, 3), dtype=torch.int64, device=DEV), start=None), "start None"),
         (lambda: rows.update(torch.zeros((2, 3), dtype=torch.int64, device=DEV), start=0.0), "start 0.0"),
         (lambda: rows.mask_logits(torch.zeros((3, vocab), dtype=torch.float64, device=DEV)), "float32"),
+        (lambda: rows.update_mask_logits(torch.zeros((3, 1), dtype=torch.int64, device=DEV),
+                                         torch.zeros((3, vocab), device=DEV), finished_token=vocab),
+         "finished_token %d is outside [0, %d)" % (vocab, vocab)),
         (lambda: rows.update_mask_logits(torch.zeros((3, 1), dtype=torch.int64, device=DEV),
                                          torch.zeros((3, vocab), device=DEV),
                                          torch.zeros((3, vocab), dtype=torch.bfloat16, device=DEV)), "dtype of scores"),

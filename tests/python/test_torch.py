@@ -265,6 +265,6 @@ def test_cuda_shims_reach_the_library():
     rows = ffi.new("treemask_cuda_token_rows *")
     lib.treemask_cuda_token_rows_init(rows)
     status = lib.treemask_py_cuda_trie_follow_rows_mask_logits(ffi.NULL, ffi.NULL, rows, 0, 0, 0, pointers[0], 0,
-                                                                64, 64, 0)
+                                                                64, 64, -1, 0)
     assert status == lib.TREEMASK_ERR_INVALID_ARGUMENT
     assert treemask.last_error() == "treemask_cuda_trie_follow_rows_mask_logits: dev_trie is NULL"

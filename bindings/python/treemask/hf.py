@@ -274,15 +274,9 @@ class TrieLogitsProcessor(_LogitsProcessorBase):
                 device_trie = self._device_tries[device] = DeviceTrie(self.trie, device)
             rows = self._device_rows = DeviceRowStates(device_trie, failure_policy=self._policy)
         out = self._output_buffer(scores)
-        # The generated ids are input_ids[:, prompt_length:], read in place.
-        states = rows.update_mask_logits(input_ids, scores, out, start=self.prompt_length)
-        if self.pad_token_id is not None:
-            import torch
-
-            from .torch import TERMINATED_INT32
-
-            pad = self.pad_token_id
-            out[:, pad] = torch.where(states == TERMINATED_INT32, scores[:, pad], out[:, pad])
+        # The generated ids are input_ids[:, prompt_length:], read in place;
+        # the kernel keeps pad_token_id's score in finished rows.
+        rows.update_mask_logits(input_ids, scores, out, start=self.prompt_length, finished_token=self.pad_token_id)
         return out
 
     def _output_buffer(self, scores: Any) -> Any:

@@ -574,15 +574,22 @@ class DeviceRowStates:
         return self._finish(chosen)
 
     def update_mask_logits(self, generated: torch.Tensor, scores: torch.Tensor,
-                           out: Optional[torch.Tensor] = None, *, start: int = 0) -> torch.Tensor:
+                           out: Optional[torch.Tensor] = None, *, start: int = 0,
+                           finished_token: Optional[int] = None) -> torch.Tensor:
         """:meth:`update` and :meth:`mask_logits` in one kernel launch
         (``treemask_cuda_trie_follow_rows_mask_logits``): ``out`` (default:
         ``scores``, in place) receives ``scores`` with -inf outside each
         row's allowed set; masked scores are never read. ``out`` has the
         shape and dtype of ``scores`` and must not overlap it unless it is
-        the same tensor. Returns the states, as :meth:`update` does."""
-        chosen = self._next_set(generated, start)
+        the same tensor. ``finished_token`` (a token id, e.g. the pad id)
+        keeps its score in rows whose new state is TERMINATED, besides the
+        stop tokens. Returns the states, as :meth:`update` does."""
         trie = self.trie
+        if finished_token is None:
+            finished_token = -1
+        elif not 0 <= finished_token < trie.vocab_size:
+            raise InvalidArgumentError("finished_token %d is outside [0, %d)" % (finished_token, trie.vocab_size))
+        chosen = self._next_set(generated, start)
         n_rows = self._n_rows
         dtype, row_stride = trie._logits_rows(scores, n_rows)
         if out is None or out is scores:
@@ -601,7 +608,7 @@ class DeviceRowStates:
             # tensor checked above (TREEMASK_CUDA_CALLER_CHECKED_POINTERS).
             status = lib.treemask_py_cuda_trie_follow_rows_mask_logits(
                 trie._ptr, ffi.NULL if prev is None else prev.rows, chosen.rows, self._policy, source, source_stride,
-                target.data_ptr(), dtype, row_stride, target.shape[1], _stream_handle(dev))
+                target.data_ptr(), dtype, row_stride, target.shape[1], finished_token, _stream_handle(dev))
         if status:
             raise_status(status)
         return self._finish(chosen)

@@ -393,7 +393,8 @@ Status follow_rows(const DeviceTrie &trie, const launch::TokenRows *prev,
 
 Status follow_rows_mask_logits(const DeviceTrie &trie, const launch::TokenRows *prev,
                                const launch::TokenRows &rows, int32_t failure_policy,
-                               const launch::Logits &logits, Pointers pointers, void *stream) {
+                               int32_t finished_token, const launch::Logits &logits,
+                               Pointers pointers, void *stream) {
   const RelaxedCaptureMode relaxed;
   TM_ASSIGN_OR_RETURN(const int device, usable_device());
   TM_ASSIGN_OR_RETURN(const bool use_prev, check_follow(trie, prev, rows, device, pointers));
@@ -403,10 +404,10 @@ Status follow_rows_mask_logits(const DeviceTrie &trie, const launch::TokenRows *
   }
   launch::Logits masked = logits;
   masked.vocab_size = trie.view.vocab_size;
-  return launched(
-      launch::follow_rows_mask_logits(trie.view, use_prev ? prev : nullptr, rows, failure_policy,
-                                      with_vectors(masked), device_shape(device), stream),
-      "launching the follow-rows + mask kernel");
+  return launched(launch::follow_rows_mask_logits(
+                      trie.view, use_prev ? prev : nullptr, rows, failure_policy, finished_token,
+                      with_vectors(masked), device_shape(device), stream),
+                  "launching the follow-rows + mask kernel");
 }
 
 namespace {

@@ -79,10 +79,12 @@ Status follow_rows(const DeviceTrie &trie, const launch::TokenRows *prev,
                    const launch::TokenRows &rows, int32_t failure_policy, void *stream);
 
 // treemask_cuda_trie_follow_rows_mask_logits (logits.source: the scores, or
-// nullptr in place; the caller checked the geometry and overlaps).
+// nullptr in place; the caller checked the geometry, the overlaps and
+// finished_token).
 Status follow_rows_mask_logits(const DeviceTrie &trie, const launch::TokenRows *prev,
                                const launch::TokenRows &rows, int32_t failure_policy,
-                               const launch::Logits &logits, Pointers pointers, void *stream);
+                               int32_t finished_token, const launch::Logits &logits,
+                               Pointers pointers, void *stream);
 
 // ---- the beam step and top-k on the device ----------------------------------
 

@@ -50,8 +50,8 @@ Status follow_rows(const DeviceTrie &, const launch::TokenRows *, const launch::
 }
 
 Status follow_rows_mask_logits(const DeviceTrie &, const launch::TokenRows *,
-                               const launch::TokenRows &, int32_t, const launch::Logits &, Pointers,
-                               void *) {
+                               const launch::TokenRows &, int32_t, int32_t, const launch::Logits &,
+                               Pointers, void *) {
   return not_built();
 }
 

@@ -121,10 +121,11 @@ int follow_rows(const TrieView &trie, const TokenRows *prev, const TokenRows &ro
                 int32_t failure_policy, void *stream);
 
 // follow_rows and, in the same launch, logits masked by each row's new state
-// (mask_logits_from_states; logits.source: a masked copy).
+// (mask_logits_from_states; logits.source: a masked copy), finished_token
+// (< 0: none) kept in TERMINATED rows.
 int follow_rows_mask_logits(const TrieView &trie, const TokenRows *prev, const TokenRows &rows,
-                            int32_t failure_policy, const Logits &logits, const DeviceShape &shape,
-                            void *stream);
+                            int32_t failure_policy, int32_t finished_token, const Logits &logits,
+                            const DeviceShape &shape, void *stream);
 
 // Sets every logit outside the allowed set of states[row] to -inf.
 int mask_logits_from_states(const TrieView &trie, const uint32_t *states, size_t n_rows,

@@ -186,13 +186,15 @@ __global__ void __launch_bounds__(kFollowBlock)
 // The rows of follow_rows as lists for mask_from_lists_kernel (the fused
 // processor step): each block's first warp follows its row (every column
 // tile of a row repeats the few loads; the first tile stores the result),
-// then the block marks that state's allowed set.
+// then the block marks that state's allowed set, and finished_token (< 0:
+// none) in a TERMINATED row.
 struct FollowLists {
   launch::TrieView trie;
   launch::TokenRows prev;
   bool use_prev;
   launch::TokenRows rows;
   int32_t policy;
+  int32_t finished_token;
 
   __device__ void mark(int64_t row, int64_t lo, int64_t hi, uint32_t *keep) const {
     __shared__ uint32_t state;
@@ -202,6 +204,10 @@ struct FollowLists {
     }
     __syncthreads();  // mask_from_lists_kernel's barriers order the next row's write
     mark_allowed(trie, state, lo, hi, keep);
+    if (threadIdx.x == 0 && state == kStateTerminated && finished_token >= lo &&
+        finished_token < hi) {
+      mark_token(keep, lo, finished_token);
+    }
   }
 };
 
@@ -255,13 +261,14 @@ int follow_rows(const TrieView &trie, const TokenRows *prev, const TokenRows &ro
 }
 
 int follow_rows_mask_logits(const TrieView &trie, const TokenRows *prev, const TokenRows &rows,
-                            int32_t failure_policy, const Logits &logits, const DeviceShape &shape,
-                            void *stream) {
+                            int32_t failure_policy, int32_t finished_token, const Logits &logits,
+                            const DeviceShape &shape, void *stream) {
   if (rows.n_rows == 0) return 0;
   const Rows selected{nullptr, rows.n_rows, rows.n_rows};
   return device::launch_mask_from_lists(
       logits, selected,
-      device::FollowLists{trie, prev ? *prev : TokenRows{}, prev != nullptr, rows, failure_policy},
+      device::FollowLists{trie, prev ? *prev : TokenRows{}, prev != nullptr, rows, failure_policy,
+                          finished_token},
       shape, stream);
 }
 

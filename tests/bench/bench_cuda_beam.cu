@@ -18,9 +18,14 @@
 // (restore the depth's states and scores by a device copy + step), minus
 // the restores alone. Logits are random (fixed per slot).
 //
-// Usage: bench_cuda_beam [--quick]  (--quick: 1/10 of the catalogues)
+// Usage: bench_cuda_beam [--quick | --profile]
+//   --quick: 1/10 of the catalogues.
+//   --profile: no timing; the two 2,048-code shapes' steps, one per depth,
+//   each between cudaProfilerStart and cudaProfilerStop, for Nsight Compute
+//   (`ncu --profile-from-start off`; build-gpu/run.sh's profile_beam part).
 //
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
+#include <cuda_profiler_api.h>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -125,8 +130,10 @@ void print_target(const std::string &name, double figure, const char *unit, doub
               figure <= limit ? "met" : "MISSED");
 }
 
+// profile: each depth's step once, alone between cudaProfilerStart and
+// cudaProfilerStop, instead of the timings.
 void bench_shape(const Shape &s, const treemask_trie *trie, int depth, unsigned *sink,
-                 cudaStream_t stream) {
+                 cudaStream_t stream, bool profile = false) {
   treemask_cuda_trie *dev = nullptr;
   CHECK_TM(treemask_cuda_trie_upload(trie, stream, &dev));
   const size_t n_slots = s.n_requests * s.beam;
@@ -189,6 +196,29 @@ void bench_shape(const Shape &s, const treemask_trie *trie, int depth, unsigned 
     step();
   }
   CHECK_CUDA(cudaStreamSynchronize(stream));
+  if (profile) {
+    for (int d = 0; d <= depth; ++d) {
+      CHECK_CUDA(cudaMemcpyAsync(states.get(), depth_states[d].get(), n_slots * 4,
+                                 cudaMemcpyDeviceToDevice, stream));
+      CHECK_CUDA(cudaMemcpyAsync(scores.get(), depth_scores[d].get(), n_slots * 4,
+                                 cudaMemcpyDeviceToDevice, stream));
+      step();  // warm: the profiled launch finds the trie and logits in L2 as a timed one does
+      CHECK_CUDA(cudaMemcpyAsync(states.get(), depth_states[d].get(), n_slots * 4,
+                                 cudaMemcpyDeviceToDevice, stream));
+      CHECK_CUDA(cudaMemcpyAsync(scores.get(), depth_scores[d].get(), n_slots * 4,
+                                 cudaMemcpyDeviceToDevice, stream));
+      CHECK_CUDA(cudaStreamSynchronize(stream));
+      CHECK_CUDA(cudaProfilerStart());
+      step();
+      CHECK_CUDA(cudaStreamSynchronize(stream));
+      CHECK_CUDA(cudaProfilerStop());
+      std::printf("  %s: %zu x %zu slots, depth %d: one step profiled\n", s.name, s.n_requests,
+                  s.beam, d);
+    }
+    CHECK(bad.download(stream)[0] == 0);
+    treemask_cuda_trie_free(dev);
+    return;
+  }
   const double limit = read_us(logits.get(), n_slots * row_bytes, sink, stream);
   std::printf("  %s: %zu x %zu slots, V = %d, %s; one read of the logits (%.1f MB) = %.1f us\n",
               s.name, s.n_requests, s.beam, s.vocab, cudatest::dtype_name(s.dtype),
@@ -227,8 +257,13 @@ void bench_shape(const Shape &s, const treemask_trie *trie, int depth, unsigned 
 }  // namespace
 
 int main(int argc, char **argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (!mode.empty() && mode != "--quick" && mode != "--profile") {
+    std::fprintf(stderr, "usage: bench_cuda_beam [--quick | --profile] (not '%s')\n", argv[1]);
+    return 2;
+  }
+  const bool quick = mode == "--quick", profile = mode == "--profile";
   cudatest::skip_without_device("bench_cuda_beam");
-  const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
   const size_t scale = quick ? 10 : 1;
   cudaDeviceProp prop{};
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
@@ -248,7 +283,8 @@ int main(int argc, char **argv) {
   // all of its keys instead of those at or above its first list's
   // smallest). STATIC's block kernel is the same under `lane`.
   auto all_floors = [&](const Shape &shape, const treemask_trie *trie, int depth, bool warps) {
-    bench_shape(shape, trie, depth, sink.get(), stream);
+    bench_shape(shape, trie, depth, sink.get(), stream, profile);
+    if (profile) return;
     Shape old = shape;
     old.worst_us = old.mean_us = old.max_reads = 0;
     for (const char *floor : {"lane", "subset"}) {
@@ -270,6 +306,10 @@ int main(int argc, char **argv) {
     testutil::TrieHandle trie;
     build_catalogue(10000000 / scale, 4, 2047, 0, 0, 2048, 2047, trie);
     all_floors({"256 x 32, V = 2,048", 256, 32, 2048, cudatest::kF32, 0, 0, 2.0}, trie.p, 4, true);
+  }
+  if (profile) {
+    CHECK_CUDA(cudaStreamDestroy(stream));
+    return cudatest::finish("bench_cuda_beam");
   }
   {
     std::printf("\nLarge vocabulary: V = 176,704 (3 codes of 8,192 above 151,936), 1M items\n");

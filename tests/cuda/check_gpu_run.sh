@@ -4,7 +4,8 @@
 # benchmarks exit 77 here, the Python GPU tests run their logic in host mode,
 # TREEMASK_TEST_CUDA_ON_HOST=1), and the run must end as on a GPU machine:
 # a summary per part, then `gpu: N passed, 0 failed` with the Python tests
-# counted one by one, exit status 0. Run by ./dev test after ./dev
+# counted one by one, exit status 0; a stand-in ncu takes the profile part
+# through its exports and summary. Run by ./dev test after ./dev
 # gpu-bundle. Exit 77 where build-gpu/ is absent.
 #
 # Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
@@ -18,6 +19,43 @@ cat >"$FAKE/nvidia-smi" <<'EOF'
 echo "GPU 0: stand-in for run.sh's plumbing check (UUID: none)"
 EOF
 chmod +x "$FAKE/nvidia-smi"
+# A stand-in ncu for the profile part: a capture runs the program (which must
+# take its arguments: exit 0, or 77 without a GPU) and writes a report; an
+# import prints pages in Nsight Compute's CSV layout.
+cat >"$FAKE/ncu" <<'EOF'
+#!/usr/bin/env bash
+export_to="" import="" page=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --export) export_to="$2"; shift 2 ;;
+    --import) import="$2"; shift 2 ;;
+    --page) page="$2"; shift 2 ;;
+    --csv | --force-overwrite) shift ;;
+    --*) shift 2 ;;
+    *) break ;;
+  esac
+done
+if [ -n "$export_to" ]; then
+  rc=0; "$@" || rc=$?
+  [ "$rc" = 0 ] || [ "$rc" = 77 ] || { echo "==ERROR== the application exited $rc"; exit "$rc"; }
+  echo "stand-in report" >"$export_to.ncu-rep"
+  exit 0
+fi
+[ -s "$import" ] || { echo "==ERROR== no report $import"; exit 1; }
+case "$page" in
+  raw)
+    echo '"ID","Kernel Name","Block Size","Grid Size","gpu__time_duration.sum","smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio"'
+    echo '"","","","","nsecond","inst"'
+    echo '"0","treemask::cuda::device::(anonymous namespace)::beam_step_kernel(BeamStep)","(256, 1, 1)","(140, 1, 1)","12,500","3.5"' ;;
+  source)
+    echo '"Kernel Name","beam_step_kernel"'
+    echo '"Address","Source","Warp Stall Sampling (All Samples)"'
+    echo '"0x7f0000000000","BAR.SYNC.DEFER_BLOCKING 0x0","9"'
+    echo '"0x7f0000000010","EXIT","1"' ;;
+  *) echo "details of the stand-in report" ;;
+esac
+EOF
+chmod +x "$FAKE/ncu"
 out="$FAKE/out.txt"
 rc=0
 (cd "$ROOT" && PATH="$FAKE:$PATH" TREEMASK_TEST_CUDA_ON_HOST=1 bash build-gpu/run.sh) >"$out" 2>&1 || rc=$?
@@ -33,4 +71,7 @@ for part in test_cuda_apply test_cuda_trie test_cuda_beam bench_cuda_beam bench_
   grep -q "^SKIP $part: " "$out" || fail "part $part did not report a skip"
 done
 grep -q "^PASS python_test_cuda: " "$out" || fail "the Python GPU tests did not pass in host mode"
+grep -q "^PASS profile_beam " "$out" || fail "the profile part did not pass with a stand-in ncu"
+grep -q "^kernel 0: beam_step_kernel (140, 1, 1) x (256, 1, 1), 12.5 us, stalls: barrier 3.5$" "$out" ||
+  fail "the profile part did not print the stand-in report's kernel line"
 echo "check_gpu_run: run.sh's plumbing holds"

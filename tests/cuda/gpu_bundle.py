@@ -7,7 +7,8 @@ MiB). `./dev gpu-bundle` runs this after building.
 
 build-gpu/
   run.sh        tests/cuda/gpu_run.sh
-  lib/          libtreemask (CUDA for the build's gpu_archs, PTX of the last)
+  lib/          libtreemask (CUDA for the build's gpu_archs, PTX of the last;
+                the kernels' line tables, no host debug information)
                 and the one library it needs beyond glibc / libstdc++
                 (Debian's simdjson)
   bin/          the CUDA test programs and benchmarks (plain programs)
@@ -144,6 +145,12 @@ def main(argv):
     library = (build / "src" / "libtreemask.so").resolve()
     soname = run(["objdump", "-p", str(library)]).stdout.split("SONAME")[-1].split()[0]
     shutil.copy2(library, out / "lib" / soname)
+    # The host code's DWARF (two thirds of the file) stays behind; symbols
+    # and the kernels' own line tables (-Dgpu_lineinfo, in .nv_fatbin) stay.
+    r = run(["strip", "--strip-debug", str(out / "lib" / soname)])
+    if r.returncode != 0:
+        print("gpu-bundle: note: strip --strip-debug failed (%s): the library goes as built"
+              % r.stderr.strip()[:200], file=sys.stderr)
     os.symlink(soname, out / "lib" / "libtreemask.so")
     for lib in needed_libraries(library):
         shutil.copy2(lib, out / "lib" / lib.name)

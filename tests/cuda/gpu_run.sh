@@ -7,10 +7,12 @@
 #
 # Each part runs under its own timeout (and the whole under a budget of
 # TREEMASK_GPU_BUDGET_S seconds, default 480), so a failing or hanging part
-# costs only itself; its full output goes to build-gpu/logs/ (and to $OUT/
-# when that is set, as the device tool of our sessions does). The run ends
+# costs only itself; its full output goes to build-gpu/logs/. The run ends
 # with every target line the benchmarks printed (`TARGET name: figure
 # (target ...): met | MISSED`) and one line `gpu: N passed, N failed`.
+# Where $OUT is set (the device tool of our sessions), every log is also
+# written to $OUT/treemask-gpu-logs.tar.gz, the Nsight Compute report of
+# the beam step among them.
 # Exit status: 0 all passed, 1 something failed, 77 no GPU here (saying why).
 #
 # Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
@@ -83,16 +85,20 @@ PASSED=0 FAILED=0 SKIPPED=0
 SUMMARY=()  # one line per part
 TARGETS=()
 
-# part NAME TIMEOUT KIND COMMAND...: runs COMMAND (KIND: program, pytests or
-# bench) with its output in logs/NAME.log, and counts it.
+# part NAME TIMEOUT KIND COMMAND...: runs COMMAND (KIND: program, pytests,
+# bench or profile) with its output in logs/NAME.log, and counts it. A
+# profile only informs: where it cannot run or finish it counts as a skip.
 part() {
   local name="$1" limit="$2" kind="$3" log rc left elapsed line p f s
   shift 3
   log="$LOGS/$name.log"
   left=$(( BUDGET - ($(date +%s) - START) ))
   if [ "$left" -lt 20 ]; then
-    FAILED=$((FAILED + 1))
-    SUMMARY+=("FAIL $name: not run, the run's budget of ${BUDGET}s is spent")
+    if [ "$kind" = profile ]; then
+      SKIPPED=$((SKIPPED + 1)); SUMMARY+=("SKIP $name: not run, the run's budget of ${BUDGET}s is spent")
+    else
+      FAILED=$((FAILED + 1)); SUMMARY+=("FAIL $name: not run, the run's budget of ${BUDGET}s is spent")
+    fi
     return
   fi
   [ "$limit" -gt "$left" ] && limit=$left
@@ -102,6 +108,11 @@ part() {
   rc=$?
   elapsed=$(( $(date +%s) - t0 ))
   while IFS= read -r line; do TARGETS+=("$line"); done < <(grep '^TARGET ' "$log")
+  if { [ "$rc" = 124 ] || [ "$rc" = 137 ]; } && [ "$kind" = profile ]; then
+    SKIPPED=$((SKIPPED + 1)); SUMMARY+=("SKIP $name: the profiler timed out after ${limit}s")
+    tail -5 "$log"
+    return
+  fi
   if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
     FAILED=$((FAILED + 1))
     SUMMARY+=("FAIL $name: timed out after ${limit}s")
@@ -121,6 +132,15 @@ part() {
         [ "$rc" = 0 ] || [ "$f" -gt 0 ] || { FAILED=$((FAILED + 1)); SUMMARY+=("FAIL $name: exit status $rc"); }
       else
         FAILED=$((FAILED + 1)); SUMMARY+=("FAIL $name: exit status $rc, no summary line"); tail -20 "$log"
+      fi
+      ;;
+    profile)  # informational: a skip where it cannot run, never a failure of the GPU code
+      if [ "$rc" = 0 ]; then
+        PASSED=$((PASSED + 1)); SUMMARY+=("PASS $name (${elapsed}s)")
+        grep -E '^(kernel|note)' "$log"
+      else
+        SKIPPED=$((SKIPPED + 1))
+        SUMMARY+=("SKIP $name: $(grep -m1 '^SKIP' "$log" || echo "exit status $rc: $(tail -1 "$log")")")
       fi
       ;;
     *)
@@ -164,8 +184,20 @@ for program in trie beam; do
   done
 done
 
+# Nsight Compute on the beam step (tests/cuda/profile_beam.sh): what the
+# next change to its kernels starts from. Last, so that a run short of time
+# loses only this; a skip where ncu is absent or cannot read the counters.
+NCU="$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1 || true)"
+if [ -n "$NCU" ]; then
+  part profile_beam 150 profile bash tests/cuda/profile_beam.sh "$NCU" "$HERE/bin/bench_cuda_beam" \
+    "$HERE/lib/libtreemask.so" "$LOGS"
+else
+  SKIPPED=$((SKIPPED + 1)); SUMMARY+=("SKIP profile_beam: ncu (Nsight Compute) not found")
+fi
+
+# One file of every log (the device tool brings back at most 8 files).
 if [ -n "${OUT:-}" ] && [ -d "$OUT" ] && [ -w "$OUT" ]; then
-  cp -r "$LOGS" "$OUT/treemask-gpu-logs" 2>/dev/null || true
+  tar -czf "$OUT/treemask-gpu-logs.tar.gz" -C "$HERE" logs 2>/dev/null || true
 fi
 echo
 echo "== summary ($(( $(date +%s) - START ))s; logs in $LOGS)"

@@ -31,13 +31,19 @@ each target of issue 22 prints as one line `TARGET <name>: <figure> ...: met`
    with TrieLogitsProcessor: MiniOneRec 8 x 50 on the Qwen2.5-0.5B-shaped
    bf16 model, the sequences compared. Target (issue 30): >= 3x.
 
-usage: bench_cuda_python.py [--host-overhead] [--only apply|processor|beam|search]
+usage: bench_cuda_python.py [--host-overhead | --profile-processor] [--only apply|processor|beam|search]
 
 --host-overhead measures, on any machine, the Python time of the CUDA apply's
 fast path up to its C call, with a tensor subclass posing as a CUDA tensor
 and the C call replaced by a stub (the library's own host time comes on top:
 ~4 us per call on the H100 host of issue 22). Without a GPU the GPU parts exit
 77 (skipped), saying why.
+
+--profile-processor times nothing: part 2's processor alone, without and
+with pad_token_id, over one walk each, with steps 1-3 of each walk between
+cudaProfilerStart and cudaProfilerStop (torch.cuda.profiler) for Nsight
+Compute (`ncu --profile-from-start off`; build-gpu/run.sh's
+profile_processor part): every launch a processor call makes.
 
 Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
@@ -332,7 +338,7 @@ def bench_processor(torch):
     target("processor alone, batch 64, wall time per call", alone_host_us, "us", "<=", 40)
 
 
-def processor_alone(torch, processor, input_ids, batch, new, pad):
+def processor_alone(torch, processor, input_ids, batch, new, pad, profile_steps=()):
     """The processor alone at this batch, over a generation that walks real
     paths: each step's scores are fresh random logits, masked by the
     processor, and the next token of every row is sampled from its output
@@ -340,22 +346,27 @@ def processor_alone(torch, processor, input_ids, batch, new, pad):
     rows advance through the trie and end where names end. GPU time by
     events around the call, wall time of the call on the host; a copy of
     the scores is the baseline (one read + one write of them). Returns the
-    medians (GPU us, wall us, live rows, copy us)."""
+    medians (GPU us, wall us, live rows, copy us). profile_steps: one walk,
+    those steps' calls alone between cudaProfilerStart and cudaProfilerStop."""
     gen = torch.Generator("cuda").manual_seed(2)
     start_event, end_event = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     gpu, host, copy, live = [], [], [], []
-    for _ in range(3):
+    for _ in range(1 if profile_steps else 3):
         ids = input_ids
         done = torch.zeros(batch, dtype=torch.bool, device="cuda")
         for step in range(new):
             scores = torch.randn((batch, BASE_VOCAB), device="cuda", generator=gen).to(torch.bfloat16)
             torch.cuda.synchronize()
+            if step in profile_steps:
+                torch.cuda.profiler.start()
             start_event.record()
             t0 = time.perf_counter()
             out = processor(ids, scores)
             t1 = time.perf_counter()
             end_event.record()
             torch.cuda.synchronize()
+            if step in profile_steps:
+                torch.cuda.profiler.stop()
             if step > 0:  # the first call of a generation has no previous rows
                 gpu.append(start_event.elapsed_time(end_event) * 1e3)
                 host.append((t1 - t0) * 1e6)
@@ -371,6 +382,22 @@ def processor_alone(torch, processor, input_ids, batch, new, pad):
             done = done | (nxt == EOS)
             ids = torch.cat([ids, nxt[:, None]], dim=1)
     return statistics.median(gpu), statistics.median(host), statistics.median(live), statistics.median(copy)
+
+
+def profile_processor(torch):
+    """--profile-processor: part 2's processor alone, without and with a
+    pad id, steps 1-3 of one walk each under the profiler (step 0 uploads
+    the trie and has no previous rows)."""
+    from treemask.hf import TrieLogitsProcessor
+
+    trie, what = geonames_trie()
+    batch, new, pad = 64, 16, 151643
+    input_ids = torch.randint(0, 151000, (batch, 16), device="cuda", generator=torch.Generator("cuda").manual_seed(1))
+    for label, processor in (("", TrieLogitsProcessor(trie)),
+                             (", pad_token_id set", TrieLogitsProcessor(trie, pad_token_id=pad))):
+        processor_alone(torch, processor, input_ids, batch, new, pad, profile_steps=(1, 2, 3))
+        print("profiled: the processor alone%s at batch %d, bf16, steps 1-3 of a walk over %s"
+              % (label, batch, what))
 
 
 # ---- 3. the beam step against the torch pipeline ---------------------------------
@@ -543,6 +570,7 @@ def bench_search(torch):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--host-overhead", action="store_true")
+    parser.add_argument("--profile-processor", action="store_true")
     parser.add_argument("--only", choices=["apply", "processor", "beam", "search"])
     args = parser.parse_args()
     try:
@@ -558,6 +586,9 @@ def main():
               " host-side part runs with --host-overhead" % (torch.cuda.is_available(), treemask.cuda_available()))
         return 77
     print("device: %s, torch %s" % (torch.cuda.get_device_name(), torch.__version__))
+    if args.profile_processor:
+        profile_processor(torch)
+        return 0
     parts = {"apply": bench_apply, "processor": bench_processor, "beam": bench_beam, "search": bench_search}
     failed = []
     for name, fn in parts.items():

@@ -4,8 +4,8 @@
 # benchmarks exit 77 here, the Python GPU tests run their logic in host mode,
 # TREEMASK_TEST_CUDA_ON_HOST=1), and the run must end as on a GPU machine:
 # a summary per part, then `gpu: N passed, 0 failed` with the Python tests
-# counted one by one, exit status 0; a stand-in ncu takes the profile part
-# through its exports and summary. Run by ./dev test after ./dev
+# counted one by one, exit status 0; a stand-in ncu takes the profile parts
+# through their exports and summaries. Run by ./dev test after ./dev
 # gpu-bundle. Exit 77 where build-gpu/ is absent.
 #
 # Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
@@ -71,7 +71,9 @@ for part in test_cuda_apply test_cuda_trie test_cuda_beam bench_cuda_beam bench_
   grep -q "^SKIP $part: " "$out" || fail "part $part did not report a skip"
 done
 grep -q "^PASS python_test_cuda: " "$out" || fail "the Python GPU tests did not pass in host mode"
-grep -q "^PASS profile_beam " "$out" || fail "the profile part did not pass with a stand-in ncu"
+for part in profile_beam profile_processor; do
+  grep -q "^PASS $part " "$out" || fail "the profile part $part did not pass with a stand-in ncu"
+done
 grep -q "^kernel 0: beam_step_kernel (140, 1, 1) x (256, 1, 1), 12.5 us, stalls: barrier 3.5$" "$out" ||
   fail "the profile part did not print the stand-in report's kernel line"
 echo "check_gpu_run: run.sh's plumbing holds"

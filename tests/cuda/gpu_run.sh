@@ -140,7 +140,8 @@ part() {
         grep -E '^(kernel|note)' "$log"
       else
         SKIPPED=$((SKIPPED + 1))
-        SUMMARY+=("SKIP $name: $(grep -m1 '^SKIP' "$log" || echo "exit status $rc: $(tail -1 "$log")")")
+        line=$(grep -m1 '^SKIP' "$log" || echo "exit status $rc: $(tail -1 "$log")")
+        SUMMARY+=("SKIP $name: ${line#SKIP: }")
       fi
       ;;
     *)
@@ -184,15 +185,21 @@ for program in trie beam; do
   done
 done
 
-# Nsight Compute on the beam step (tests/cuda/profile_beam.sh): what the
-# next change to its kernels starts from. Last, so that a run short of time
-# loses only this; a skip where ncu is absent or cannot read the counters.
+# Nsight Compute (tests/cuda/ncu_profile.sh) on the beam step (STATIC's 2 x
+# 70 and 256 x 32, one step per depth) and on the transformers processor's
+# calls: where the next change to those kernels starts. Last, so that a run
+# short of time loses only these; skips where ncu is absent or cannot read
+# the counters.
 NCU="$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1 || true)"
 if [ -n "$NCU" ]; then
-  part profile_beam 150 profile bash tests/cuda/profile_beam.sh "$NCU" "$HERE/bin/bench_cuda_beam" \
-    "$HERE/lib/libtreemask.so" "$LOGS"
+  part profile_beam 150 profile bash tests/cuda/ncu_profile.sh "$NCU" "$HERE/lib/libtreemask.so" \
+    "$LOGS/beam_ncu" regex:beam_step "$HERE/bin/bench_cuda_beam" --profile
+  # The processor runs the wheel's library (no -lineinfo: SASS offsets only).
+  part profile_processor 150 profile bash tests/cuda/ncu_profile.sh "$NCU" "$HERE/site/treemask/libtreemask.so" \
+    "$LOGS/processor_ncu" "" "$PY" tests/bench/bench_cuda_python.py --profile-processor
 else
-  SKIPPED=$((SKIPPED + 1)); SUMMARY+=("SKIP profile_beam: ncu (Nsight Compute) not found")
+  SKIPPED=$((SKIPPED + 2))
+  SUMMARY+=("SKIP profile_beam: ncu (Nsight Compute) not found" "SKIP profile_processor: ncu (Nsight Compute) not found")
 fi
 
 # One file of every log (the device tool brings back at most 8 files).

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A readable summary of an Nsight Compute report's CSV exports
-(tests/cuda/profile_beam.sh): for each profiled kernel launch, one line
+(tests/cuda/ncu_profile.sh): for each profiled kernel launch, one line
 `kernel N: NAME grid x block, T us, R registers, occupancy P%, stalls: ...`
 (the warp-state reasons in cycles per issued instruction, largest first),
 then the SASS instructions holding the most stall samples from the source
@@ -159,7 +159,8 @@ def lines_of(functions, kernel):
     carry it with its length: 16beam_step_kernel, not 21warp_beam_step_kernel)."""
     tag = "%d%s" % (len(kernel), kernel)
     found = [lines for name, lines in functions.items() if tag in name]
-    return found[0] if len(found) == 1 else {}
+    # A cubin built without -lineinfo has offsets but no places: none then.
+    return found[0] if len(found) == 1 and any(place for place, _ in found[0].values()) else {}
 
 
 def sass_lines(columns, instructions, places=None):
@@ -275,6 +276,10 @@ def self_test():
     expect("the warp kernel's own listing, whose opcode differs",
            any("not the cubin that ran" in line for line in lines[lines.index(next(
                line for line in lines if line.startswith("kernel 1:"))):]))
+    no_lines = "".join(line for line in SELF_TEST_LISTING.splitlines(True) if "//##" not in line)
+    rc, lines = run([SELF_TEST_RAW, SELF_TEST_SOURCE, no_lines])
+    expect("a listing without line information: SASS offsets alone", rc == 0 and
+           "  +0x0020  60.0%  LDG.E.64 R2, desc[UR4][R4.64]" in lines and "  by source line:" not in lines)
     rc, lines = run([SELF_TEST_RAW, SELF_TEST_SOURCE.split('"Kernel Name","warp')[0]])
     expect("a source page of fewer kernels is noted, not matched", rc == 0 and any(
         line.startswith("note: 2 kernels in the raw page, 1 in the source page") for line in lines))

@@ -5,7 +5,8 @@
 # TREEMASK_TEST_CUDA_ON_HOST=1), and the run must end as on a GPU machine:
 # a summary per part, then `gpu: N passed, 0 failed` with the Python tests
 # counted one by one, exit status 0; a stand-in ncu takes the profile parts
-# through their exports and summaries. Run by ./dev test after ./dev
+# through their exports and summaries; TREEMASK_GPU_PARTS runs only the parts
+# it names and refuses a name that matches none. Run by ./dev test after ./dev
 # gpu-bundle. Exit 77 where build-gpu/ is absent.
 #
 # Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
@@ -76,4 +77,26 @@ for part in profile_beam profile_processor; do
 done
 grep -q "^kernel 0: beam_step_kernel (140, 1, 1) x (256, 1, 1), 12.5 us, stalls: barrier 3.5$" "$out" ||
   fail "the profile part did not print the stand-in report's kernel line"
+# Every part reports once, under a name TREEMASK_GPU_PARTS knows.
+eval "$(sed -n '/^PART_NAMES=(/,/)$/p' "$ROOT/build-gpu/run.sh")"
+reported=$(sed -n '/^== summary/,$p' "$out" | sed -nE 's/^(PASS|FAIL|SKIP) ([a-z0-9_]+)[ :].*/\2/p' | sort)
+[ "$reported" = "$(printf '%s\n' "${PART_NAMES[@]}" | sort)" ] ||
+  fail "the parts reported ($(echo $reported)) are not run.sh's PART_NAMES (${PART_NAMES[*]})"
+
+# TREEMASK_GPU_PARTS: only the parts named run; a name that matches none
+# stops the run before it starts.
+rc=0
+(cd "$ROOT" && PATH="$FAKE:$PATH" TREEMASK_GPU_PARTS='test_cuda_beam,profile_*' bash build-gpu/run.sh) >"$out" 2>&1 ||
+  rc=$?
+[ "$rc" = 0 ] || { cat "$out"; fail "run.sh with TREEMASK_GPU_PARTS exited $rc (want 0)"; }
+reported=$(sed -n '/^== summary/,$p' "$out" | sed -nE 's/^(PASS|FAIL|SKIP) ([a-z0-9_]+)[ :].*/\1 \2/p' | sort |
+  tr '\n' ' ')
+[ "$reported" = "PASS profile_beam PASS profile_processor SKIP test_cuda_beam " ] ||
+  fail "TREEMASK_GPU_PARTS='test_cuda_beam,profile_*' ran: $reported"
+[ "$(tail -1 "$out")" = "gpu: 2 passed, 0 failed" ] || fail "the filtered run ended with '$(tail -1 "$out")'"
+rc=0
+(cd "$ROOT" && PATH="$FAKE:$PATH" TREEMASK_GPU_PARTS='test_cuda_beam,bench_cuda_bem' bash build-gpu/run.sh) >"$out" 2>&1 ||
+  rc=$?
+[ "$rc" = 2 ] && grep -q "'bench_cuda_bem' matches no part" "$out" && ! grep -q "^== test_cuda_beam" "$out" ||
+  fail "a misspelt part name: exit $rc, $(head -3 "$out")"
 echo "check_gpu_run: run.sh's plumbing holds"

@@ -13,7 +13,13 @@
 # Where $OUT is set (the device tool of our sessions), every log is also
 # written to $OUT/treemask-gpu-logs.tar.gz, the Nsight Compute report of
 # the beam step among them.
-# Exit status: 0 all passed, 1 something failed, 77 no GPU here (saying why).
+# Exit status: 0 all passed, 1 something failed, 77 no GPU here (saying why),
+# 2 a usage error.
+#
+# TREEMASK_GPU_PARTS: a comma-separated list of part names or shell patterns,
+# e.g. 'test_cuda_beam,bench_cuda_beam,sanitizer_*_beam,profile_beam': only
+# those run, so that a rerun after a fix costs only their device time. A
+# pattern that matches no part stops the run before anything starts.
 #
 # Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 set -uo pipefail
@@ -28,6 +34,32 @@ LOGS="$HERE/logs"
   echo "run.sh: run it from the repository root (tests/python/test_cuda.py not found in $(pwd))" >&2
   exit 2
 }
+
+PART_NAMES=(test_cuda_apply test_cuda_trie test_cuda_beam python_test_cuda bench_cuda_beam
+  bench_cuda_python bench_cuda sanitizer_racecheck_trie sanitizer_synccheck_trie
+  sanitizer_memcheck_trie sanitizer_racecheck_beam sanitizer_synccheck_beam
+  sanitizer_memcheck_beam profile_beam profile_processor)
+IFS=, read -ra PATTERNS <<<"${TREEMASK_GPU_PARTS:-*}"
+# wanted NAME: whether TREEMASK_GPU_PARTS selects the part NAME.
+wanted() {
+  local pattern
+  for pattern in "${PATTERNS[@]}"; do
+    # shellcheck disable=SC2053  # the pattern is a glob on purpose
+    [[ "$1" == $pattern ]] && return 0
+  done
+  return 1
+}
+for pattern in "${PATTERNS[@]}"; do
+  matched=0
+  for name in "${PART_NAMES[@]}"; do
+    # shellcheck disable=SC2053
+    [[ "$name" == $pattern ]] && matched=1
+  done
+  if [ "$matched" = 0 ]; then
+    echo "run.sh: TREEMASK_GPU_PARTS: '$pattern' matches no part (the parts: ${PART_NAMES[*]})" >&2
+    exit 2
+  fi
+done
 
 # No GPU: nothing here can run.
 if ! command -v nvidia-smi >/dev/null 2>&1; then
@@ -91,6 +123,7 @@ TARGETS=()
 part() {
   local name="$1" limit="$2" kind="$3" log rc left elapsed line p f s
   shift 3
+  wanted "$name" || return 0
   log="$LOGS/$name.log"
   left=$(( BUDGET - ($(date +%s) - START) ))
   if [ "$left" -lt 20 ]; then
@@ -180,7 +213,9 @@ for program in trie beam; do
       part "sanitizer_${tool}_${program}" 90 program env TREEMASK_TEST_SANITIZER_SHAPES=1 \
         "$SANITIZER" --tool "$tool" --error-exitcode 1 "$HERE/bin/test_cuda_${program}"
     else
-      SKIPPED=$((SKIPPED + 1)); SUMMARY+=("SKIP sanitizer_${tool}_${program}: compute-sanitizer not found")
+      if wanted "sanitizer_${tool}_${program}"; then
+        SKIPPED=$((SKIPPED + 1)); SUMMARY+=("SKIP sanitizer_${tool}_${program}: compute-sanitizer not found")
+      fi
     fi
   done
 done
@@ -198,8 +233,11 @@ if [ -n "$NCU" ]; then
   part profile_processor 150 profile bash tests/cuda/ncu_profile.sh "$NCU" "$HERE/site/treemask/libtreemask.so" \
     "$LOGS/processor_ncu" "" "$PY" tests/bench/bench_cuda_python.py --profile-processor
 else
-  SKIPPED=$((SKIPPED + 2))
-  SUMMARY+=("SKIP profile_beam: ncu (Nsight Compute) not found" "SKIP profile_processor: ncu (Nsight Compute) not found")
+  for name in profile_beam profile_processor; do
+    if wanted "$name"; then
+      SKIPPED=$((SKIPPED + 1)); SUMMARY+=("SKIP $name: ncu (Nsight Compute) not found")
+    fi
+  done
 fi
 
 # One file of every log (the device tool brings back at most 8 files).
@@ -207,7 +245,7 @@ if [ -n "${OUT:-}" ] && [ -d "$OUT" ] && [ -w "$OUT" ]; then
   tar -czf "$OUT/treemask-gpu-logs.tar.gz" -C "$HERE" logs 2>/dev/null || true
 fi
 echo
-echo "== summary ($(( $(date +%s) - START ))s; logs in $LOGS)"
+echo "== summary ($(( $(date +%s) - START ))s; logs in $LOGS${TREEMASK_GPU_PARTS:+; parts $TREEMASK_GPU_PARTS})"
 for line in "${SUMMARY[@]}"; do echo "$line"; done
 [ "$SKIPPED" -gt 0 ] && echo "($SKIPPED skipped)"
 for line in "${TARGETS[@]}"; do echo "$line"; done

@@ -196,17 +196,18 @@ void bench_shape(const Shape &s, const treemask_trie *trie, int depth, unsigned 
     step();
   }
   CHECK_CUDA(cudaStreamSynchronize(stream));
+  // The states and scores entering depth d, back in place.
+  auto restore = [&](int d) {
+    CHECK_CUDA(cudaMemcpyAsync(states.get(), depth_states[d].get(), n_slots * 4,
+                               cudaMemcpyDeviceToDevice, stream));
+    CHECK_CUDA(cudaMemcpyAsync(scores.get(), depth_scores[d].get(), n_slots * 4,
+                               cudaMemcpyDeviceToDevice, stream));
+  };
   if (profile) {
     for (int d = 0; d <= depth; ++d) {
-      CHECK_CUDA(cudaMemcpyAsync(states.get(), depth_states[d].get(), n_slots * 4,
-                                 cudaMemcpyDeviceToDevice, stream));
-      CHECK_CUDA(cudaMemcpyAsync(scores.get(), depth_scores[d].get(), n_slots * 4,
-                                 cudaMemcpyDeviceToDevice, stream));
+      restore(d);
       step();  // warm: the profiled launch finds the trie and logits in L2 as a timed one does
-      CHECK_CUDA(cudaMemcpyAsync(states.get(), depth_states[d].get(), n_slots * 4,
-                                 cudaMemcpyDeviceToDevice, stream));
-      CHECK_CUDA(cudaMemcpyAsync(scores.get(), depth_scores[d].get(), n_slots * 4,
-                                 cudaMemcpyDeviceToDevice, stream));
+      restore(d);
       CHECK_CUDA(cudaStreamSynchronize(stream));
       CHECK_CUDA(cudaProfilerStart());
       step();
@@ -215,41 +216,33 @@ void bench_shape(const Shape &s, const treemask_trie *trie, int depth, unsigned 
       std::printf("  %s: %zu x %zu slots, depth %d: one step profiled\n", s.name, s.n_requests,
                   s.beam, d);
     }
-    CHECK(bad.download(stream)[0] == 0);
-    treemask_cuda_trie_free(dev);
-    return;
+  } else {
+    const double limit = read_us(logits.get(), n_slots * row_bytes, sink, stream);
+    std::printf("  %s: %zu x %zu slots, V = %d, %s; one read of the logits (%.1f MB) = %.1f us\n",
+                s.name, s.n_requests, s.beam, s.vocab, cudatest::dtype_name(s.dtype),
+                n_slots * row_bytes / 1e6, limit);
+    double worst = 0, sum = 0;
+    for (int d = 0; d <= depth; ++d) {
+      const double with = gpu_us(stream, 50, [&] {
+        restore(d);
+        step();
+      });
+      const double alone = gpu_us(stream, 50, [&] { restore(d); });
+      const double us = std::max(0.0, with - alone);
+      worst = std::max(worst, us);
+      sum += us;
+      std::printf("    depth %d: %8.1f us per step (%.2fx the read limit)\n", d, us, us / limit);
+    }
+    const double mean = sum / (depth + 1);
+    std::printf("    mean %.1f us, worst %.1f us (%.2fx one read of the logits)\n", mean, worst,
+                worst / limit);
+    const std::string what =
+        std::string("beam step, ") + s.name + " " + cudatest::dtype_name(s.dtype);
+    if (s.worst_us > 0) print_target(what + ", worst depth", worst, "us", s.worst_us);
+    if (s.mean_us > 0) print_target(what + ", mean over depths", mean, "us", s.mean_us);
+    if (s.max_reads > 0)
+      print_target(what + ", worst depth / one read", worst / limit, "x", s.max_reads);
   }
-  const double limit = read_us(logits.get(), n_slots * row_bytes, sink, stream);
-  std::printf("  %s: %zu x %zu slots, V = %d, %s; one read of the logits (%.1f MB) = %.1f us\n",
-              s.name, s.n_requests, s.beam, s.vocab, cudatest::dtype_name(s.dtype),
-              n_slots * row_bytes / 1e6, limit);
-  double worst = 0, sum = 0;
-  for (int d = 0; d <= depth; ++d) {
-    auto restore = [&] {
-      CHECK_CUDA(cudaMemcpyAsync(states.get(), depth_states[d].get(), n_slots * 4,
-                                 cudaMemcpyDeviceToDevice, stream));
-      CHECK_CUDA(cudaMemcpyAsync(scores.get(), depth_scores[d].get(), n_slots * 4,
-                                 cudaMemcpyDeviceToDevice, stream));
-    };
-    const double with = gpu_us(stream, 50, [&] {
-      restore();
-      step();
-    });
-    const double alone = gpu_us(stream, 50, restore);
-    const double us = std::max(0.0, with - alone);
-    worst = std::max(worst, us);
-    sum += us;
-    std::printf("    depth %d: %8.1f us per step (%.2fx the read limit)\n", d, us, us / limit);
-  }
-  const double mean = sum / (depth + 1);
-  std::printf("    mean %.1f us, worst %.1f us (%.2fx one read of the logits)\n", mean, worst,
-              worst / limit);
-  const std::string what =
-      std::string("beam step, ") + s.name + " " + cudatest::dtype_name(s.dtype);
-  if (s.worst_us > 0) print_target(what + ", worst depth", worst, "us", s.worst_us);
-  if (s.mean_us > 0) print_target(what + ", mean over depths", mean, "us", s.mean_us);
-  if (s.max_reads > 0)
-    print_target(what + ", worst depth / one read", worst / limit, "x", s.max_reads);
   CHECK(bad.download(stream)[0] == 0);
   treemask_cuda_trie_free(dev);
 }

@@ -64,7 +64,7 @@ import treemask
 
 ROOT = pathlib.Path(os.environ.get("TREEMASK_SOURCE_ROOT") or pathlib.Path(__file__).resolve().parents[2])
 BUNDLE_DATA = ROOT / "build-gpu" / "data"
-BASE_VOCAB, EOS = 151936, 151645
+BASE_VOCAB, EOS, PAD = 151936, 151645, 151643  # Qwen2.5's vocabulary, <|im_end|>, <|endoftext|>
 
 
 def target(name, figure, unit, op, limit):
@@ -152,7 +152,7 @@ def processor_host_overhead(torch):
         rng = np.random.default_rng(0)
         trie = treemask.Trie.from_paths(rng.integers(0, 150000, (20000, 4)), BASE_VOCAB, EOS)
         print("== Python time per call with the C call stubbed (CPU tensors through tests/python/host_cuda.py)")
-        for dtype, pad in ((torch.float32, None), (torch.bfloat16, None), (torch.bfloat16, 151643)):
+        for dtype, pad in ((torch.float32, None), (torch.bfloat16, None), (torch.bfloat16, PAD)):
             processor = TrieLogitsProcessor(trie, pad_token_id=pad)
             processor._device_path = lambda scores: True
             scores = torch.zeros((64, BASE_VOCAB), dtype=dtype)
@@ -243,12 +243,30 @@ def geonames_trie():
     return treemask.Trie.from_paths(paths, BASE_VOCAB, [EOS]), "150,634 random names of 2-8 tokens"
 
 
+# Part 2's batch and new tokens a generation.
+PROCESSOR_BATCH, PROCESSOR_NEW = 64, 16
+
+
+def processor_prompts(torch):
+    """Part 2's prompts: PROCESSOR_BATCH rows of 16 random ids (fixed seed)."""
+    return torch.randint(0, 151000, (PROCESSOR_BATCH, 16), device="cuda",
+                         generator=torch.Generator("cuda").manual_seed(1))
+
+
+def alone_variants(trie):
+    """The processor alone's two ways, (label, processor): without and with
+    a pad_token_id (kept in finished rows by the same kernel launch)."""
+    from treemask.hf import TrieLogitsProcessor
+
+    return (("", TrieLogitsProcessor(trie)), (", pad_token_id set", TrieLogitsProcessor(trie, pad_token_id=PAD)))
+
+
 def qwen_05b_shaped(torch, transformers, vocab):
     """A Qwen2.5-0.5B-shaped bf16 model with random weights on the GPU (no download)."""
     config = transformers.Qwen2Config(
         vocab_size=vocab, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
         num_attention_heads=14, num_key_value_heads=2, max_position_embeddings=4096, tie_word_embeddings=True,
-        eos_token_id=EOS, pad_token_id=151643, bos_token_id=None)
+        eos_token_id=EOS, pad_token_id=PAD, bos_token_id=None)
     with torch.device("cuda"):
         torch.manual_seed(0)
         return transformers.Qwen2ForCausalLM(config).to(torch.bfloat16).eval()
@@ -264,10 +282,10 @@ def bench_processor(torch):
 
     trie, what = geonames_trie()
     model = qwen_05b_shaped(torch, transformers, BASE_VOCAB)
-    batch, new = 64, 16
-    input_ids = torch.randint(0, 151000, (batch, 16), device="cuda", generator=torch.Generator("cuda").manual_seed(1))
+    batch, new = PROCESSOR_BATCH, PROCESSOR_NEW
+    input_ids = processor_prompts(torch)
     common = dict(attention_mask=torch.ones_like(input_ids), do_sample=True, max_new_tokens=new,
-                  pad_token_id=151643, eos_token_id=EOS, return_dict_in_generate=True)
+                  pad_token_id=PAD, eos_token_id=EOS, return_dict_in_generate=True)
 
     def run(processor, steps=None):
         """ms per step and the steps of one generate(); steps=N forces
@@ -322,12 +340,8 @@ def bench_processor(torch):
                  statistics.median(added_samples[name])))
     added = statistics.median(added_samples["TrieLogitsProcessor, device path"])
 
-    # The processor alone, without and with a pad_token_id (kept in
-    # finished rows by the same kernel launch).
-    pad = common["pad_token_id"]
-    for label, processor in (("", TrieLogitsProcessor(trie)),
-                             (", pad_token_id set", TrieLogitsProcessor(trie, pad_token_id=pad))):
-        gpu_us, host_us, live, copy_us = processor_alone(torch, processor, input_ids, batch, new, pad)
+    for label, processor in alone_variants(trie):
+        gpu_us, host_us, live, copy_us = processor_alone(torch, processor, input_ids, batch, new, PAD)
         print("  the processor alone%s at batch %d, bf16, rows sampled from its own masks (median %d of %d rows"
               " live): %.1f us of GPU time, %.1f us of wall time per call; a copy of the scores: %.1f us"
               % (label, batch, live, batch, gpu_us, host_us, copy_us))
@@ -388,16 +402,12 @@ def profile_processor(torch):
     """--profile-processor: part 2's processor alone, without and with a
     pad id, steps 1-3 of one walk each under the profiler (step 0 uploads
     the trie and has no previous rows)."""
-    from treemask.hf import TrieLogitsProcessor
-
     trie, what = geonames_trie()
-    batch, new, pad = 64, 16, 151643
-    input_ids = torch.randint(0, 151000, (batch, 16), device="cuda", generator=torch.Generator("cuda").manual_seed(1))
-    for label, processor in (("", TrieLogitsProcessor(trie)),
-                             (", pad_token_id set", TrieLogitsProcessor(trie, pad_token_id=pad))):
-        processor_alone(torch, processor, input_ids, batch, new, pad, profile_steps=(1, 2, 3))
+    input_ids = processor_prompts(torch)
+    for label, processor in alone_variants(trie):
+        processor_alone(torch, processor, input_ids, PROCESSOR_BATCH, PROCESSOR_NEW, PAD, profile_steps=(1, 2, 3))
         print("profiled: the processor alone%s at batch %d, bf16, steps 1-3 of a walk over %s"
-              % (label, batch, what))
+              % (label, PROCESSOR_BATCH, what))
 
 
 # ---- 3. the beam step against the torch pipeline ---------------------------------
@@ -515,7 +525,7 @@ def bench_search(torch):
             return model.generate(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), num_beams=beams,
                                   num_return_sequences=beams, do_sample=False,
                                   logits_processor=[TrieLogitsProcessor(trie)], max_new_tokens=max_new,
-                                  eos_token_id=EOS, pad_token_id=151643, length_penalty=0.0,
+                                  eos_token_id=EOS, pad_token_id=PAD, length_penalty=0.0,
                                   return_dict_in_generate=True)
 
     runs = [("generate(num_beams=50) + TrieLogitsProcessor", lambda: generate().sequences),

@@ -117,6 +117,23 @@ PASSED=0 FAILED=0 SKIPPED=0
 SUMMARY=()  # one line per part
 TARGETS=()
 
+# unfinished KIND NAME WHY: counts a part that did not run or finish: a
+# failure, except a profile, which only informs (a skip).
+unfinished() {
+  if [ "$1" = profile ]; then
+    SKIPPED=$((SKIPPED + 1)); SUMMARY+=("SKIP $2: $3")
+  else
+    FAILED=$((FAILED + 1)); SUMMARY+=("FAIL $2: $3")
+  fi
+}
+
+# absent NAME WHY: a part whose tool this machine lacks: a skip, when the
+# part is selected.
+absent() {
+  wanted "$1" || return 0
+  SKIPPED=$((SKIPPED + 1)); SUMMARY+=("SKIP $1: $2")
+}
+
 # part NAME TIMEOUT KIND COMMAND...: runs COMMAND (KIND: program, pytests,
 # bench or profile) with its output in logs/NAME.log, and counts it. A
 # profile only informs: where it cannot run or finish it counts as a skip.
@@ -127,11 +144,7 @@ part() {
   log="$LOGS/$name.log"
   left=$(( BUDGET - ($(date +%s) - START) ))
   if [ "$left" -lt 20 ]; then
-    if [ "$kind" = profile ]; then
-      SKIPPED=$((SKIPPED + 1)); SUMMARY+=("SKIP $name: not run, the run's budget of ${BUDGET}s is spent")
-    else
-      FAILED=$((FAILED + 1)); SUMMARY+=("FAIL $name: not run, the run's budget of ${BUDGET}s is spent")
-    fi
+    unfinished "$kind" "$name" "not run, the run's budget of ${BUDGET}s is spent"
     return
   fi
   [ "$limit" -gt "$left" ] && limit=$left
@@ -141,14 +154,8 @@ part() {
   rc=$?
   elapsed=$(( $(date +%s) - t0 ))
   while IFS= read -r line; do TARGETS+=("$line"); done < <(grep '^TARGET ' "$log")
-  if { [ "$rc" = 124 ] || [ "$rc" = 137 ]; } && [ "$kind" = profile ]; then
-    SKIPPED=$((SKIPPED + 1)); SUMMARY+=("SKIP $name: the profiler timed out after ${limit}s")
-    tail -5 "$log"
-    return
-  fi
   if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
-    FAILED=$((FAILED + 1))
-    SUMMARY+=("FAIL $name: timed out after ${limit}s")
+    unfinished "$kind" "$name" "timed out after ${limit}s"
     tail -5 "$log"
     return
   fi
@@ -213,9 +220,7 @@ for program in trie beam; do
       part "sanitizer_${tool}_${program}" 90 program env TREEMASK_TEST_SANITIZER_SHAPES=1 \
         "$SANITIZER" --tool "$tool" --error-exitcode 1 "$HERE/bin/test_cuda_${program}"
     else
-      if wanted "sanitizer_${tool}_${program}"; then
-        SKIPPED=$((SKIPPED + 1)); SUMMARY+=("SKIP sanitizer_${tool}_${program}: compute-sanitizer not found")
-      fi
+      absent "sanitizer_${tool}_${program}" "compute-sanitizer not found"
     fi
   done
 done
@@ -233,11 +238,8 @@ if [ -n "$NCU" ]; then
   part profile_processor 150 profile bash tests/cuda/ncu_profile.sh "$NCU" "$HERE/site/treemask/libtreemask.so" \
     "$LOGS/processor_ncu" "" "$PY" tests/bench/bench_cuda_python.py --profile-processor
 else
-  for name in profile_beam profile_processor; do
-    if wanted "$name"; then
-      SKIPPED=$((SKIPPED + 1)); SUMMARY+=("SKIP $name: ncu (Nsight Compute) not found")
-    fi
-  done
+  absent profile_beam "ncu (Nsight Compute) not found"
+  absent profile_processor "ncu (Nsight Compute) not found"
 fi
 
 # One file of every log (the device tool brings back at most 8 files).

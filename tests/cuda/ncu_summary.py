@@ -127,9 +127,9 @@ def opcode(text):
 
 def listing_lines(path):
     """{mangled function: {offset: (place, opcode)}}, place "file:line (in
-    file:line)", from an
-    `nvdisasm -gi` listing: its `.text.NAME:` labels, `//## File "F", line N
-    [inlined at "G", line M]` comments and `/*0ab0*/` offsets."""
+    file:line)", from an `nvdisasm -gi` listing: its `.text.NAME:` labels,
+    `//## File "F", line N [inlined at "G", line M]` comments and `/*0ab0*/`
+    offsets."""
     where = re.compile(r'//## File "([^"]+)", line (\d+)(?: inlined at "([^"]+)", line (\d+))?')
     functions, current, place = {}, None, ""
 
@@ -163,6 +163,14 @@ def lines_of(functions, kernel):
     return found[0] if len(found) == 1 and any(place for place, _ in found[0].values()) else {}
 
 
+def ranked(keys, counts):
+    """(key, summed count) over equal keys, largest first."""
+    totals = {}
+    for key, c in zip(keys, counts):
+        totals[key] = totals.get(key, 0.0) + c
+    return sorted(totals.items(), key=lambda kv: -kv[1])
+
+
 def sass_lines(columns, instructions, places=None):
     if SAMPLES not in columns:
         return ["  (no '%s' column: %s)" % (SAMPLES, ", ".join(columns[:8]))]
@@ -178,35 +186,28 @@ def sass_lines(columns, instructions, places=None):
         offsets = [a - min(addresses) for a in addresses]
     except ValueError:
         offsets = [16 * i for i in range(len(instructions))]
+    ops = [opcode(i.get("Source", "")) for i in instructions]
     lines = ["  %d stall samples over %d instructions; the most:" % (total, len(instructions))]
     # The listing must be of the cubin that ran: the same opcodes where the
     # samples are.
-    if places and any(places.get(offsets[i], ("", ""))[1] != opcode(instructions[i].get("Source", ""))
-                      for i in order if counts[i] > 0):
+    if places and any(places.get(offsets[i], ("", ""))[1] != ops[i] for i in order if counts[i] > 0):
         lines.append("  note: the listing's instructions differ from the profile's: not the cubin that ran,"
                      " source lines left out")
         places = {}
+    # Each instruction's source line ("" where the listing has none).
+    wheres = [places.get(o, ("",))[0] if places else "" for o in offsets]
     for i in order:
         if counts[i] <= 0:
             break
         lines.append("  +0x%04x %5.1f%%  %s%s" % (offsets[i], 100.0 * counts[i] / total,
                                                   " ".join(instructions[i].get("Source", "").split()),
-                                                  "  @ " + places[offsets[i]][0] if places and places.get(
-                                                      offsets[i], ("",))[0] else ""))
+                                                  "  @ " + wheres[i] if wheres[i] else ""))
     if places:
-        by_line = {}
-        for i, c in enumerate(counts):
-            where = places.get(offsets[i], ("?",))[0] or "?"
-            by_line[where] = by_line.get(where, 0.0) + c
         lines.append("  by source line:")
-        for where, c in sorted(by_line.items(), key=lambda kv: -kv[1])[:TOP_LINES]:
+        for where, c in ranked([w or "?" for w in wheres], counts)[:TOP_LINES]:
             lines.append("    %5.1f%%  %s" % (100.0 * c / total, where))
-    by_op = {}
-    for i, c in enumerate(counts):
-        op = opcode(instructions[i].get("Source", ""))
-        by_op[op] = by_op.get(op, 0.0) + c
-    top_ops = sorted(by_op.items(), key=lambda kv: -kv[1])[:6]
-    lines.append("  by opcode: " + ", ".join("%s %.1f%%" % (op, 100.0 * c / total) for op, c in top_ops))
+    lines.append("  by opcode: " + ", ".join("%s %.1f%%" % (op, 100.0 * c / total)
+                                             for op, c in ranked(ops, counts)[:6]))
     return lines
 
 
@@ -273,9 +274,9 @@ def self_test():
     expect("samples by source line", "     90.0%  kernels/cuda/selection.cuh:90 (in kernels/cuda/beam_kernels.cuh:250)"
            in lines)
     expect("samples by opcode", "  by opcode: LDG 60.0%, BAR 30.0%, LDC 10.0%" in lines)
+    warp = next(n for n, line in enumerate(lines) if line.startswith("kernel 1:"))
     expect("the warp kernel's own listing, whose opcode differs",
-           any("not the cubin that ran" in line for line in lines[lines.index(next(
-               line for line in lines if line.startswith("kernel 1:"))):]))
+           any("not the cubin that ran" in line for line in lines[warp:]))
     no_lines = "".join(line for line in SELF_TEST_LISTING.splitlines(True) if "//##" not in line)
     rc, lines = run([SELF_TEST_RAW, SELF_TEST_SOURCE, no_lines])
     expect("a listing without line information: SASS offsets alone", rc == 0 and

@@ -1,100 +1,159 @@
 #!/usr/bin/env python3
 # treemask — glibc symbol versions for the wheel's libtreemask.
 # Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
-"""Makes a library linked on this machine's glibc load on an older one.
+"""Makes the libraries linked on this machine's glibc load on an older one.
 
-The linker binds every reference to glibc to the *default* version of the
-symbol in the libc it links against: on Debian 12 (glibc 2.36) pthread_create,
-dlopen and sem_wait become @GLIBC_2.34 (their move into libc), exp, log and pow
-@GLIBC_2.29, which an older glibc does not have. Each of those also exists
-under its older version, which glibc keeps for old programs with the same
-behaviour. This script writes:
+The linker binds each reference to glibc to the first library on the link
+line that defines the symbol, at the version that library gives it. Linked
+against Debian 12's glibc 2.36, pthread_create, dlopen and shm_open become
+libc.so.6's @GLIBC_2.34 (their move into libc), exp, log and pow
+@GLIBC_2.29: an older glibc has neither the versions nor, before 2.34, those
+functions in libc.so.6 (they were in libpthread.so.0, libdl.so.2,
+librt.so.1, ...).
 
-- an assembly file with one trampoline per such symbol, `__wrap_NAME: jmp
-  NAME@OLD`, OLD being the newest version not after --max (a jump keeps every
-  argument register, so no prototype is needed), and
-- on stdout, one `-Wl,--wrap=NAME` per symbol, which sends every reference in
-  every linked object (ours, libstdc++.a, libcudart_static.a) to the
-  trampoline.
+So the link sees glibc --max first: this script writes its libraries as stubs
+(every symbol each of libc.so.6, libm.so.6, libpthread.so.0, libdl.so.2,
+librt.so.1, libutil.so.1, libresolv.so.2 and ld-linux-x86-64.so.2 exports
+in that glibc, at the versions it exports them, and no code), made by PyPI's
+ziglang from the glibc ABI lists it ships (`zig cc -target
+x86_64-linux-gnu.MAX`), and prints link arguments that put them ahead of the
+machine's glibc, --as-needed:
 
-Symbols with no version old enough are listed in COMPAT_C (glibc_compat.c
-implements them on older interfaces); any other such symbol the library
-references is caught by auditwheel's tag check, which then fails.
+- every reference binds to the symbol where glibc --max defines it, as a link
+  on that glibc would (pthread_create to libpthread.so.0@GLIBC_2.2.5,
+  shm_open to librt.so.1@GLIBC_2.2.5, exp to libm.so.6@GLIBC_2.2.5), and a
+  library that provides a used symbol is listed as needed, no other
+  (--as-needed decides from the references the link resolves: inside meson's
+  --start-group, which rescans, so the static libraries' references count
+  too);
+- a symbol glibc --max does not have falls through to the machine's glibc at
+  its newer version. glibc_compat.c implements those the libraries use on
+  interfaces glibc --max has (COMPAT_C: each -Wl,--wrap=NAME, each an archive
+  member that the link takes only when something references it); any other
+  fails auditwheel's tag check and tests/install/check_glibc.py.
 
-With --cc, it also compiles the assembly file and glibc_compat.c into
---out's directory and prints their paths first: the link arguments the
-wheel's build adds to every link (meson.build, option glibc_max).
+It also compiles glibc_compat.c's members into an archive (with --cc), and
+prints the link arguments, one a line: what meson.build adds to every link
+of the wheel's build (option glibc_max).
 
-usage: glibc_compat.py --max 2.28 --out DIR/glibc_compat.S [--cc CC] [--libc PATH] [--libm PATH]"""
+usage: glibc_compat.py --max 2.28 --out-dir DIR --cc CC [--ar AR]"""
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 
-# Symbols newer than any supported --max with no older version; glibc_compat.c
-# defines __wrap_NAME for each.
+# Interfaces newer than 2.28 that glibc exports at no older version;
+# glibc_compat.c defines __wrap_NAME for each (compiled with
+# -DTREEMASK_COMPAT_NAME, one archive member a name).
 COMPAT_C = ["stat", "fstat", "lstat", "stat64", "fstat64", "lstat64", "fstatat", "fstatat64",
             "__libc_single_threaded", "arc4random"]
+# The libraries of glibc that zig writes stubs for, by the name zig gives the
+# file; the file is copied under its soname. libanl (getaddrinfo_a) is not
+# among them: a reference to it fails the checks.
+STUB_FILES = ["libpthread.so.0", "libdl.so.2", "librt.so.1", "libutil.so.1", "libresolv.so.2",
+              "libm.so.6", "libc.so.6", "libld.so.2"]
 
 
-def versions(lib: str) -> dict[str, list[tuple[tuple[int, ...], bool]]]:
+def fail(message: str) -> None:
+    raise SystemExit("glibc_compat.py: " + message)
+
+
+def soname(lib: str) -> str:
+    out = subprocess.run(["readelf", "-d", lib], check=True, capture_output=True, text=True).stdout
+    m = re.search(r"\(SONAME\)\s+Library soname: \[([^\]]+)\]", out)
+    if not m:
+        fail("%s has no soname" % lib)
+    return m.group(1)
+
+
+def defined_versions(lib: str) -> set[tuple[str, str]]:
+    """(name, version) of every symbol LIB defines, default or not."""
     out = subprocess.run(["nm", "-D", "--with-symbol-versions", "--defined-only", lib], check=True,
                          capture_output=True, text=True).stdout
-    table: dict[str, list[tuple[tuple[int, ...], bool]]] = {}
-    for line in out.splitlines():
-        m = re.search(r" [TWi] (\w+)(@@?)GLIBC_([\d.]+)$", line)
-        if m:
-            table.setdefault(m.group(1), []).append(
-                (tuple(int(x) for x in m.group(3).split(".")), m.group(2) == "@@"))
-    return table
+    return {(m.group(1), m.group(2)) for m in re.finditer(r" \w (\S+?)@@?(\S+)$", out, re.M)}
+
+
+def make_stubs(version: str, out_dir: str) -> dict[str, str]:
+    """glibc VERSION's libraries as link stubs in OUT_DIR (written once):
+    {soname: path}. Needs the ziglang package in this interpreter."""
+    stamp = os.path.join(out_dir, "glibc-%s.stamp" % version)
+    if not os.path.isfile(stamp):
+        try:
+            import ziglang  # noqa: F401  (only its presence: `python -m ziglang` runs zig)
+        except ImportError:
+            fail("glibc %s's symbol lists come from PyPI's ziglang, which %s cannot import: pip install "
+                 "ziglang==0.13.0 (./dev wheel does)" % (version, sys.executable))
+        os.makedirs(out_dir, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="glibc-stubs-") as tmp:
+            src = os.path.join(tmp, "empty.c")
+            with open(src, "w") as f:
+                f.write("int treemask_glibc_stub_probe(void) { return 0; }\n")
+            env = dict(os.environ, ZIG_GLOBAL_CACHE_DIR=os.path.join(tmp, "cache"),
+                       ZIG_LOCAL_CACHE_DIR=os.path.join(tmp, "cache"))
+            cmd = [sys.executable, "-m", "ziglang", "cc", "-target", "x86_64-linux-gnu.%s" % version, "-shared",
+                   "-v", "-o", os.path.join(tmp, "probe.so"), src]
+            r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            found = re.findall(r"(\S+)/libc\.so\.6\b", r.stdout + r.stderr)
+            if r.returncode != 0 or not found:
+                fail("%s: exit %d, no glibc stubs in its link line:\n%s" % (" ".join(cmd), r.returncode,
+                                                                           (r.stdout + r.stderr)[-3000:]))
+            for name in STUB_FILES:
+                path = os.path.join(found[0], name)
+                if not os.path.isfile(path):
+                    fail("zig wrote no %s for glibc %s (in %s)" % (name, version, found[0]))
+                shutil.copyfile(path, os.path.join(out_dir, soname(path)))
+        with open(stamp, "w") as f:
+            f.write("\n".join(sorted(soname(os.path.join(out_dir, n)) for n in os.listdir(out_dir)
+                                     if ".so" in n)) + "\n")
+    with open(stamp) as f:
+        return {name: os.path.join(out_dir, name) for name in f.read().split()}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--max", required=True)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--cc")
-    ap.add_argument("--libc", default="/lib/x86_64-linux-gnu/libc.so.6")
-    ap.add_argument("--libm", default="/lib/x86_64-linux-gnu/libm.so.6")
+    ap.add_argument("--out-dir", required=True)
+    ap.add_argument("--cc", required=True)
+    ap.add_argument("--ar", default="ar")
     args = ap.parse_args()
-    limit = tuple(int(x) for x in args.max.split("."))
-    trampolines = []
-    for lib in (args.libc, args.libm):
-        for name, vs in sorted(versions(lib).items()):
-            default = [v for v, d in vs if d]
-            if not default or default[0] <= limit or name in COMPAT_C:
-                continue
-            older = [v for v, d in vs if not d and v <= limit]
-            if older:
-                trampolines.append((name, "GLIBC_" + ".".join(map(str, max(older)))))
-    lines = ["/* Generated by src/dist/glibc_compat.py --max %s: do not edit. */" % args.max,
-             ".text"]
-    for name, version in trampolines:
-        lines += [".globl __wrap_%s" % name, ".hidden __wrap_%s" % name, ".type __wrap_%s, @function" % name,
-                  "__wrap_%s:" % name, "  jmp __treemask_old_%s@PLT" % name,
-                  ".size __wrap_%s, . - __wrap_%s" % (name, name),
-                  ".symver __treemask_old_%s, %s@%s" % (name, name, version)]
-    lines.append('.section .note.GNU-stack,"",@progbits')
-    with open(args.out, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    if args.cc:
-        import os
-
+    if not re.fullmatch(r"2\.\d+", args.max):
+        fail("--max %r is not a glibc version such as 2.28" % args.max)
+    out_dir = os.path.abspath(args.out_dir)
+    stubs = make_stubs(args.max, os.path.join(out_dir, "glibc-%s" % args.max))
+    libc_names = {name for name, _ in defined_versions(stubs["libc.so.6"])}
+    compat = [name for name in COMPAT_C if name not in libc_names]
+    # As a link on that glibc orders them: the libraries the build names
+    # (-lpthread, -ldl, -lrt, ...) before libm, libc and the loader, which the
+    # compiler driver adds.
+    order = ["libpthread.so.0", "libdl.so.2", "librt.so.1", "libutil.so.1", "libresolv.so.2", "libm.so.6",
+             "libc.so.6", "ld-linux-x86-64.so.2"]
+    if set(order) != set(stubs):
+        fail("the stubs for glibc %s are %s, expected %s" % (args.max, sorted(stubs), sorted(order)))
+    link = ["-Wl,--push-state,--as-needed"] + [stubs[n] for n in order] + ["-Wl,--pop-state"]
+    if compat:
         here = os.path.dirname(os.path.abspath(__file__))
-        out_dir = os.path.dirname(os.path.abspath(args.out))
         objects = []
-        for src in (os.path.abspath(args.out), os.path.join(here, "glibc_compat.c")):
-            obj = os.path.join(out_dir, os.path.basename(src) + ".o")
-            subprocess.run([args.cc, "-c", "-O2", "-fPIC", "-Wall", "-Wextra", "-Werror", src, "-o", obj], check=True)
+        for name in compat:
+            obj = os.path.join(out_dir, "glibc_compat_%s.o" % name)
+            cmd = [args.cc, "-c", "-O2", "-fPIC", "-Wall", "-Wextra", "-Werror", "-DTREEMASK_COMPAT_%s" % name,
+                   os.path.join(here, "glibc_compat.c"), "-o", obj]
+            subprocess.run(cmd, check=True)
+            if ("__wrap_" + name) not in subprocess.run(["nm", "--defined-only", obj], check=True,
+                                                        capture_output=True, text=True).stdout:
+                fail("%s defines no __wrap_%s" % (" ".join(cmd), name))
             objects.append(obj)
-        for obj in objects:
-            print(obj)
-    for name, _ in trampolines:
-        print("-Wl,--wrap=%s" % name)
-    for name in COMPAT_C:
-        print("-Wl,--wrap=%s" % name)
+        archive = os.path.join(out_dir, "libglibc_compat.a")
+        if os.path.exists(archive):
+            os.remove(archive)
+        subprocess.run([args.ar, "rcs", archive, *objects], check=True)
+        link.append(archive)
+    link += ["-Wl,--wrap=%s" % name for name in compat]
+    print("\n".join(link))
     return 0
 
 

@@ -4,14 +4,16 @@
 """Stages `meson install` of a build directory under a temporary DESTDIR and
 builds the README's C example against it, as a user of the installed library
 would: an out-of-tree CMake project (find_package(treemask CONFIG):
-treemask::treemask and treemask::treemask_static) and a plain pkg-config
-build. Each program runs and must finish its decode loop.
+treemask::treemask and treemask::treemask_static), a plain pkg-config build
+and a static one (`pkg-config --static`, libtreemask.a). Each program runs and
+must finish its decode loop.
 
 usage: check_install.py BUILD_DIR README.md"""
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -92,6 +94,26 @@ def main() -> int:
         cc = shutil.which(os.environ.get("CC", "cc")) or "cc"
         run([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", source, "-o", exe, *flags, "-lm"])
         print("readme_example_pkgconfig:", run([exe], env=env).stdout.strip())
+
+        # pkg-config --static: libtreemask.a (-l:libtreemask.a, the shared
+        # library being installed beside it) with what it needs from
+        # treemask.pc's Libs.private and Requires.private.
+        static_flags = run(["pkg-config", "--static", "--cflags", "--libs", "treemask"], env=pc_env).stdout.split()
+        print("pkg-config --static treemask: %s" % " ".join(static_flags))
+        if "-ltreemask" not in static_flags:
+            failures.append("pkg-config --static --libs treemask has no -ltreemask: %s" % static_flags)
+        static_flags = ["-l:libtreemask.a" if f == "-ltreemask" else f for f in static_flags]
+        exe = Path(tmp) / "readme_example_pkgconfig_static"
+        link = subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", source, "-o", exe, *static_flags],
+                              capture_output=True, text=True)
+        undefined = sorted(set(re.findall(r"undefined reference to `([^']+)'", link.stderr)))
+        if link.returncode != 0:
+            failures.append("the static pkg-config link failed (exit %d; %d undefined symbols, e.g. %s):\n%s" % (
+                link.returncode, len(undefined), undefined[:8], link.stderr[-1500:]))
+        else:
+            if "libtreemask" in run(["readelf", "-d", exe]).stdout:
+                failures.append("readme_example_pkgconfig_static needs libtreemask.so: it did not link libtreemask.a")
+            print("readme_example_pkgconfig_static:", run([exe]).stdout.strip())
     for f in failures:
         print("FAIL:", f)
     if not failures:

@@ -9,7 +9,9 @@
 //! 3. The `bundled` feature (default), unless `TREEMASK_SYS_USE_PKG_CONFIG=1`:
 //!    compile the library from the sources packaged in this crate (`csrc/`)
 //!    with the C++ compiler (`$CXX`, else `c++`; C++20) and link it
-//!    statically. The JSON loaders are in when pkg-config finds simdjson
+//!    statically. As in the `cc` crate, `$CXX` (and `$AR`) may hold a
+//!    wrapper: split on whitespace, the first word is the program and the
+//!    rest its leading arguments (`CXX="ccache g++"`). The JSON loaders are in when pkg-config finds simdjson
 //!    (Debian: libsimdjson-dev), else they return TREEMASK_ERR_UNSUPPORTED;
 //!    the CUDA entry points always return TREEMASK_ERR_UNSUPPORTED (link a
 //!    CUDA build of libtreemask through 1 or 4 for them).
@@ -46,6 +48,18 @@ treemask-sys: cannot find libtreemask. Point the build at it in one of these way
   - install treemask (`meson install`) so that `pkg-config --libs treemask`
     works, adding its lib/pkgconfig directory to PKG_CONFIG_PATH if needed.";
 
+const BUNDLED_FAILED: &str = "\
+treemask-sys: building the bundled libtreemask (the `bundled` feature) failed.
+To link an installed libtreemask instead, set TREEMASK_LIB_DIR, or
+TREEMASK_SYS_USE_PKG_CONFIG=1 (or default-features = false) for pkg-config.";
+
+/// Why no library: none was found where the build looked, or building the
+/// bundled one failed (its own message: which command, which file).
+enum Failure {
+    NotFound(String),
+    Bundled(String),
+}
+
 fn main() {
     for var in [
         "TREEMASK_LIB_DIR",
@@ -65,8 +79,12 @@ fn main() {
 
     let location = match locate() {
         Ok(location) => location,
-        Err(why) => {
+        Err(Failure::NotFound(why)) => {
             eprintln!("{HOW_TO_POINT}\n\nWhat was tried: {why}");
+            std::process::exit(1);
+        }
+        Err(Failure::Bundled(why)) => {
+            eprintln!("{BUNDLED_FAILED}\n\n{why}");
             std::process::exit(1);
         }
     };
@@ -91,18 +109,19 @@ fn main() {
     }
 }
 
-fn locate() -> Result<Location, String> {
+fn locate() -> Result<Location, Failure> {
     let include_override = path_from_env("TREEMASK_INCLUDE_DIR");
     if let Some(dir) = path_from_env("TREEMASK_LIB_DIR") {
         return Ok(Location {
-            lib_dir: Some(require_library(&dir, "TREEMASK_LIB_DIR")?),
+            lib_dir: Some(require_library(&dir, "TREEMASK_LIB_DIR").map_err(Failure::NotFound)?),
             extra_lib_dirs: Vec::new(),
             include_dir: include_override,
             bundled: false,
         });
     }
     if let Some(build) = path_from_env("TREEMASK_MESON_BUILD_DIR") {
-        let dir = require_library(&build.join("src"), "TREEMASK_MESON_BUILD_DIR")?;
+        let dir = require_library(&build.join("src"), "TREEMASK_MESON_BUILD_DIR")
+            .map_err(Failure::NotFound)?;
         return Ok(Location {
             lib_dir: Some(dir),
             extra_lib_dirs: Vec::new(),
@@ -112,9 +131,9 @@ fn locate() -> Result<Location, String> {
     }
     let use_pkg_config = env::var("TREEMASK_SYS_USE_PKG_CONFIG").map_or(false, |v| v == "1");
     if env::var_os("CARGO_FEATURE_BUNDLED").is_some() && !use_pkg_config {
-        return bundled::build();
+        return bundled::build().map_err(Failure::Bundled);
     }
-    let mut location = pkg_config()?;
+    let mut location = pkg_config().map_err(Failure::NotFound)?;
     if include_override.is_some() {
         location.include_dir = include_override;
     }
@@ -201,11 +220,11 @@ fn pkg_config() -> Result<Location, String> {
 /// The `bundled` feature: libtreemask compiled from `csrc/` (links to the
 /// repository's `src/` and `include/` in a checkout, copies in the package).
 mod bundled {
-    use super::Location;
+    use super::{show, Location, Tool};
     use std::env;
     use std::fs;
     use std::path::{Path, PathBuf};
-    use std::process::{Child, Command};
+    use std::process::Child;
 
     pub fn build() -> Result<Location, String> {
         let manifest_dir =
@@ -240,7 +259,7 @@ mod bundled {
             );
         }
 
-        let cxx = env::var("CXX").unwrap_or_else(|_| "c++".to_string());
+        let cxx = Tool::from_env("CXX", "c++")?;
         let opt = match env::var("OPT_LEVEL").as_deref() {
             Ok("0") => "-O1", // -O0 would make the tests crawl; -O1 compiles nearly as fast
             Ok("1") => "-O1",
@@ -280,14 +299,14 @@ mod bundled {
         let mut queue: Vec<Unit> = units(&src, &sources, &out)?;
         queue.reverse();
         let mut objects = Vec::new();
-        let mut running: Vec<(Child, Unit)> = Vec::new();
+        let mut running: Vec<(Child, Unit, String)> = Vec::new();
         while !queue.is_empty() || !running.is_empty() {
             while running.len() < jobs {
                 let unit = match queue.pop() {
                     Some(unit) => unit,
                     None => break,
                 };
-                let mut cmd = Command::new(&cxx);
+                let mut cmd = cxx.command();
                 cmd.args(&flags)
                     .arg("-c")
                     .arg(&unit.source)
@@ -297,13 +316,21 @@ mod bundled {
                     // Its errors are not the user's: the files are retried.
                     cmd.stderr(std::process::Stdio::null());
                 }
-                let child = cmd
-                    .spawn()
-                    .map_err(|e| format!("cannot run the C++ compiler `{cxx}` (set CXX): {e}"))?;
-                running.push((child, unit));
+                let child = cmd.spawn().map_err(|e| {
+                    format!(
+                        "cannot run the C++ compiler `{}` ({}) to compile {}: {e}\n  command: {}",
+                        cxx.program,
+                        cxx.origin,
+                        unit.source.display(),
+                        show(&cmd)
+                    )
+                })?;
+                running.push((child, unit, show(&cmd)));
             }
-            let (mut child, unit) = running.remove(0);
-            let status = child.wait().map_err(|e| format!("{cxx}: {e}"))?;
+            let (mut child, unit, line) = running.remove(0);
+            let status = child
+                .wait()
+                .map_err(|e| format!("waiting for the C++ compiler ({line}): {e}"))?;
             if status.success() {
                 objects.push(unit.object);
             } else if unit.files.len() > 1 {
@@ -316,27 +343,37 @@ mod bundled {
                     queue.push(single(&src, file, &out));
                 }
             } else {
-                for (mut other, _) in running.drain(..) {
+                for (mut other, _, _) in running.drain(..) {
                     let _ = other.wait();
                 }
                 return Err(format!(
-                    "compiling {} with `{cxx}` failed ({status}); treemask needs a C++20 compiler \
-                     (g++ >= 12 or clang >= 16; set CXX)",
-                    unit.source.display()
+                    "compiling {} failed ({status}; {}); treemask needs a C++20 compiler \
+                     (g++ >= 12 or clang >= 16; set CXX)\n  command: {line}",
+                    unit.source.display(),
+                    cxx.origin
                 ));
             }
         }
         let archive = out.join("libtreemask.a");
         let _ = fs::remove_file(&archive);
-        let ar = env::var("AR").unwrap_or_else(|_| "ar".to_string());
-        let status = Command::new(&ar)
-            .arg("crs")
-            .arg(&archive)
-            .args(&objects)
-            .status()
-            .map_err(|e| format!("cannot run `{ar}` (set AR): {e}"))?;
+        let ar = Tool::from_env("AR", "ar")?;
+        let mut cmd = ar.command();
+        cmd.arg("crs").arg(&archive).args(&objects);
+        let status = cmd.status().map_err(|e| {
+            format!(
+                "cannot run the archiver `{}` ({}) to write {}: {e}",
+                ar.program,
+                ar.origin,
+                archive.display()
+            )
+        })?;
         if !status.success() {
-            return Err(format!("`{ar} crs {}` failed: {status}", archive.display()));
+            return Err(format!(
+                "writing {} failed ({status}; {})\n  command: {}",
+                archive.display(),
+                ar.origin,
+                show(&cmd)
+            ));
         }
         println!("cargo:rustc-link-search=native={}", out.display());
         println!("cargo:rustc-link-lib=static=treemask");
@@ -460,6 +497,53 @@ mod bundled {
             !(includes("simdjson") || includes("json_util.h"))
         }
     }
+}
+
+/// A tool named by an environment variable, as the `cc` crate reads one:
+/// split on whitespace, the first word is the program and the rest its
+/// leading arguments (`CXX="ccache g++"`, `CXX="clang++ --target=..."`).
+struct Tool {
+    /// The variable and its value, or the default used, for messages.
+    origin: String,
+    program: String,
+    leading: Vec<String>,
+}
+
+impl Tool {
+    fn from_env(var: &str, default: &str) -> Result<Tool, String> {
+        let (origin, value) = match env::var(var) {
+            Ok(value) if !value.trim().is_empty() => (format!("{var}=\"{value}\""), value),
+            Ok(_) | Err(env::VarError::NotPresent) => {
+                (format!("{var} unset: {default}"), default.to_string())
+            }
+            Err(env::VarError::NotUnicode(value)) => {
+                return Err(format!("{var} is not UTF-8: {value:?}"));
+            }
+        };
+        let mut words = value.split_whitespace().map(str::to_string);
+        let program = words.next().unwrap_or_else(|| default.to_string());
+        Ok(Tool {
+            origin,
+            program,
+            leading: words.collect(),
+        })
+    }
+
+    /// A command running the tool with its leading arguments.
+    fn command(&self) -> Command {
+        let mut cmd = Command::new(&self.program);
+        cmd.args(&self.leading);
+        cmd
+    }
+}
+
+/// `cmd` as a shell line, for messages.
+fn show(cmd: &Command) -> String {
+    std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// `pkg-config --cflags` and `--libs` of a package, if pkg-config knows it.

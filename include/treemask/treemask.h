@@ -309,6 +309,11 @@ typedef struct treemask_trie_stats {
    * the root cannot reach, unknown JSONL fields (`treemask check` lists
    * them). Always 0 for tries built from paths or loaded from .tmtrie. */
   uint64_t n_warnings;
+  /* The largest label id any terminal carries, -1 for a trie without labels
+   * (so a table of label names can be checked at load: every id must index
+   * it). Computed on first use (one pass over the labels), then cached.
+   * New in 0.4.0. */
+  int64_t max_label_id;
 } treemask_trie_stats;
 
 /* Fills *out (up to out->struct_size bytes; set it to sizeof first).
@@ -703,11 +708,12 @@ TREEMASK_API void treemask_batch_options_init(treemask_batch_options *opts);
  * about 48 bytes a slot before any matcher (its tables are written at
  * creation), each slot's matcher apart.
  * Errors: NULL opts or out, n_slots outside [1, 2^31 - 1], n_threads > 256;
- * TREEMASK_ERR_OUT_OF_MEMORY when n_slots x 48 bytes is more than the
- * machine's physical memory (a cheap check before anything is allocated, so
- * that a huge n_slots is refused instead of ending the process), or an
- * allocation fails; TREEMASK_ERR_INTERNAL when a thread cannot be started.
- * Thread-safe. */
+ * TREEMASK_ERR_OUT_OF_MEMORY when n_slots x 48 bytes is more than the memory
+ * available now (the least of /proc/meminfo's MemAvailable, the headroom
+ * under the process's memory cgroups and under RLIMIT_AS: a cheap check
+ * before anything is allocated, so that a huge n_slots is refused instead of
+ * ending the process), or an allocation fails; TREEMASK_ERR_INTERNAL when a
+ * thread cannot be started. Thread-safe. */
 TREEMASK_NODISCARD TREEMASK_API treemask_status
 treemask_batch_create(const treemask_batch_options *opts, treemask_batch **out);
 
@@ -1587,11 +1593,18 @@ TREEMASK_API treemask_vocab *treemask_trie_vocab(const treemask_trie *trie);
  *   "</s>" a control token changes nothing for strings without it). A
  *   string set compiled for another tokenizer (other bytes at the same
  *   width, or a smaller vocabulary) would mask by other tokens' bytes: a
- *   model would write text outside the set.
+ *   model would write text outside the set;
+ * - the set's stop tokens, which it allows by id whatever their bytes, mean
+ *   the same in both: text with the same bytes, or text in neither (a stop
+ *   token that is a control token in the set's vocabulary and the text "0"
+ *   in the model's would let the model write "0" where the set ends).
  * Errors: NULL arguments; TREEMASK_ERR_INVALID_ARGUMENT naming both
- * fingerprints and vocab sizes and the first token that differs. Cost: O(1)
- * when the fingerprints are equal, else one pass over both vocabularies'
- * bytes. Thread-safe. */
+ * fingerprints and vocab sizes and the token that differs (a differing
+ * stop token is named as one). Cost: O(1) when the fingerprints are equal,
+ * else one pass over both vocabularies' bytes, and, when ids differ, one
+ * pass over the set's nodes for all of them at once (an automaton over
+ * the differing tokens' bytes; one of more than 2^24 cells, e.g. tokens of
+ * tens of kilobytes, is refused with an error that says so). Thread-safe. */
 TREEMASK_NODISCARD TREEMASK_API treemask_status
 treemask_trie_check_vocab(const treemask_trie *trie, const treemask_vocab *vocab);
 

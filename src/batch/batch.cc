@@ -1,8 +1,6 @@
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include "batch/batch.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <limits>
 #include <mutex>
@@ -10,6 +8,7 @@
 #include <utility>
 
 #include "core/bits.h"
+#include "core/memory.h"
 
 namespace treemask {
 
@@ -29,13 +28,6 @@ constexpr size_t kAcceptGrain = 256;
 // the list of non-empty slots (4), the stamps of a slot list (8), a reorder's
 // scratch (16), and a few for the bindings' own per-slot entry.
 constexpr uint64_t kBytesPerSlot = 48;
-
-// The machine's physical memory in bytes; 0 when unknown.
-uint64_t physical_memory_bytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long page = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
-}
 
 // Up to this many allowed tokens a row is updated token by token (clear the
 // old words, set the new bits); above it a full-row write is cheaper.
@@ -94,15 +86,16 @@ Result<std::unique_ptr<Batch>> Batch::create(const BatchOptions &opts) {
     return error(Code::kInvalidArgument, "n_threads must be at most ", kMaxThreads, ", got ",
                  opts.n_threads);
   }
-  // The slot table is written at creation: a size the machine cannot hold
+  // The slot table is written at creation: a size the process cannot get
   // would be granted by the kernel's overcommit and then end the process
-  // (the OOM killer) instead of failing. Refuse it here, cheaply.
-  if (const uint64_t have = physical_memory_bytes();
-      have > 0 && opts.n_slots > have / kBytesPerSlot) {
+  // (the OOM killer) instead of failing. Refuse it here, cheaply, against
+  // what is available now (core/memory.h), not the machine's total.
+  if (const AvailableMemory have = available_memory();
+      have.bytes > 0 && opts.n_slots > have.bytes / kBytesPerSlot) {
     return error(Code::kOutOfMemory, "n_slots ", opts.n_slots, " needs ",
                  (opts.n_slots * kBytesPerSlot) >> 20, " MiB for the batch's own tables (",
-                 kBytesPerSlot, " bytes a slot before any matcher), more than this machine's ",
-                 have >> 20, " MiB of memory");
+                 kBytesPerSlot, " bytes a slot before any matcher), more than the ",
+                 have.bytes >> 20, " MiB available (", have.limit, ")");
   }
   return std::unique_ptr<Batch>(new Batch(opts));
 }

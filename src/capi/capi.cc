@@ -214,6 +214,7 @@ treemask_status treemask_trie_get_stats(const treemask_trie *trie, treemask_trie
       s.dense_row_cache_bytes = to_trie(trie)->dense_cache_bytes();
       const auto *annotations = to_trie(trie)->annotations();
       s.n_warnings = annotations ? annotations->n_warnings() : 0;
+      s.max_label_id = treemask::max_label_id(*to_trie(trie));
     });
   });
 }

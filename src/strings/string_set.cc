@@ -192,72 +192,6 @@ Result<Ref<Trie>> build_trie_from_strings(const StringSetOptions &opts, Ref<Voca
   return trie;
 }
 
-namespace {
-
-// Token t of a vocabulary for a message: its text (escaped, cut at 40
-// bytes), or what it is instead.
-std::string describe_token(const Vocab &v, int32_t t) {
-  if (t >= v.vocab_size()) return cat("past its vocab_size ", v.vocab_size());
-  if (t >= v.n_tokens()) return "padding (never text)";
-  if (!v.is_text_token(t)) return "special or empty (never text)";
-  const std::string_view b = v.token_bytes(t);
-  std::string text;
-  for (const char c : escape_control(b.substr(0, 40))) {
-    if (c == '"') text += '\\';  // a quote inside the quotes stays readable
-    text += c;
-  }
-  return cat("text \"", text, b.size() > 40 ? "...\"" : "\"");
-}
-
-}  // namespace
-
-Status check_trie_vocab(const Trie &trie, const Vocab &model) {
-  if (trie.vocab_size() > model.vocab_size()) {
-    return error(Code::kInvalidArgument, "the trie has vocab_size ", trie.vocab_size(),
-                 ", wider than the model's vocabulary (vocab_size ", model.vocab_size(),
-                 ", fingerprint ", Hex{model.fingerprint()}, "): built for another model");
-  }
-  const StringTrie *strings = string_set_of(trie);
-  if (!strings) return Status::Ok();  // token paths: no vocabulary to compare
-  const Vocab &own = strings->vocab();
-  if (own.fingerprint() == model.fingerprint()) return Status::Ok();
-  // Masks depend only on which ids are text and their bytes: the two
-  // vocabularies may differ in special tokens' names or padding. An id
-  // that differs still gives equal masks when neither of its texts is ever
-  // allowed, i.e. neither spells a path from any node of the set (a model
-  // loader that makes "</s>" a control token while the tokenizer keeps it
-  // as text, for strings that never contain "</s>"). That search walks
-  // every node, so only the first kMaxSpelledChecks differing ids get it:
-  // beyond them the vocabularies are another tokenizer's.
-  constexpr int kMaxSpelledChecks = 64;
-  int checked = 0;
-  auto spelled = [&](std::string_view bytes) {
-    for (uint32_t s = 0; s < strings->n_nodes(); ++s) {
-      if (strings->walk(s, bytes) != kNoNode) return true;
-    }
-    return false;
-  };
-  const int32_t n = std::max(own.vocab_size(), model.vocab_size());
-  for (int32_t t = 0; t < n; ++t) {
-    const bool a = t < own.vocab_size() && own.is_text_token(t);
-    const bool b = model.is_text_token(t);
-    if (a == b && (!a || own.token_bytes(t) == model.token_bytes(t))) continue;
-    if (checked++ < kMaxSpelledChecks && !(a && spelled(own.token_bytes(t))) &&
-        !(b && spelled(model.token_bytes(t)))) {
-      continue;  // never allowed over either vocabulary
-    }
-    return error(Code::kInvalidArgument,
-                 "the string set was compiled for another vocabulary: its vocabulary has "
-                 "fingerprint ",
-                 Hex{own.fingerprint()}, " (vocab_size ", own.vocab_size(),
-                 "), the model's has fingerprint ", Hex{model.fingerprint()}, " (vocab_size ",
-                 model.vocab_size(), "); token ", t, " is ", describe_token(own, t),
-                 " in the trie's and ", describe_token(model, t),
-                 " in the model's (compile the strings with the model's tokenizer)");
-  }
-  return Status::Ok();
-}
-
 Result<Ref<Trie>> make_validated_trie(std::unique_ptr<TrieStorage> storage, const TrieArrays &a,
                                       size_t dense_row_cache_bytes, Ref<Vocab> vocab) {
   if (a.is_string_set()) {
@@ -285,9 +219,6 @@ Result<Ref<Trie>> make_validated_trie(std::unique_ptr<TrieStorage> storage, cons
     return error(Code::kInvalidArgument, "the token-path trie has vocab_size ", trie->vocab_size(),
                  ", wider than the vocabulary given (vocab_size ", vocab->vocab_size(),
                  ", fingerprint ", Hex{vocab->fingerprint()}, ")");
-    StringTrieOptions so;
-    so.dense_row_cache_bytes = dense_row_cache_bytes;
-    trie->set_kind(string_trie_over(*trie, std::move(vocab), so));
   }
   return trie;
 }

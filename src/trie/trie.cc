@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <memory>
 #include <new>
 
 namespace treemask {
@@ -99,6 +100,23 @@ bool Trie::is_stop_token(int32_t token) const {
     return false;
   }
   return std::binary_search(stops.begin(), stops.end(), token);
+}
+
+int64_t max_label_id(const Trie &trie) {
+  struct MaxLabel {
+    int64_t value;
+  };
+  return trie
+      .derived<MaxLabel>([&] {
+        const TrieArrays &a = trie.arrays();
+        int64_t top = -1;
+        if (a.has_labels()) {
+          for (uint64_t r = 0; r < a.n_terminals; ++r) top = std::max(top, a.first_label(r));
+          for (uint64_t i = 0; i < a.n_multi_labels; ++i) top = std::max(top, a.multi_labels[i]);
+        }
+        return std::make_shared<const MaxLabel>(MaxLabel{top});
+      })
+      .value;
 }
 
 LabelIds Trie::labels(uint32_t node) const {

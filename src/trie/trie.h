@@ -211,6 +211,12 @@ struct Children {
   std::span<const int32_t> span() const { return {tokens, count}; }
 };
 
+class Trie;
+// The largest label id a terminal of the trie carries, -1 without labels:
+// one pass over the labels on first use (Trie::derived), then cached.
+// Thread-safe.
+int64_t max_label_id(const Trie &trie);
+
 // The labels of one terminal: one (held by value) or several (a view of the
 // trie's multi-label array). Iterate it while it lives. Its iterator is
 // deliberately not a pointer, so that a temporary LabelIds cannot turn into

@@ -58,3 +58,18 @@ def test_command_line_help_without_the_source_tree(tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert "compile-labels" in r.stdout
+
+
+def test_a_refused_driver_is_diagnosed_from_the_versions_read():
+    # Where the CUDA runtime refuses the driver (CI: none installed), the
+    # reason says which of the three cases the versions it read give, never
+    # "too old" for a driver that is new enough (tests/cuda/test_cuda_driver.cc
+    # drives all three through the emulated runtime).
+    import pytest
+
+    reason = treemask.cuda_unavailable_reason()
+    if reason is None or "cudaErrorInsufficientDriver" not in reason:
+        pytest.skip("the CUDA runtime did not refuse a driver here (%s)" % reason)
+    assert "no usable CUDA device: " in reason, reason
+    diagnoses = ("no NVIDIA driver is loaded", "older than the CUDA", "new enough for the CUDA")
+    assert sum(d in reason for d in diagnoses) == 1, reason

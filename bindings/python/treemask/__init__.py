@@ -88,9 +88,10 @@ def library_path() -> str:
 
 def cuda_unavailable_reason() -> "str | None":
     """Why :func:`cuda_available` is False, in one line (None when it is
-    True): the library was built without CUDA, no NVIDIA driver is installed,
-    the driver is older than the CUDA runtime inside the library needs, no
-    device is visible, or the device's architecture has no kernel image.
+    True): the library was built without CUDA, no NVIDIA driver is loaded,
+    the driver is older than the CUDA runtime inside the library needs (or
+    new enough but refused: the driver versions read are named), no device
+    is visible, or the device's architecture has no kernel image.
     Nothing is raised: a machine without a GPU is a normal place to run."""
     if cuda_available():
         return None
@@ -116,24 +117,4 @@ def cuda_unavailable_reason() -> "str | None":
         reason = last_error()
     finally:
         _lib.treemask_trie_free(trie[0])
-    if "InsufficientDriver" in reason or "StubLibrary" in reason:
-        return "%s: %s" % (_driver_problem(), reason)
     return reason
-
-
-def _driver_problem() -> str:
-    """What is wrong with the NVIDIA driver, asked of libcuda.so.1 itself (the
-    library the CUDA runtime loads): absent, a stub, or too old."""
-    import ctypes
-
-    try:
-        cuda = ctypes.CDLL("libcuda.so.1")
-    except OSError as e:
-        return "no NVIDIA driver is installed (%s)" % e
-    version = ctypes.c_int(0)
-    status = cuda.cuDriverGetVersion(ctypes.byref(version))
-    if status != 0:
-        return "libcuda.so.1 is not a working NVIDIA driver (cuDriverGetVersion: error %d)" % status
-    return ("the NVIDIA driver supports CUDA %d.%d, older than the CUDA runtime linked into libtreemask needs "
-            "(the wheel's is CUDA 13: driver >= 580; see the README's Install section)"
-            % (version.value // 1000, version.value % 1000 // 10))

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 import sys
 import time
 from typing import Any, List, NoReturn, Optional, Tuple
@@ -70,15 +71,57 @@ class _Unreadable(Exception):
     """An input file that cannot be used (exit 1); the message says why."""
 
 
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def _kind_of(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def _read_regular(path: str) -> bytes:
+    """The bytes of a regular file, at most the size it had when opened (a
+    file that grows meanwhile is read to that size). A FIFO, socket, device
+    or directory is refused before any read: opened without blocking (a FIFO
+    without a writer would block open() forever) and checked with fstat, as
+    the C++ command does. Raises _Unreadable naming the file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        raise _Unreadable("%s: %s" % (path, e.strerror or e)) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _Unreadable("%s is %s, not a regular file" % (path, _kind_of(st.st_mode)))
+        os.set_blocking(fd, True)
+        chunks = []
+        left = st.st_size
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 24))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError as e:
+        raise _Unreadable("%s: %s" % (path, e.strerror or e)) from None
+    finally:
+        os.close(fd)
+
+
 def _nonblank_lines(path: str, what: str) -> List[str]:
     """The lines of a UTF-8 text file that are not blank (a byte-order mark
     is not part of the first line). Raises _Unreadable naming the file."""
+    data = _read_regular(path)
     try:
-        with open(path, encoding="utf-8-sig") as f:
-            lines = [line.rstrip("\r\n") for line in f]
-    except (OSError, UnicodeDecodeError) as e:
-        raise _Unreadable("%s: %s" % (path, e)) from None
-    lines = [line for line in lines if line.strip()]
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise _Unreadable("%s: not UTF-8 text (byte 0x%02x at offset %d, line %d)"
+                          % (path, data[e.start], e.start, line)) from None
+    del data
+    # Universal newlines, as text-mode files read them: \n, \r\n and \r end a line.
+    lines = [line for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n") if line.strip()]
     if not lines:
         raise _Unreadable("%s: no %s (the file is empty or has only blank lines)" % (path, what))
     return lines
@@ -99,8 +142,11 @@ def _load_tokenizer(spec: str) -> Any:
             raise _Usage("--tokenizer %s is a directory, which needs the transformers package "
                          "(pip install transformers), or pass its tokenizer.json" % spec) from None
         return AutoTokenizer.from_pretrained(spec, local_files_only=True)
-    if not os.path.isfile(spec):
+    if not os.path.exists(spec):
         raise _Usage("--tokenizer %s: no such file or directory" % spec)
+    kind = os.stat(spec).st_mode
+    if not stat.S_ISREG(kind):
+        raise _Usage("--tokenizer %s is %s, not a tokenizer.json file" % (spec, _kind_of(kind)))
     try:
         from tokenizers import Tokenizer
     except ImportError:

@@ -46,6 +46,7 @@ class TrieStats(NamedTuple):
     bytes: int
     dense_row_cache_bytes: int
     n_warnings: int
+    max_label_id: int  # -1 without labels
 
 
 def _stop_token_list(stop_tokens: Union[int, Iterable[int], None]) -> np.ndarray:
@@ -542,6 +543,12 @@ class Trie:
         if labels is not None:
             if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
                 raise _bad_metadata(path, _META_LABELS, "not a JSON list of strings")
+            # Every label id must name a label: a shorter list would load and
+            # fail only when a matcher reached the unnamed one.
+            top = trie.stats().max_label_id
+            if top >= len(labels):
+                raise _bad_metadata(path, _META_LABELS, "%d label names, but the trie carries label id %d"
+                                    % (len(labels), top))
             trie._labels = tuple(labels)
         skipped = _reserved_json(trie, _META_SKIPPED, path)
         if skipped is not None:

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <type_traits>
 
 namespace treemask::cuda {
@@ -94,15 +95,43 @@ class RelaxedCaptureMode {
 constexpr int kMaxProbedDevices = 64;
 std::atomic<int8_t> g_device_runs_kernels[kMaxProbedDevices];
 
+// "CUDA 12.8" of a version as the runtime encodes it (1000 * major + 10 *
+// minor).
+std::string cuda_version(int v) { return cat("CUDA ", v / 1000, ".", v % 1000 / 10); }
+
+// What the runtime's "the driver is insufficient" means here, from the two
+// versions it reports: no driver at all, a driver older than the runtime
+// linked into the library, or (both read fine) a driver that is new enough
+// yet refused, which is another problem than its age.
+std::string driver_problem() {
+  int driver = 0, runtime = 0;
+  const bool read = cudaDriverGetVersion(&driver) == cudaSuccess;
+  cudaRuntimeGetVersion(&runtime);
+  cudaGetLastError();
+  if (!read || driver <= 0) {
+    return "no NVIDIA driver is loaded (libcuda.so.1 is absent, or is not a working driver)";
+  }
+  if (driver < runtime) {
+    return cat("the NVIDIA driver supports ", cuda_version(driver), ", older than the ",
+               cuda_version(runtime), " runtime linked into libtreemask needs (update the driver)");
+  }
+  return cat("the NVIDIA driver supports ", cuda_version(driver), ", new enough for the ",
+             cuda_version(runtime),
+             " runtime linked into libtreemask, yet the runtime refused it (a kernel module "
+             "that does not match libcuda.so.1, or a CUDA compatibility package's libcuda.so.1 "
+             "on the library path for a GPU it does not support?)");
+}
+
 // The current device, if the runtime has one that can run the kernels.
 Result<int> usable_device() {
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
     cudaGetLastError();
-    return error(Code::kUnsupported,
-                 "no usable CUDA device (cudaGetDeviceCount: ", cudaGetErrorName(e), ": ",
-                 cudaGetErrorString(e), ")");
+    const bool driver = e == cudaErrorInsufficientDriver || e == cudaErrorStubLibrary;
+    return error(Code::kUnsupported, "no usable CUDA device",
+                 driver ? ": " + driver_problem() : std::string(),
+                 " (cudaGetDeviceCount: ", cudaGetErrorName(e), ": ", cudaGetErrorString(e), ")");
   }
   if (count <= 0) return error(Code::kUnsupported, "no CUDA device is visible");
   int device = -1;

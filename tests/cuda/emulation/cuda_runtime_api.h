@@ -103,6 +103,13 @@ const char *cudaGetErrorString(cudaError_t error);
 cudaError_t cudaGetLastError(void);
 cudaError_t cudaPeekAtLastError(void);
 
+// TREEMASK_EMULATE_DRIVER=VERSION (e.g. 12080; 0: none) makes the emulated
+// runtime refuse the driver as the real one does (cudaGetDeviceCount:
+// cudaErrorInsufficientDriver) and report that driver version; the runtime
+// is CUDART_VERSION.
+#define CUDART_VERSION 13000
+cudaError_t cudaDriverGetVersion(int *version);
+cudaError_t cudaRuntimeGetVersion(int *version);
 cudaError_t cudaGetDeviceCount(int *count);
 cudaError_t cudaGetDevice(int *device);
 cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device);

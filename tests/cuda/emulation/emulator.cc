@@ -379,7 +379,22 @@ cudaError_t cudaGetLastError(void) {
 
 cudaError_t cudaPeekAtLastError(void) { return t_last_error; }
 
+cudaError_t cudaDriverGetVersion(int *version) {
+  const char *driver = std::getenv("TREEMASK_EMULATE_DRIVER");
+  *version = driver ? std::atoi(driver) : CUDART_VERSION;
+  return cudaSuccess;
+}
+
+cudaError_t cudaRuntimeGetVersion(int *version) {
+  *version = CUDART_VERSION;
+  return cudaSuccess;
+}
+
 cudaError_t cudaGetDeviceCount(int *count) {
+  if (std::getenv("TREEMASK_EMULATE_DRIVER")) {
+    *count = 0;
+    return fail(cudaErrorInsufficientDriver);
+  }
   const char *visible = std::getenv("CUDA_VISIBLE_DEVICES");
   *count = visible && !*visible ? 0 : 1;
   return *count ? cudaSuccess : fail(cudaErrorNoDevice);

@@ -104,6 +104,7 @@ pub struct treemask_trie_stats {
     pub bytes: u64,
     pub dense_row_cache_bytes: u64,
     pub n_warnings: u64,
+    pub max_label_id: i64,
 }
 extern "C" {
     pub fn treemask_trie_get_stats(trie: *const treemask_trie, out: *mut treemask_trie_stats) -> treemask_status;

@@ -90,6 +90,9 @@ pub struct TrieStats {
     /// keys the root cannot reach, unknown JSONL fields. Always 0 for tries
     /// built from paths or loaded from `.tmtrie` files.
     pub n_warnings: u64,
+    /// The largest label id a terminal carries; -1 for a trie without
+    /// labels (computed on first use, then cached).
+    pub max_label_id: i64,
 }
 
 /// An immutable set of allowed token sequences plus the stop tokens that may
@@ -293,6 +296,7 @@ impl Trie {
             bytes: raw.bytes,
             dense_row_cache_bytes: raw.dense_row_cache_bytes,
             n_warnings: raw.n_warnings,
+            max_label_id: raw.max_label_id,
         })
     }
 }

@@ -74,7 +74,12 @@ std::optional<int> load_or_exit(const Args &args, const char *usage, Diagnostics
                                 bool progress, Loaded &out, bool allow_failure) {
   if (auto e = load_input(args, diag, progress, out)) return usage_error(e->message, usage);
   if (out.trie.ok() || allow_failure) return std::nullopt;
-  print_error(out.trie.status().message());
+  const Status &s = out.trie.status();
+  const bool unparsed = s.code() == Code::kParse || s.code() == Code::kInvalidArgument;
+  print_error(unparsed && !out.input.hint.empty()
+                  ? cat(s.message(), " (read as ", out.input.format, " from the file's name; ",
+                        out.input.hint, ")")
+                  : s.message());
   return kExitBadInput;
 }
 

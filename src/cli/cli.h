@@ -56,6 +56,9 @@ struct Input {
   std::string path;
   std::string format;  // rtp-json, rtp-tsv, jsonl, tmtrie
   uint64_t bytes = 0;
+  // What the first bytes look like when the format came from the name and
+  // they suggest another (said after a parse error); empty otherwise.
+  std::string hint;
 };
 
 // Works out the format and loads the trie. Usage problems (missing

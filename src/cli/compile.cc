@@ -3,7 +3,6 @@
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include <sys/stat.h>
 
-#include <algorithm>
 
 #include "cli/cli.h"
 #include "core/open_file.h"
@@ -19,7 +18,7 @@ constexpr const char *kCompileUsage =
     "usage: treemask compile INPUT -o OUTPUT.tmtrie --vocab-size N [--stop-tokens A,B]\n"
     "                        [--format rtp-json|rtp-tsv|jsonl]\n"
     "                        [--start-token S --end-token E --sep X] [--rtp-defaults]\n"
-    "                        [--meta KEY=VALUE]...\n";
+    "                        [--rtp-compat] [--meta KEY=VALUE]...\n";
 
 constexpr const char *kCompileHelp =
     "Compiles a dictionary into a .tmtrie file that loads in constant time.\n"
@@ -38,7 +37,11 @@ constexpr const char *kCompileHelp =
     "  --vocab-size N       every token id must be < N (required unless INPUT is .tmtrie)\n"
     "  --stop-tokens A,B    stop tokens (RTP-LLM input: default end_token_id)\n"
     "  --rtp-defaults       RTP-LLM's defaults 225 / 2 for a missing start/end token\n"
-    "  --meta KEY=VALUE     metadata to store (repeatable), e.g. tokenizer=sha256:...\n"
+    "  --rtp-compat         load what RTP-LLM's own loader accepts: negative or non-int32\n"
+    "                       list ids skipped, keys without the start token ignored, sep \"-\"\n"
+    "                       allowed, each a counted warning instead of an error\n"
+    "  --meta KEY=VALUE     metadata to store (repeatable), e.g. tokenizer=sha256:...; it\n"
+    "                       replaces the automatic source, source_format and created_by\n"
     "  --trusted            (tmtrie input) skip the checksum when loading\n"
     "\n"
     "Warnings (unknown fields, unreachable keys) are counted; `treemask check` lists them.\n"
@@ -81,15 +84,14 @@ int cmd_compile(int argc, char **argv) {
   if (auto done = load_or_exit(args, kCompileUsage, diag, true, loaded)) return *done;
   const Trie &trie = *loaded.trie.value();
   if (loaded.input.format != "tmtrie") {
+    // --meta wins over the automatic entries: save_trie keeps the last of
+    // equal keys, so they go first.
     const size_t slash = loaded.input.path.rfind('/');
-    metadata.emplace_back("source",
-                          loaded.input.path.substr(slash == std::string::npos ? 0 : slash + 1));
-    metadata.emplace_back("source_format", loaded.input.format);
-    metadata.emplace_back("created_by", cat("treemask ", TREEMASK_VERSION_STRING));
-    // --meta wins over the automatic entries: save_trie keeps the last of equal keys.
-    std::stable_partition(metadata.begin(), metadata.end(), [](const auto &kv) {
-      return kv.first == "source" || kv.first == "source_format" || kv.first == "created_by";
-    });
+    std::vector<std::pair<std::string, std::string>> automatic = {
+        {"source", loaded.input.path.substr(slash == std::string::npos ? 0 : slash + 1)},
+        {"source_format", loaded.input.format},
+        {"created_by", cat("treemask ", TREEMASK_VERSION_STRING)}};
+    metadata.insert(metadata.begin(), automatic.begin(), automatic.end());
   }
   if (Status s = save_trie(trie, *output, metadata); !s.ok()) {
     print_error(s.message());

@@ -66,6 +66,34 @@ std::string read_head(int fd, size_t n) {
   return head;
 }
 
+// What the first bytes of a file look like, for the message of a parse
+// error when the format was taken from the name: another format treemask
+// reads (pass --format), or a semantic-ID index, which no command reads.
+std::string content_hint(const std::string &head, const std::string &format) {
+  const size_t first = head.find_first_not_of(" \t\r\n\xEF\xBB\xBF");
+  if (first == std::string::npos) return {};
+  const std::string line = head.substr(first, head.find('\n', first) - first);
+  std::string looks;
+  if (line.find("\"prefix_dict\"") != std::string::npos ||
+      head.find("\"prefix_dict\"") != std::string::npos) {
+    looks = "rtp-json";
+  } else if (line[0] == '[' || line.rfind("{\"tokens\"", 0) == 0) {
+    looks = "jsonl";
+  } else if (line[0] == '{' && line.find("\": [\"") != std::string::npos) {
+    return "it looks like a semantic-ID index (item -> code strings, as MiniOneRec's "
+           "*.index.json), which no treemask command reads: map each code to its token id and "
+           "write JSON Lines, one [t0, t1, ...] per item (examples/demo/demo.cc does this)";
+  } else if (line.find('\t') != std::string::npos) {
+    looks = "rtp-tsv";
+  }
+  if (looks == format) return {};  // the name was right: the error is in the content
+  if (looks.empty()) {
+    return "treemask reads rtp-json ({\"prefix_dict\": ...}), rtp-tsv (key<TAB>ids lines), "
+           "jsonl ([t0, t1, ...] lines) and tmtrie; --format chooses";
+  }
+  return cat("it looks like ", looks, ": pass --format ", looks);
+}
+
 std::string format_from_name(const std::string &path) {
   const size_t dot = path.rfind('.');
   const std::string ext = dot == std::string::npos ? "" : path.substr(dot + 1);
@@ -144,6 +172,7 @@ std::optional<UsageError> load_input(const Args &args, Diagnostics &diag, bool p
       return UsageError{cat("cannot tell the format of \"", in.path,
                             "\" from its name; pass --format rtp-json|rtp-tsv|jsonl|tmtrie")};
     }
+    in.hint = content_hint(head, in.format);
   }
 
   // A flag that does not apply to this input is a mistake, not a no-op.

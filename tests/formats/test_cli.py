@@ -280,5 +280,57 @@ class Hardening(unittest.TestCase):
         self.assertIn("python -m treemask compile-labels", p.stderr)
 
 
+
+class FirstContact(unittest.TestCase):
+    """Issue 44 item 4: what --help and the README say is what compile does."""
+
+    def test_meta_wins_over_the_automatic_entries(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            src = os.path.join(tmp, "p.jsonl")
+            with open(src, "w") as f:
+                f.write("[1, 2]\n[1, 3]\n")
+            out = os.path.join(tmp, "p.tmtrie")
+            run("compile", src, "-o", out, "--vocab-size", "10", "--stop-tokens", "0", "--meta", "source=catalogue-v7",
+                "--meta", "created_by=our pipeline", check_rc=0)
+            info = run("inspect", out, check_rc=0).stdout
+            self.assertIn("source               catalogue-v7", info)
+            self.assertIn("created_by           our pipeline", info)
+            self.assertIn("source_format        jsonl", info)  # the automatic entry not given stays
+            self.assertNotIn("p.jsonl", info.split("metadata")[-1])
+
+    def test_a_file_in_another_format_names_the_one_it_looks_like(self):  # item 5
+        catalogue = os.path.join(ROOT, "examples", "data", "minionerec", "Industrial_and_Scientific.index.json")
+        p = run("compile", catalogue, "-o", os.path.join(tempfile.gettempdir(), "never.tmtrie"), "--vocab-size",
+                "1000", check_rc=1)
+        self.assertIn("semantic-ID index", p.stderr)
+        self.assertIn("examples/demo/demo.cc", p.stderr)
+        with tempfile.TemporaryDirectory() as tmp:
+            cases = {"paths.json": ("[1, 2]\n[1, 3]\n", "it looks like jsonl: pass --format jsonl"),
+                     "dict.jsonl": ('{"prefix_dict": {"225": [3]}}\n', "it looks like rtp-json: pass --format rtp-json"),
+                     "prose.jsonl": ("hello world\n", "treemask reads rtp-json"),
+                     "tabs.json": ("225\t3\n", "it looks like rtp-tsv: pass --format rtp-tsv")}
+            for name, (text, hint) in cases.items():
+                path = os.path.join(tmp, name)
+                with open(path, "w") as f:
+                    f.write(text)
+                p = run("compile", path, "-o", os.path.join(tmp, "o.tmtrie"), "--vocab-size", "1000",
+                        "--stop-tokens", "0", check_rc=1)
+                self.assertIn(hint, p.stderr, name)
+                self.assertEqual(p.stderr.count("\n"), 1, p.stderr)
+            # A file in the format its name says: the error alone, no hint.
+            path = os.path.join(tmp, "wide.json")
+            with open(path, "w") as f:
+                f.write('{"prefix_dict": {"225": [5000]}, "start_token_id": 225, "end_token_id": 2}')
+            p = run("compile", path, "-o", os.path.join(tmp, "o.tmtrie"), "--vocab-size", "1000", check_rc=1)
+            self.assertIn("out of range", p.stderr)
+            self.assertNotIn("read as", p.stderr)
+
+    def test_every_flag_compile_takes_is_in_its_help(self):
+        text = run("compile", "--help", check_rc=0).stdout
+        for flag in ("--vocab-size", "--stop-tokens", "--format", "--start-token", "--end-token", "--sep",
+                     "--rtp-defaults", "--rtp-compat", "--trusted", "--meta", "--output"):
+            self.assertIn(flag, text)
+
+
 if __name__ == "__main__":
     unittest.main(argv=sys.argv[:1], verbosity=2)

@@ -35,6 +35,7 @@ Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import stat
 import sys
@@ -109,6 +110,27 @@ def _read_regular(path: str) -> bytes:
         os.close(fd)
 
 
+def _refuse_json(path: str, text: str, lines: List[str], what: str) -> None:
+    """_Unreadable when a file of one string per line holds JSON (a JSON
+    document, or JSON Lines of arrays or objects): each of its lines would
+    become a string such as '{"0": ["<a_1>", ...'."""
+    if not lines or lines[0].lstrip("\ufeff \t")[:1] not in ("{", "["):
+        return
+    try:
+        json.loads(text)
+        kind = "a JSON document"
+    except ValueError:
+        try:
+            if not all(isinstance(json.loads(line), (list, dict)) for line in lines[:3]):
+                return
+        except ValueError:
+            return
+        kind = "JSON Lines"
+    raise _Unreadable("%s is %s, not %s one per line (JSON Lines of token ids compile with the treemask"
+                      " command: treemask compile FILE.jsonl --vocab-size V --stop-tokens ID -o out.tmtrie)"
+                      % (path, kind, what))
+
+
 def _nonblank_lines(path: str, what: str) -> List[str]:
     """The lines of a UTF-8 text file that are not blank (a byte-order mark
     is not part of the first line). Raises _Unreadable naming the file."""
@@ -122,6 +144,7 @@ def _nonblank_lines(path: str, what: str) -> List[str]:
     del data
     # Universal newlines, as text-mode files read them: \n, \r\n and \r end a line.
     lines = [line for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n") if line.strip()]
+    _refuse_json(path, text, lines, what)
     if not lines:
         raise _Unreadable("%s: no %s (the file is empty or has only blank lines)" % (path, what))
     return lines

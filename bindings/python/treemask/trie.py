@@ -305,6 +305,11 @@ class Trie:
                 raise InvalidArgumentError("labels[%d] %r is not valid Unicode text (a lone surrogate)" % (i, label))
             text = prefix + label
             tokens = _token_ids(encode(text), i)
+            wide = [t for t in tokens if not 0 <= t < vocab_size] if isinstance(vocab_size, (int, np.integer)) else []
+            if wide:
+                raise OutOfRangeError("labels[%d] %r: the tokenizer gives token %d, outside vocab_size %d (give the"
+                                      " model's vocab_size: its logits width, at least the tokenizer's size)"
+                                      % (i, label, wide[0], vocab_size))
             problem = None
             inside = sorted(stop_set.intersection(tokens))
             if not tokens:

@@ -33,5 +33,16 @@ def shared_data():
 
 
 @pytest.fixture
+def qwen_tokenizer():
+    """Qwen2.5's tokenizer.json from ../shared as a tokenizers.Tokenizer, or
+    a skip saying what is missing."""
+    tokenizers = pytest.importorskip("tokenizers", reason="tokenizers is not installed (./dev installs it)")
+    path = SHARED_DATA / "tokenizers" / "qwen2.5-instruct" / "tokenizer.json"
+    if not path.is_file():
+        pytest.skip("%s is absent (a clone without ../shared)" % path)
+    return tokenizers.Tokenizer.from_file(str(path))
+
+
+@pytest.fixture
 def source_root():
     return SOURCE_ROOT

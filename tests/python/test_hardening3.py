@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import treemask
-from conftest import SHARED_DATA, SOURCE_ROOT, scaled
+from conftest import SOURCE_ROOT, scaled
 from treemask._ffi import ffi, lib
 
 PIECES = [b"<eos>", b"c", b"a", b"t", b"ca", b"at", b"cat", b"d", b"o", b"g", b"dog", b" ", b" c", b" d"]
@@ -120,14 +120,10 @@ def test_hf_adapters_check_a_string_set_against_the_model_vocabulary(vocab, stri
     TrieLogitsProcessor(strings)  # no vocabulary given: nothing to check
 
 
-def test_hf_takes_the_models_tokenizer_as_its_vocabulary():
-    tokenizers = pytest.importorskip("tokenizers", reason="tokenizers is not installed (./dev installs it)")
-    path = SHARED_DATA / "tokenizers" / "qwen2.5-instruct" / "tokenizer.json"
-    if not path.is_file():
-        pytest.skip("%s is absent (a clone without ../shared)" % path)
+def test_hf_takes_the_models_tokenizer_as_its_vocabulary(qwen_tokenizer):
     from treemask.hf import TrieLogitsProcessor
 
-    tok = tokenizers.Tokenizer.from_file(str(path))
+    tok = qwen_tokenizer
     model = treemask.Vocab.from_tokenizer(tok, 151936)
     ours = treemask.Trie.from_strings(["red", "blue"], model, [151645], prefix=" ")
     TrieLogitsProcessor(ours, vocab=tok)  # the tokenizer read at the trie's width

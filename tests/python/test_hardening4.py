@@ -17,7 +17,7 @@ import textwrap
 import pytest
 
 import treemask
-from conftest import SHARED_DATA, scaled
+from conftest import scaled
 
 # ---- item 3: the vocabulary check's cost --------------------------------------------
 
@@ -166,18 +166,14 @@ def test_check_vocab_refuses_a_stop_token_that_is_text_in_the_model():
     trie.check_vocab(renamed)
 
 
-def test_hf_refuses_a_string_set_whose_stop_token_is_text_for_the_model():
+def test_hf_refuses_a_string_set_whose_stop_token_is_text_for_the_model(qwen_tokenizer):
     # The finding as a user met it: Qwen2.5's tokenizer, where id 15 is the
     # text "0"; the set's vocabulary makes id 15 a control token and its stop
     # token. TrieLogitsProcessor(vocab=tokenizer) accepted it and generate
     # wrote ' blue0000'.
-    tokenizers = pytest.importorskip("tokenizers", reason="tokenizers is not installed (./dev installs it)")
-    path = SHARED_DATA / "tokenizers" / "qwen2.5-instruct" / "tokenizer.json"
-    if not path.is_file():
-        pytest.skip("%s is absent (a clone without ../shared)" % path)
     from treemask.hf import TrieLogitsProcessor
 
-    tok = tokenizers.Tokenizer.from_file(str(path))
+    tok = qwen_tokenizer
     model = treemask.Vocab.from_tokenizer(tok, 151936)
     assert model.token_bytes(15) == b"0"
     data, offsets, flags = model._tokens()

@@ -122,9 +122,11 @@ def main() -> int:
             if given.suffix == ".whl":
                 with zipfile.ZipFile(given) as z:
                     z.extractall(Path(tmp) / given.name)
-                objects = sorted((Path(tmp) / given.name).rglob("*.so*"))
+                # Every ELF file: the shared objects and the native program.
+                objects = sorted(p for p in (Path(tmp) / given.name).rglob("*")
+                                 if p.is_file() and p.open("rb").read(4) == b"\x7fELF")
                 if not objects:
-                    check("%s: shared objects" % given.name, "none in the wheel")
+                    check("%s: ELF files" % given.name, "none in the wheel")
                 for obj in objects:
                     check_object(obj, str(obj.relative_to(Path(tmp) / given.name)), stubs, args.glibc, check)
             else:

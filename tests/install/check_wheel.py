@@ -91,6 +91,18 @@ def main() -> int:
             bad = [n for n in needed if n.startswith(FORBIDDEN_NEEDED)]
             check("readelf -d %s: no libstdc++/libcudart/libcuda/libsimdjson" % o.name,
                   "needs %s" % bad if bad else None, "needs " + " ".join(needed))
+        # The native program (the console script `treemask` runs it): linked
+        # as the library is, statically against the core and the C++ runtime.
+        program = Path(tmp) / "treemask" / "_cli" / "treemask"
+        if not program.is_file():
+            check("the treemask program (treemask/_cli/treemask) in the wheel", "missing")
+        else:
+            needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", sh(["readelf", "-d", program]).stdout)
+            bad = [n for n in needed if n.startswith(FORBIDDEN_NEEDED + ("libtreemask",))]
+            ran = sh([program, "version"])
+            check("the treemask program: needs no libstdc++/libcudart/libcuda/libsimdjson/libtreemask, runs",
+                  "needs %s" % bad if bad else None if ran.returncode == 0 else "`treemask version`: exit %d %s"
+                  % (ran.returncode, ran.stderr.strip()), "needs %s; %s" % (" ".join(needed), ran.stdout.strip()))
         lib = next((o for o in objects if o.name == "libtreemask.so"), None)
         if lib is None:
             check("libtreemask.so in the wheel", "missing")

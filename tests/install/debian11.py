@@ -190,6 +190,13 @@ def main() -> int:
         check("bullseye's ld.so, bind-now trace of libtreemask.so: no undefined symbol",
               "%d undefined, e.g. %s" % (len(undefined), undefined[:12]) if undefined else None)
 
+        # The native program the console script runs, by the same loader.
+        program = Path(tmp) / "treemask" / "_cli" / "treemask"
+        ran = sh([loader, "--library-path", library_path, program, "version"], env=dict(env, LD_BIND_NOW="1"))
+        check("bullseye's ld.so runs the treemask program (bind-now)",
+              None if ran.returncode == 0 else "exit %d\n%s" % (ran.returncode, (ran.stdout + ran.stderr)[-2000:]),
+              ran.stdout.strip())
+
         # Debian 11's Python 3.9, run by its own loader, imports the wheel.
         workload = HERE / "glibc_workload.py"
         old = sh([loader, "--library-path", library_path, root / "usr" / "bin" / "python3.9", "-s", workload],

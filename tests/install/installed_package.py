@@ -98,9 +98,20 @@ def main() -> int:
     only_binary = ["--only-binary=:all:"] if args.no_compiler else []
     run(pip + only_binary + [args.dist.resolve()], install_env)
     run(pip + only_binary + ["--group", "%s:test" % (root / "pyproject.toml")], install_env)
-    # The command line entry point works without the source tree.
+    # The command line entry point works without the source tree, and the
+    # install put the console script `treemask` on the venv's PATH: every
+    # command of the native program and the two Python ones.
     with tempfile.TemporaryDirectory() as tmp:
         run([python, "-m", "treemask", "--help"], env, cwd=tmp)
+        script = args.venv / "bin" / "treemask"
+        helped = subprocess.run([str(script), "--help"], env=env, cwd=tmp, capture_output=True, text=True)
+        missing = [c for c in ("compile ", "inspect ", "paths ", "check ", "version ", "compile-labels ",
+                               "compile-strings ") if "\n  " + c not in helped.stdout]
+        if helped.returncode != 0 or missing:
+            log("`treemask --help` (the console script): exit %d, commands missing: %s\n%s%s"
+                % (helped.returncode, missing, helped.stdout, helped.stderr))
+            raise SystemExit(1)
+        run([script, "version"], env, cwd=tmp)
         run([python, "-c", "import treemask, sys; print('treemask', treemask.__version__, 'from', treemask.__file__,"
              " '| cuda_available:', treemask.cuda_available(), '|', treemask.cuda_unavailable_reason())"], env, cwd=tmp)
     tests = root / "tests" / "python"

@@ -7,6 +7,7 @@ Suite `python`.
 
 Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
+import os
 import subprocess
 import sys
 
@@ -14,6 +15,13 @@ import pytest
 
 import treemask
 from conftest import SOURCE_ROOT
+
+
+def _treemask(*args, cwd=None):
+    # The package this test imports, wherever it is (a build tree, a venv).
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(treemask.__file__))))
+    return subprocess.run([sys.executable, "-m", "treemask", *map(str, args)], capture_output=True, text=True,
+                          timeout=120, cwd=cwd, env=env)
 
 
 def _letters(text):
@@ -30,9 +38,8 @@ def test_from_labels_names_the_label_whose_token_is_past_vocab_size():
 def _cli(command, source, tmp_path):
     tok = tmp_path / "tok.json"
     tok.write_text("{}")
-    return subprocess.run([sys.executable, "-m", "treemask", command, str(source), "--tokenizer", str(tok),
-                           "--vocab-size", "10", "--stop-tokens", "0", "-o", str(tmp_path / "o.tmtrie")],
-                          capture_output=True, text=True, timeout=60)
+    return _treemask(command, source, "--tokenizer", tok, "--vocab-size", 10, "--stop-tokens", 0, "-o",
+                     tmp_path / "o.tmtrie")
 
 
 @pytest.mark.parametrize("command", ["compile-labels", "compile-strings"])
@@ -47,3 +54,35 @@ def test_a_json_file_is_not_a_list_of_strings(tmp_path, command):
     run = _cli(command, lines, tmp_path)
     assert run.returncode == 1 and "is JSON Lines, not" in run.stderr and "treemask compile" in run.stderr, run.stderr
     assert not (tmp_path / "o.tmtrie").exists()
+
+
+# ---- item 1: the treemask command of the package ---------------------------------------------
+
+
+def test_the_package_carries_the_native_program_and_runs_every_command(tmp_path):
+    from treemask.__main__ import native_program
+
+    assert native_program() is not None, "the package has no treemask/_cli/treemask"
+    helped = _treemask("--help", cwd=tmp_path)
+    assert helped.returncode == 0, helped.stderr
+    for command in ("compile", "inspect", "paths", "check", "version", "compile-labels", "compile-strings"):
+        assert "\n  %s " % command in helped.stdout, (command, helped.stdout)
+    # compile, paths, inspect and check through the package, as the native
+    # program answers them (its messages and exit statuses).
+    source = tmp_path / "p.jsonl"
+    source.write_text("[1, 2]\n[1, 3]\n[4]\n")
+    out = tmp_path / "p.tmtrie"
+    compiled = _treemask("compile", source, "-o", out, "--vocab-size", 10, "--stop-tokens", 0)
+    assert compiled.returncode == 0 and "nodes" in compiled.stdout, compiled.stderr
+    assert _treemask("paths", out).stdout == "1 2\n1 3\n4\n"
+    assert treemask.Trie.load(str(out)).stats().n_terminals == 3
+    inspected = _treemask("inspect", out)
+    assert inspected.returncode == 0 and "checksum verified" in inspected.stdout, inspected.stderr
+    assert _treemask("check", source, "--vocab-size", 10, "--stop-tokens", 0).returncode == 0
+    bad = _treemask("check", source, "--vocab-size", 3, "--stop-tokens", 0)
+    assert bad.returncode == 1 and "out of range" in bad.stdout, bad.stdout
+    usage = _treemask("compile", source)
+    assert usage.returncode == 2 and "usage: treemask compile" in usage.stderr
+    assert treemask.__version__ in _treemask("version").stdout
+    unknown = _treemask("bogus")
+    assert unknown.returncode == 2 and "unknown command 'bogus'" in unknown.stderr

@@ -1,4 +1,9 @@
-"""``python -m treemask``: command-line tools that need Python (a tokenizer).
+"""The ``treemask`` command (the console script a wheel installs, and
+``python -m treemask``): ``compile``, ``inspect``, ``paths``, ``check`` and
+``version`` run the native program the package carries (``treemask/_cli``,
+the same program ``meson install`` puts on PATH; ``treemask COMMAND --help``
+says what each does); ``compile-labels`` and ``compile-strings`` are the
+commands that need Python (a tokenizer; ``pip install 'treemask[tokenizers]'``):
 
     python -m treemask compile-labels LABELS.txt --tokenizer tokenizer.json \\
         --vocab-size V --stop-tokens ID[,ID...] -o out.tmtrie [--prefix " "] [--strict]
@@ -38,6 +43,7 @@ import argparse
 import json
 import os
 import stat
+import subprocess
 import sys
 import time
 from typing import Any, List, NoReturn, Optional, Tuple
@@ -173,7 +179,7 @@ def _load_tokenizer(spec: str) -> Any:
     try:
         from tokenizers import Tokenizer
     except ImportError:
-        raise _Usage("--tokenizer %s needs the tokenizers package (pip install tokenizers)" % spec) from None
+        raise _Usage("--tokenizer %s needs the tokenizers package: pip install 'treemask[tokenizers]'" % spec) from None
     try:
         return Tokenizer.from_file(spec)
     except Exception as e:  # tokenizers raises its own exception types
@@ -340,21 +346,59 @@ def compile_strings(argv: List[str]) -> int:
 
 
 _COMMANDS = {"compile-labels": compile_labels, "compile-strings": compile_strings}
-_USAGE = {
-    "compile-labels": "python -m treemask compile-labels LABELS.txt --tokenizer tokenizer.json --vocab-size V "
-                      "--stop-tokens ID -o out.tmtrie [--prefix P] [--strict]",
-    "compile-strings": "python -m treemask compile-strings STRINGS.txt --tokenizer tokenizer.json --vocab-size V "
-                       "--stop-tokens ID -o out.tmtrie [--prefix P]",
-}
+
+
+#: The native program's commands (src/cli), run as they are.
+_NATIVE = ("compile", "inspect", "paths", "check", "version")
+_PYTHON_HELP = (
+    "  compile-labels   LABELS.txt --tokenizer T ...  labels (one a line) -> .tmtrie, canonical tokens\n"
+    "  compile-strings  STRINGS.txt --tokenizer T ... strings (one a line) -> .tmtrie, any tokenization\n"
+    "                   (both need a tokenizer: pip install 'treemask[tokenizers]')\n")
+
+
+def native_program() -> Optional[str]:
+    """The path of the native ``treemask`` program inside the package, or
+    None when this installation has none."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_cli", "treemask")
+    return path if os.access(path, os.X_OK) else None
+
+
+def _run_native(argv: List[str], replace: bool) -> int:
+    program = native_program()
+    if program is None:
+        print("treemask: this installation has no native treemask program (%s is missing): %s needs it"
+              % (os.path.join(os.path.dirname(os.path.abspath(__file__)), "_cli", "treemask"), argv[0]),
+              file=sys.stderr)
+        return 2
+    if replace:  # the command line's own process: the program takes it over (signals, exit status)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execv(program, ["treemask", *argv])
+    return subprocess.run([program, *argv]).returncode
+
+
+def _help(out: Any) -> None:
+    """The native program's help with the Python commands added to its list."""
+    program = native_program()
+    text = subprocess.run([program, "--help"], capture_output=True, text=True).stdout if program else ""
+    marker = "\n\nInputs:"
+    if marker in text:
+        text = text.replace(marker, "\n" + _PYTHON_HELP.rstrip("\n") + marker, 1)
+    else:
+        text = "usage: treemask <command> [options]\n\ncommands:\n" + _PYTHON_HELP
+    out.write(text if text.endswith("\n") else text + "\n")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    console = argv is None
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in _NATIVE:
+        return _run_native(argv, replace=console)
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in _COMMANDS:
         out = sys.stdout if argv and argv[0] in ("-h", "--help") else sys.stderr
         if argv and argv[0] not in ("-h", "--help"):
-            print("python -m treemask: unknown command %s" % escape_for_terminal(repr(argv[0])), file=sys.stderr)
-        print("usage: " + "\n       ".join(_USAGE.values()), file=out)
+            print("treemask: unknown command %s" % escape_for_terminal(repr(argv[0])), file=sys.stderr)
+        _help(out)
         return 0 if out is sys.stdout else 2
     return _COMMANDS[argv[0]](argv[1:])
 

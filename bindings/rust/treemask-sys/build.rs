@@ -70,6 +70,7 @@ fn main() {
         "PKG_CONFIG_LIBDIR",
         "PKG_CONFIG_SYSROOT_DIR",
         "TREEMASK_SYS_USE_PKG_CONFIG",
+        "TREEMASK_SYS_SHARED_STDCXX",
         "CXX",
         "AR",
     ] {
@@ -220,7 +221,7 @@ fn pkg_config() -> Result<Location, String> {
 /// The `bundled` feature: libtreemask compiled from `csrc/` (links to the
 /// repository's `src/` and `include/` in a checkout, copies in the package).
 mod bundled {
-    use super::{show, Location, Tool};
+    use super::{show, static_stdcxx, Location, Tool};
     use std::env;
     use std::fs;
     use std::path::{Path, PathBuf};
@@ -386,8 +387,17 @@ mod bundled {
                 }
             }
         }
-        // The C++ runtime (g++'s, which clang uses on Linux too).
-        println!("cargo:rustc-link-lib=dylib=stdc++");
+        // The C++ runtime (g++'s, which clang uses on Linux too): its static
+        // archive, where the compiler has one, so that a bundled program
+        // needs no libstdc++.so at run time (TREEMASK_SYS_SHARED_STDCXX=1
+        // links the shared one, e.g. beside other C++ libraries that do).
+        match static_stdcxx(&cxx) {
+            Some(dir) if env::var("TREEMASK_SYS_SHARED_STDCXX").as_deref() != Ok("1") => {
+                println!("cargo:rustc-link-search=native={}", dir.display());
+                println!("cargo:rustc-link-lib=static=stdc++");
+            }
+            _ => println!("cargo:rustc-link-lib=dylib=stdc++"),
+        }
         println!("cargo:bundled=1");
         Ok(Location {
             lib_dir: None,
@@ -534,6 +544,18 @@ impl Tool {
         let mut cmd = Command::new(&self.program);
         cmd.args(&self.leading);
         cmd
+    }
+}
+
+/// The directory of the compiler's libstdc++.a (`CXX -print-file-name`),
+/// or None when it has none (the compiler then prints the bare name).
+fn static_stdcxx(cxx: &Tool) -> Option<PathBuf> {
+    let out = cxx.command().arg("-print-file-name=libstdc++.a").output().ok()?;
+    let path = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
+    if out.status.success() && path.is_absolute() && path.is_file() {
+        path.parent().map(Path::to_path_buf)
+    } else {
+        None
     }
 }
 

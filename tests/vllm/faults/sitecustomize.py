@@ -10,13 +10,19 @@ processor patched so that one request's processing raises:
   its row's bitmask is filled (``BatchMatcher.fill_bound`` with its slot
   among the slots, and the slot's own ``fill_next_token_bitmask``).
 
+With TREEMASK_TEST_LOG=1 instead (or too), treemask's ``treemask.vllm``
+logger writes its INFO lines to stderr in every process (the server's log):
+test_served_files.py counts the registry's file reads and snapshot maps
+there, by process.
+
 Nothing of this is in the package: the test starts the server with it, and
-without TREEMASK_TEST_FAULTS=1 it does nothing.
+without TREEMASK_TEST_FAULTS=1 or TREEMASK_TEST_LOG=1 it does nothing.
 
 Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
 import importlib.abc
 import importlib.util
+import logging
 import os
 import sys
 
@@ -89,3 +95,8 @@ class _Finder(importlib.abc.MetaPathFinder):
 
 if os.environ.get("TREEMASK_TEST_FAULTS") == "1":
     sys.meta_path.insert(0, _Finder())
+if os.environ.get("TREEMASK_TEST_LOG") == "1":
+    _handler = logging.StreamHandler(sys.stderr)
+    _handler.setFormatter(logging.Formatter("[treemask test log] %(message)s"))
+    logging.getLogger("treemask.vllm").addHandler(_handler)
+    logging.getLogger("treemask.vllm").setLevel(logging.INFO)

@@ -12,12 +12,13 @@ in through ``SamplingParams.extra_args`` (``vllm_xargs`` in the OpenAI API):
 
 Keys (flat, since ``vllm_xargs`` carries only strings, numbers and lists):
 
-- ``treemask_trie``: a ``.tmtrie`` (mapped), RTP-LLM ``.json`` / ``.tsv``
+- ``treemask_trie``: a ``.tmtrie``, RTP-LLM ``.json`` / ``.tsv``
   or ``.jsonl`` file inside the directories the operator allows
   (``TREEMASK_VLLM_TRIE_DIRS``; unset: no file may be named), by absolute
   path or relative to those directories; a name without extension is a
   ``.tmtrie`` (``"catalog"``: ``catalog.tmtrie``). The vocab size is the
-  model's.
+  model's. What is served is a private snapshot of the file
+  (:mod:`~treemask.vllm.snapshots`), so the operator may change it in place.
 - ``treemask_choices``: a list of strings, each tokenized canonically by the
   model's own tokenizer as ``treemask_prefix + choice`` (``treemask_prefix``
   defaults to ``""``: right for chat, where the answer starts a new message;
@@ -70,8 +71,11 @@ the server refuses such a request with treemask keys (HTTP 400). Use
 The modules, one job each: :mod:`~treemask.vllm.keys` (request keys),
 :mod:`~treemask.vllm.settings` (the operator's limits),
 :mod:`~treemask.vllm.files` (the allowed files),
+:mod:`~treemask.vllm.snapshots` (the private copy of a file that is
+served, so that one changed in place never faults a trie),
 :mod:`~treemask.vllm.trie_registry` (the tries of a process),
-:mod:`~treemask.vllm.choice_cache` (compiled choice lists on disk),
+:mod:`~treemask.vllm.choice_cache` (compiled choice lists and file
+snapshots on disk),
 :mod:`~treemask.vllm.model` (the model's vocab, EOS ids and tokenizer),
 :mod:`~treemask.vllm.frontend` (the API server's hooks),
 :mod:`~treemask.vllm.processor` (the logits processor; on a device it

@@ -34,9 +34,11 @@ the token:
   token in ``max_tokens``.
 
 In the engine's worker the processor builds the row's matcher with the same
-:func:`request_matcher`; a request that passed the front end only fails
-there if something changed since (a file replaced by another version), and
-then that row alone fails closed.
+:func:`request_matcher`, over the very snapshot of a file the front end
+checked (:mod:`treemask.vllm.snapshots`); a request that passed the front
+end only fails there if something changed since (the snapshot left the
+cache and the file is now another version), and then that row alone fails
+closed.
 
 Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """

@@ -1,11 +1,15 @@
-"""The on-disk cache of compiled choice lists: the engine's worker maps what
-the API server compiled when it validated the request, instead of
-tokenizing the list a second time.
+"""The on-disk cache of compiled choice lists and of the snapshots of
+allowed files: the engine's worker maps what the API server compiled or
+loaded when it validated the request, instead of tokenizing the list or
+parsing the file a second time inside its step.
 
 Each list is a ``.tmtrie`` named by the SHA-256 of what was compiled (the
-list, prefix, stop tokens, vocab size and tokenizer), in a private directory of this
-user: ``TREEMASK_VLLM_CACHE_DIR``, default ``<tmp>/treemask-vllm-<uid>``,
-``off`` for none. The cache only ever touches its own files:
+list, prefix, stop tokens, vocab size and tokenizer), each file snapshot
+one named by the SHA-256 of the file's bytes and the keys that change how
+it is read (:mod:`treemask.vllm.snapshots`), in a private directory of
+this user: ``TREEMASK_VLLM_CACHE_DIR``, default
+``<tmp>/treemask-vllm-<uid>``, ``off`` for none. The cache only ever
+touches its own files:
 
 - the directory is opened with ``O_NOFOLLOW`` and checked with ``lstat``:
   a symlink, a directory of another user or one others may write is
@@ -17,10 +21,14 @@ user: ``TREEMASK_VLLM_CACHE_DIR``, default ``<tmp>/treemask-vllm-<uid>``,
   left by a crash), oldest first, until the files fit
   ``TREEMASK_VLLM_CACHE_BYTES``; a list larger than that is not cached.
 
-A cached file is used only if it holds exactly the list, stop tokens and
+A cached list is used only if it holds exactly the list, stop tokens and
 vocab size asked for (and, for a list in any tokenization, is a string set
 over the model's vocabulary: its fingerprint is part of the name and checked
-at load).
+at load); a snapshot only under the name the process that wrote it gave it
+(its digest, which the request carries from the API server to the worker),
+and only if it passes the ``.tmtrie`` checks, checksum included. Every file
+is written under a temporary name and renamed, never rewritten in place, so
+a process that maps one keeps a valid mapping whatever the others do.
 
 Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
@@ -31,6 +39,7 @@ import json
 import logging
 import os
 import re
+import secrets
 import stat
 import threading
 import time
@@ -44,6 +53,7 @@ __all__ = ["ChoiceCache", "digest_of"]
 
 logger = logging.getLogger("treemask.vllm")
 
+_DIGEST = re.compile(r"[0-9a-f]{64}")
 _OWN_NAME = re.compile(r"[0-9a-f]{64}\.tmtrie")
 _OWN_TEMPORARY = re.compile(r"[0-9a-f]{64}\.tmtrie\.tmp\.\d+\.\d+")
 _STALE_TEMPORARY_S = 3600.0
@@ -76,6 +86,7 @@ class ChoiceCache:
         self._lock = threading.Lock()
         self._fd: Optional[int] = None
         self._off = False
+        self._serial = 0
 
     def close(self) -> None:
         """Closes the directory's descriptor (a later use opens it again)."""
@@ -132,24 +143,94 @@ class ChoiceCache:
             return None
         return trie
 
-    def save(self, digest: str, trie: Trie, nbytes: int) -> None:
+    def save(self, digest: str, trie: Trie, nbytes: int) -> bool:
         """Writes the trie (atomically), then evicts the oldest of the
         cache's other files until they fit. A file larger than the cache's
         bytes (a string set's carries the model's vocabulary: 1.7 MB for
         Qwen2.5's, whatever ``nbytes`` says) is removed again, and evicts
-        nothing. Failures are logged, not raised."""
+        nothing. Failures are logged, not raised. Returns whether the file
+        is in the cache."""
         fd = self._dir_fd()
         if fd is None or nbytes > self.max_bytes:
-            return
+            return False
         name = digest + ".tmtrie"
         try:
             trie.save(self._file(name))
             if os.stat(name, dir_fd=fd, follow_symlinks=False).st_size > self.max_bytes:
                 _unlink(name, fd)
-                return
+                return False
             self._evict(fd, keep=name)
+            return True
         except (Error, OSError) as e:
             logger.warning("treemask: could not write the choice-list cache: %s", e)
+            return False
+
+    # ---- file snapshots (treemask.vllm.snapshots) ----------------------------
+
+    def temporary(self) -> Optional[Tuple[int, str, str]]:
+        """A new private file in the cache directory, open for writing:
+        (descriptor, name, path). Its name is one of the cache's own
+        temporaries (a random 64-hex name), so one a crash leaves is swept
+        after an hour. None when the cache is off or cannot create it."""
+        fd = self._dir_fd()
+        if fd is None:
+            return None
+        with self._lock:
+            self._serial += 1
+            serial = self._serial
+        name = "%s.tmtrie.tmp.%d.%d" % (secrets.token_hex(32), os.getpid(), serial)
+        try:
+            out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
+                          0o600, dir_fd=fd)
+        except OSError as e:
+            logger.warning("treemask: could not create a file in the cache directory: %s", e)
+            return None
+        return out, name, self._file(name)
+
+    def discard(self, name: str) -> None:
+        """Removes a file this process created (a temporary of
+        :meth:`temporary`); a missing one is no error."""
+        fd = self._dir_fd()
+        if fd is not None:
+            _unlink(name, fd)
+
+    def publish(self, name: str, digest: str) -> bool:
+        """Renames the temporary ``name`` (a whole, checked ``.tmtrie``) to
+        the digest's name, replacing a file of that name (one of the same
+        digest holds the same bytes), then evicts as :meth:`save` does. A
+        file larger than the cache's bytes is not kept (the temporary is
+        left to the caller). Returns whether it is in the cache."""
+        fd = self._dir_fd()
+        if fd is None:
+            return False
+        final = digest + ".tmtrie"
+        try:
+            if os.stat(name, dir_fd=fd, follow_symlinks=False).st_size > self.max_bytes:
+                return False
+            os.rename(name, final, src_dir_fd=fd, dst_dir_fd=fd)
+            self._evict(fd, keep=final)
+            return True
+        except OSError as e:
+            logger.warning("treemask: could not write the cache: %s", e)
+            return False
+
+    def load_snapshot(self, digest: str) -> Optional[Trie]:
+        """The trie of the digest's file (every ``.tmtrie`` check, checksum
+        included), its modification time renewed so that eviction takes it
+        last; None when it is absent, or not a whole trie file."""
+        fd = self._dir_fd()
+        if fd is None or not _DIGEST.fullmatch(digest):
+            return None
+        name = digest + ".tmtrie"
+        try:
+            trie = Trie.load(self._file(name))
+        except Error:
+            return None
+        try:
+            os.utime(name, dir_fd=fd, follow_symlinks=False)
+        except (OSError, NotImplementedError):
+            pass
+        return trie
 
     def _evict(self, fd: int, keep: str = "") -> None:
         with self._lock:

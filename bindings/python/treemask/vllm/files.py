@@ -26,7 +26,7 @@ from typing import Optional, Sequence, Tuple
 from .keys import KEY_TRIE, FileSource, RequestError
 from .settings import ENV_TRIE_DIRS
 
-__all__ = ["TrieFiles", "OpenedFile", "REFUSED"]
+__all__ = ["TrieFiles", "OpenedFile", "REFUSED", "identity_of"]
 
 logger = logging.getLogger("treemask.vllm")
 
@@ -43,19 +43,19 @@ _FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os,
 
 
 class OpenedFile:
-    """An allowed trie file, open: its identity and the path the C loaders
-    read it by (``/proc/self/fd/N``: the very file that was checked).
-    A context manager; closing closes the descriptor."""
+    """An allowed trie file, open: its descriptor (the very file that was
+    checked, which the registry copies into a private snapshot:
+    :mod:`treemask.vllm.snapshots`) and its identity. A context manager;
+    closing closes the descriptor."""
 
     def __init__(self, fd: int, real_path: str, st: os.stat_result, fmt: str) -> None:
         self.fd = fd
         self.real_path = real_path
         self.format = fmt
         self.size = st.st_size
-        #: (device, inode, size, mtime): a file replaced by an atomic rename is another file.
-        self.identity: Tuple[int, int, int, int] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-        proc = "/proc/self/fd/%d" % fd
-        self.loader_path = proc if os.path.exists(proc) else real_path
+        #: A file replaced by an atomic rename is another file, and one
+        #: rewritten in place another version (see identity_of).
+        self.identity: Tuple[int, ...] = identity_of(st)
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -67,6 +67,14 @@ class OpenedFile:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def identity_of(st: os.stat_result) -> Tuple[int, ...]:
+    """What tells one version of a file from another: (device, inode, size,
+    modification time, change time). A rename gives another inode; ``cp``
+    or an editor writing in place keeps the inode and changes the times
+    (and, while it writes, the size)."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 class TrieFiles:

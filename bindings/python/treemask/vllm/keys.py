@@ -33,7 +33,7 @@ from .settings import Settings
 __all__ = ["RequestError", "RequestSpec", "FileSource", "ChoiceSource", "RegisteredSource", "parse_extra_args",
            "has_treemask_keys", "parse_trie_id", "KEYS", "SOURCE_KEYS", "KEY_TRIE", "KEY_CHOICES", "KEY_PREFIX",
            "KEY_STOP_TOKENS", "KEY_FAILURE_POLICY", "KEY_START_TOKEN", "KEY_END_TOKEN", "KEY_TRIE_ID",
-           "KEY_BEAM_TOKENS", "KEY_TOKENIZATION", "TOKENIZATIONS", "FORMATS"]
+           "KEY_BEAM_TOKENS", "KEY_TOKENIZATION", "KEY_SNAPSHOT", "TOKENIZATIONS", "FORMATS"]
 
 KEY_TRIE = "treemask_trie"
 KEY_CHOICES = "treemask_choices"
@@ -50,6 +50,11 @@ KEY_BEAM_TOKENS = "treemask_beam_tokens"
 # sequence whose bytes spell a choice, as vLLM's structured_outputs.choice).
 KEY_TOKENIZATION = "treemask_tokenization"
 TOKENIZATIONS = ("canonical", "any")
+# Set by the front end only (validate_params), never taken from a client:
+# the digest of the snapshot of a request's file that the front end checked
+# the request against, which the engine's worker maps
+# (treemask.vllm.snapshots).
+KEY_SNAPSHOT = "treemask_snapshot"
 
 #: The keys that name a request's trie: a request has exactly one of them.
 SOURCE_KEYS = (KEY_TRIE, KEY_CHOICES, KEY_TRIE_ID)
@@ -70,6 +75,7 @@ KEYS: Dict[str, Tuple[str, ...]] = {
 }
 _KIND_NAMES = {"file": KEY_TRIE, "choices": KEY_CHOICES, "registered": KEY_TRIE_ID, "tsv": "a .tsv " + KEY_TRIE}
 _TRIE_ID = re.compile(r"[0-9a-f]{32}\Z")
+_DIGEST = re.compile(r"[0-9a-f]{64}\Z")
 
 #: file extension -> format
 FORMATS = {".tmtrie": "tmtrie", ".json": "rtp_json", ".tsv": "rtp_tsv", ".jsonl": "jsonl"}
@@ -138,22 +144,31 @@ class RequestSpec:
     #: A beam request (treemask.vllm.beam_search): the beam's generated
     #: tokens, re-walked from the trie's root; None for any other request.
     beam_tokens: Optional[Tuple[int, ...]] = None
+    #: In the engine's worker, a file's snapshot the front end checked the
+    #: request against (its digest: KEY_SNAPSHOT); None elsewhere.
+    snapshot: Optional[str] = None
 
 
 def has_treemask_keys(extra_args: Optional[Mapping[str, Any]]) -> bool:
-    """Whether extra_args holds any ``treemask_`` key."""
-    return bool(extra_args) and any(isinstance(k, str) and k.startswith("treemask_") for k in extra_args or ())
+    """Whether extra_args holds any ``treemask_`` key (the front end's
+    KEY_SNAPSHOT alone is none)."""
+    return bool(extra_args) and any(isinstance(k, str) and k.startswith("treemask_") and k != KEY_SNAPSHOT
+                                    for k in extra_args or ())
 
 
-def parse_extra_args(extra_args: Optional[Mapping[str, Any]], settings: Optional[Settings] = None
-                     ) -> Optional[RequestSpec]:
+def parse_extra_args(extra_args: Optional[Mapping[str, Any]], settings: Optional[Settings] = None,
+                     snapshot: bool = False) -> Optional[RequestSpec]:
     """The :class:`RequestSpec` of ``extra_args``, or None when it has no
-    ``treemask_`` key. Raises :class:`RequestError` naming the bad key."""
+    ``treemask_`` key. Raises :class:`RequestError` naming the bad key.
+
+    ``KEY_SNAPSHOT`` is the front end's: read only with ``snapshot=True``
+    (the engine's worker, which gets the request from the front end), and
+    ignored otherwise (the front end replaces a client's)."""
     if not has_treemask_keys(extra_args):
         return None
     assert extra_args is not None
     limits = settings or Settings()
-    ours = [k for k in extra_args if isinstance(k, str) and k.startswith("treemask_")]
+    ours = [k for k in extra_args if isinstance(k, str) and k.startswith("treemask_") and k != KEY_SNAPSHOT]
     unknown = sorted(set(ours) - set(KEYS))
     if unknown:
         raise RequestError("unknown key %s (known: %s)"
@@ -177,8 +192,11 @@ def parse_extra_args(extra_args: Optional[Mapping[str, Any]], settings: Optional
     policy = extra_args.get(KEY_FAILURE_POLICY, ADAPTER_DEFAULT)
     if not isinstance(policy, str) or policy not in POLICIES:
         raise RequestError("%s: want one of %s, got %s" % (KEY_FAILURE_POLICY, ", ".join(POLICIES), _show(policy)))
+    digest = extra_args.get(KEY_SNAPSHOT) if snapshot and isinstance(source, FileSource) else None
+    if digest is not None and not (isinstance(digest, str) and _DIGEST.match(digest)):
+        raise RequestError("%s: want the 64 hex digits the front end sets, got %s" % (KEY_SNAPSHOT, _show(digest)))
     return RequestSpec(source, _stop_tokens(extra_args.get(KEY_STOP_TOKENS), limits), policy,
-                       _beam_tokens(extra_args.get(KEY_BEAM_TOKENS), limits))
+                       _beam_tokens(extra_args.get(KEY_BEAM_TOKENS), limits), digest)
 
 
 def parse_trie_id(value: Any) -> str:

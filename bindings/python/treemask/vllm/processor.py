@@ -39,7 +39,7 @@ from ..matcher import Matcher
 from ..trie import Trie
 from . import beam, frontend
 from .boundary import check_request, request_matcher
-from .keys import RequestError, has_treemask_keys, parse_extra_args
+from .keys import KEY_SNAPSHOT, RequestError, has_treemask_keys, parse_extra_args
 from .model import ModelInfo, frontend_model
 from .trie_registry import registry
 
@@ -107,6 +107,7 @@ class TrieLogitsProcessor(LogitsProcessor):
                                " engine cannot constrain the request")
         if model is None:
             registry.check_source(spec)
+            _stamp_snapshot(sampling_params, None)
             return  # no model here: the engine checks the rest
         if prepared is not None:
             trie = prepared[1]
@@ -114,6 +115,9 @@ class TrieLogitsProcessor(LogitsProcessor):
             frontend.warn_if_on_event_loop()
             trie = registry.trie_for(spec, model)
         stops = check_request(spec, trie, model, sampling_params.max_tokens)
+        # The worker maps the very snapshot checked here (a client's value is
+        # replaced: only this line sets the key).
+        _stamp_snapshot(sampling_params, registry.snapshot_of(trie))
         # vLLM ends a request only on the tokens it knows: add ours.
         known = list(sampling_params.stop_token_ids or [])
         missing = [t for t in stops if t not in known]
@@ -202,7 +206,7 @@ class TrieLogitsProcessor(LogitsProcessor):
         a beam request's walked to the beam's position and checked against
         the end of its prompt). Raises whatever goes wrong: the caller fails
         the row closed."""
-        spec = parse_extra_args(params.extra_args, registry.settings)
+        spec = parse_extra_args(params.extra_args, registry.settings, snapshot=True)
         assert spec is not None  # the row has treemask keys
         trie = registry.trie_for(spec, self.model)  # checked against the model
         m = request_matcher(spec, trie, params.max_tokens)
@@ -436,6 +440,17 @@ def _request_id(index: int) -> str:
     except Exception:  # only a log line depends on it
         pass
     return "?"
+
+
+def _stamp_snapshot(params: Any, digest: Optional[str]) -> None:
+    """Sets the request's KEY_SNAPSHOT to the digest of the file snapshot
+    the front end checked it against, or removes it (whatever a client
+    sent)."""
+    extra = params.extra_args
+    if digest is not None:
+        extra[KEY_SNAPSHOT] = digest
+    elif extra is not None:
+        extra.pop(KEY_SNAPSHOT, None)
 
 
 # Loads off the API server's event loop, beam search refused (see frontend).

@@ -8,13 +8,20 @@ most once per source and keeping it in an LRU bounded by bytes
 wait for one load (single flight). Running requests keep their trie alive
 through their matchers, whatever the LRU evicts.
 
-- A file is loaded once per file identity (device, inode, size, mtime),
-  whatever stop tokens requests give: those apply per request (the
-  matcher's ``override_stop_tokens``). A file replaced by an atomic rename
-  (``Trie.save``, ``treemask compile``) is a new identity: new requests get
-  the new snapshot, running ones keep theirs, and the old one leaves the
-  registry. ``.tmtrie`` files are mapped, so processes share them through
-  the page cache.
+- A file is loaded once per version (its identity: device, inode, size,
+  modification and change times) and per way of reading it (an RTP-LLM
+  ``.tsv``'s start and end ids, the stop tokens a text format is built
+  with), whatever stop tokens requests give: those apply per request (the
+  matcher's ``override_stop_tokens``). Requests that read one version in
+  different ways each have their entry; only a new version of the file
+  evicts the old version's entries. What is loaded is never the
+  operator's file but a private snapshot of it
+  (:mod:`~treemask.vllm.snapshots`), so a file rewritten in place (``cp``,
+  an editor, ``truncate``) cannot fault a trie that is being served: new
+  requests get the new version, running ones keep theirs. A snapshot the
+  front end published in the cache directory is what the engine's worker
+  maps (the request carries its digest), so the worker never parses a file
+  inside its step.
 - A choice list is compiled once per (list, prefix, stop tokens, model) with
   the tokenizer's batch encode and decode, and saved to the
   :class:`~treemask.vllm.choice_cache.ChoiceCache` so that the engine's
@@ -46,9 +53,10 @@ import logging
 import os
 import re
 import threading
+import time
 import weakref
 from concurrent.futures import Future
-from typing import Any, Callable, Dict, Hashable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Hashable, List, Optional, Set, Tuple
 
 import numpy as np
 
@@ -64,6 +72,7 @@ from .keys import (KEY_CHOICES, KEY_STOP_TOKENS, KEY_TRIE, KEY_TRIE_ID, ChoiceSo
                    RequestError, RequestSpec)
 from .model import ModelInfo
 from .settings import Settings
+from .snapshots import FileChanged, reading_of, take
 
 __all__ = ["TrieRegistry", "ByteLRU", "registry"]
 
@@ -114,6 +123,10 @@ class ByteLRU:
         future.set_result(value)
         return value
 
+    def __contains__(self, key: Hashable) -> bool:
+        with self._lock:
+            return key in self._entries or key in self._building
+
     def discard(self, key: Hashable) -> None:
         with self._lock:
             entry = self._entries.pop(key, None)
@@ -139,8 +152,10 @@ class TrieRegistry:
         self._lru: Optional[ByteLRU] = None
         self._files: Optional[TrieFiles] = None
         self._cache: Optional[ChoiceCache] = None
-        self._versions: Dict[str, Hashable] = {}  # real path -> key of its loaded version
+        # real path -> (identity of its loaded version, that version's keys)
+        self._versions: Dict[str, Tuple[Tuple[int, ...], Set[Hashable]]] = {}
         self._shortest: "weakref.WeakKeyDictionary[Trie, int]" = weakref.WeakKeyDictionary()
+        self._snapshots: "weakref.WeakKeyDictionary[Trie, str]" = weakref.WeakKeyDictionary()
         self.n_file_loads = 0
         self.n_choice_compiles = 0
 
@@ -240,8 +255,14 @@ class TrieRegistry:
 
     # ---- files ----------------------------------------------------------
 
+    def snapshot_of(self, trie: Trie) -> Optional[str]:
+        """The digest of the published snapshot a file's trie was loaded
+        from (what the front end hands the worker), None for any other."""
+        with self._lock:
+            return self._snapshots.get(trie)
+
     def _file_trie(self, spec: RequestSpec, model: ModelInfo) -> Trie:
-        lru, files, _ = self._parts()
+        lru, files, cache = self._parts()
         source = spec.source
         assert isinstance(source, FileSource)
         # jsonl and tsv carry no stop tokens: built with the model's EOS ids
@@ -252,37 +273,90 @@ class TrieRegistry:
             if not build_stops:
                 raise RequestError("the model names no EOS token: give %s" % KEY_STOP_TOKENS)
             model.check_stop_tokens(build_stops)
-        with files.open(source) as opened:
-            key = ("file", opened.identity, opened.format, model.vocab_size, source.start_token_id,
-                   source.end_token_id, build_stops)
-            trie = lru.get(key, lambda: self._load_file(opened, source, model, build_stops))
-            with self._lock:
-                previous = self._versions.get(opened.real_path)
-                self._versions[opened.real_path] = key
-            if previous is not None and previous != key:
-                lru.discard(previous)  # an older version of the file
-        return trie
+        reading = reading_of(source.format, model.vocab_size, source.start_token_id, source.end_token_id,
+                             build_stops)
+        if spec.snapshot is not None and cache is not None:
+            # The engine's worker: the snapshot the front end checked this
+            # request against, mapped, never the file parsed in the step.
+            digest = spec.snapshot
+            try:
+                return lru.get(("snapshot", digest), lambda: self._mapped_snapshot(digest, cache))
+            except _NoSnapshot:
+                logger.warning("treemask: the snapshot of %s %r left the cache before the worker mapped it; loading"
+                               " the file here", KEY_TRIE, source.name[:200])
+        for attempt in range(FILE_READ_ATTEMPTS):
+            with files.open(source) as opened:
+                key = ("file", opened.identity, reading)
+                try:
+                    trie = lru.get(key, lambda: self._load_file(opened, source, model, build_stops, reading))
+                except FileChanged:
+                    logger.warning("treemask: %s %r (%s) changed while it was being read (try %d of %d)", KEY_TRIE,
+                                   source.name[:200], opened.real_path, attempt + 1, FILE_READ_ATTEMPTS)
+                    time.sleep(0.01 * (attempt + 1))
+                    continue
+                self._note_version(lru, opened.real_path, opened.identity, key)
+                return trie
+        raise RequestError("%s %r changed while it was being read, %d times: try again (an operator replaces a"
+                           " served file by writing a new file and renaming it over the old one)"
+                           % (KEY_TRIE, _clip(source.name), FILE_READ_ATTEMPTS))
 
-    def _load_file(self, opened: OpenedFile, source: FileSource, model: ModelInfo, stops: Tuple[int, ...]
-                   ) -> Tuple[Trie, int]:
-        path = _PathArg(opened.loader_path)
-        try:
+    def _note_version(self, lru: ByteLRU, real_path: str, identity: Tuple[int, ...], key: Hashable) -> None:
+        """Records that key reads this version of the file: a new version
+        evicts every entry of the old one; another key of the same version
+        evicts nothing."""
+        with self._lock:
+            version = self._versions.get(real_path)
+            if version is not None and version[0] == identity:
+                keys = version[1]
+                keys.add(key)
+                if len(keys) > _KEYS_PER_VERSION:  # forget keys the LRU no longer holds
+                    version[1].intersection_update({k for k in keys if k in lru})
+                return
+            self._versions[real_path] = (identity, {key})
+        for old in version[1] if version is not None else ():
+            lru.discard(old)  # an older version of the file
+
+    def _load_file(self, opened: OpenedFile, source: FileSource, model: ModelInfo, stops: Tuple[int, ...],
+                   reading: Tuple[Any, ...]) -> Tuple[Trie, int]:
+        def parse(path: str) -> Trie:
+            arg = _PathArg(path)
             if opened.format == "tmtrie":
-                trie = Trie.load(path)
-            elif opened.format == "rtp_json":
-                trie = Trie.from_rtp_json(path, model.vocab_size)
-            elif opened.format == "jsonl":
-                trie = Trie.from_jsonl(path, model.vocab_size, stops)
-            else:
-                assert source.start_token_id is not None  # parse_extra_args requires it for .tsv
-                end = source.end_token_id if source.end_token_id is not None else stops[0]
-                trie = Trie.from_rtp_tsv(path, model.vocab_size, source.start_token_id, end, stop_tokens=stops)
+                return Trie.load(arg)
+            if opened.format == "rtp_json":
+                return Trie.from_rtp_json(arg, model.vocab_size)
+            if opened.format == "jsonl":
+                return Trie.from_jsonl(arg, model.vocab_size, stops)
+            assert source.start_token_id is not None  # parse_extra_args requires it for .tsv
+            end = source.end_token_id if source.end_token_id is not None else stops[0]
+            return Trie.from_rtp_tsv(arg, model.vocab_size, source.start_token_id, end, stop_tokens=stops)
+
+        start = time.monotonic()
+        try:
+            trie, digest, parsed = take(opened, reading, parse, self._parts()[2])
+        except FileChanged:
+            raise
         except Exception as e:  # a treemask error, or anything a malformed file raises
             logger.warning("treemask: %s %r (%s) does not load: %s: %s", KEY_TRIE, source.name[:200],
                            opened.real_path, type(e).__name__, str(e)[:2000])
             raise RequestError(_load_problem(source, e)) from None
+        logger.info("treemask: read %s %r (%s, %d bytes): %s in %.2f s (process %d)", KEY_TRIE, source.name[:200],
+                    opened.real_path, opened.size, ("copied and checked" if opened.format == "tmtrie" else "parsed")
+                    if parsed else "its snapshot of the same bytes mapped", time.monotonic() - start, os.getpid())
         with self._lock:
             self.n_file_loads += 1
+            if digest is not None:
+                self._snapshots[trie] = digest
+        return trie, trie.stats().bytes
+
+    def _mapped_snapshot(self, digest: str, cache: ChoiceCache) -> Tuple[Trie, int]:
+        start = time.monotonic()
+        trie = cache.load_snapshot(digest)
+        if trie is None:
+            raise _NoSnapshot()
+        logger.info("treemask: mapped the snapshot %s in %.2f s (process %d)", digest[:16], time.monotonic() - start,
+                    os.getpid())
+        with self._lock:
+            self._snapshots[trie] = digest
         return trie, trie.stats().bytes
 
     # ---- choice lists ---------------------------------------------------------
@@ -369,6 +443,18 @@ class TrieRegistry:
 #: The registry of this process (the API server and each engine worker have
 #: one); every part of the plugin uses this one.
 registry = TrieRegistry()
+
+#: Reads of a file that keeps changing while it is copied before the
+#: request is refused (each waits 10 ms more than the last).
+FILE_READ_ATTEMPTS = 4
+#: The keys one version of a file may hold before those the LRU dropped
+#: are forgotten (each request may add one: a client's distinct end ids).
+_KEYS_PER_VERSION = 64
+
+
+class _NoSnapshot(Exception):
+    """The snapshot a request names is not in the cache (evicted)."""
+
 
 #: source type -> the TrieRegistry method that gets its trie.
 _BUILDERS: Dict[type, str] = {FileSource: "_file_trie", ChoiceSource: "_choice_trie",

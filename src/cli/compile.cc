@@ -3,7 +3,6 @@
 // Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 #include <sys/stat.h>
 
-
 #include "cli/cli.h"
 #include "core/open_file.h"
 #include "treemask/version.h"

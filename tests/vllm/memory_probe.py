@@ -1,6 +1,6 @@
 """What test_memory.py and bench_memory.py share: choice lists of a given
-size, and a watcher that samples the API server's resident memory and
-times ``/health`` while requests run.
+size, the budget "Serving safely" states, and a watcher that samples the
+API server's resident memory and times ``/health`` while requests run.
 
 Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
@@ -12,6 +12,15 @@ import time
 import requests
 
 MiB = 1 << 20
+#: The budget bindings/python/README.md ("Serving safely", "Memory")
+#: states: while lists are served, the API server grows by at most
+#: BUDGET_PER_BYTE times the UTF-8 bytes plus BUDGET_PER_STRING bytes per
+#: string of each list in flight, plus BUDGET_FIXED (the interpreter's and
+#: vLLM's own churn). Measured at the caps (1,000,000 strings; 64 MiB):
+#: see test_memory.py and bench_memory.py.
+BUDGET_PER_BYTE = 10
+BUDGET_PER_STRING = 200
+BUDGET_FIXED = 64 * MiB
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo",
          "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango"]
 
@@ -25,6 +34,30 @@ def choice_list(n, width, seed):
         text = "%d-%d %s" % (seed, i, " ".join(rng.choice(WORDS) for _ in range(width // 4)))
         out.append(text[:width].ljust(width, "x"))
     return out
+
+
+def distinct_strings(n, width, seed):
+    """n distinct strings of ``width`` characters from [a-z0-9] (n numbers
+    in base 36 from one that depends on ``seed``, wrapping around): the
+    short-string case, where the cost per string dominates. Another seed,
+    another list."""
+    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+    space = 36 ** width
+    assert n <= space
+    out = []
+    for i in range(n):
+        k = (seed * 104729 + i) % space
+        chars = []
+        for _ in range(width):
+            k, digit = divmod(k, 36)
+            chars.append(alphabet[digit])
+        out.append("".join(chars))
+    return out
+
+
+def budget(lists):
+    """What the API server may grow by while ``lists`` are in flight."""
+    return sum(BUDGET_PER_BYTE * list_bytes(c) + BUDGET_PER_STRING * len(c) for c in lists) + BUDGET_FIXED
 
 
 def rss(pid):

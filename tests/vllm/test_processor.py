@@ -594,7 +594,7 @@ def test_the_api_servers_hooks_are_installed():
     from vllm.entrypoints.openai.completion.protocol import CompletionRequest
     from vllm.v1.engine.async_llm import AsyncLLM
 
-    assert frontend.installed == {"prepare": True, "beam_search": True}
+    assert frontend.installed == {"prepare": True, "beam_search": True, "warm_up": True}
     assert tv.registry is processor.registry and isinstance(tv.registry, tv.TrieRegistry)
     assert getattr(AsyncLLM.add_request, "_treemask_hook", False)
     request = CompletionRequest(model="m", prompt="x", max_tokens=4, n=2, use_beam_search=True,

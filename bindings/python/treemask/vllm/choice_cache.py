@@ -21,14 +21,19 @@ touches its own files:
   left by a crash), oldest first, until the files fit
   ``TREEMASK_VLLM_CACHE_BYTES``; a list larger than that is not cached.
 
-A cached list is used only if it holds exactly the list, stop tokens and
-vocab size asked for (and, for a list in any tokenization, is a string set
-over the model's vocabulary: its fingerprint is part of the name and checked
-at load); a snapshot only under the name the process that wrote it gave it
-(its digest, which the request carries from the API server to the worker),
-and only if it passes the ``.tmtrie`` checks, checksum included. Every file
-is written under a temporary name and renamed, never rewritten in place, so
-a process that maps one keeps a valid mapping whatever the others do.
+A cached list is used only if the digest its file records is the one asked
+for (the SHA-256 of the list, prefix, stop tokens, vocab size and
+tokenizer: the file holds no copy of the strings, whose JSON cost the API
+server ~40 bytes a string to write and the worker ~85 to read; the
+request's own strings become the trie's labels), it passes the ``.tmtrie``
+checks, checksum included, and holds the stop tokens and vocab size asked
+for (and, for a list in any tokenization, is a string set over the model's
+vocabulary: its fingerprint is part of the digest and checked at load); a
+snapshot only under the name the process that wrote it gave it (its
+digest, which the request carries from the API server to the worker), and
+only if it passes the same checks. Every file is written under a temporary
+name and renamed, never rewritten in place, so a process that maps one
+keeps a valid mapping whatever the others do.
 
 Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
@@ -45,15 +50,18 @@ import threading
 import time
 from typing import List, Optional, Tuple
 
+from .._ffi import ffi, lib
 from ..errors import Error
 from ..trie import Trie
 from ..vocab import Vocab
 
-__all__ = ["ChoiceCache", "digest_of"]
+__all__ = ["ChoiceCache", "digest_of", "META_DIGEST"]
 
 logger = logging.getLogger("treemask.vllm")
 
 _DIGEST = re.compile(r"[0-9a-f]{64}")
+#: The metadata key of a cached list's file: the digest it was saved under.
+META_DIGEST = "treemask.vllm.digest"
 _OWN_NAME = re.compile(r"[0-9a-f]{64}\.tmtrie")
 _OWN_TEMPORARY = re.compile(r"[0-9a-f]{64}\.tmtrie\.tmp\.\d+\.\d+")
 _STALE_TEMPORARY_S = 3600.0
@@ -129,22 +137,27 @@ class ChoiceCache:
 
     def load(self, digest: str, choices: Tuple[str, ...], stops: Tuple[int, ...], vocab_size: int,
              vocab: Optional[Vocab] = None) -> Optional[Trie]:
-        """The cached trie of digest if it holds exactly this list, else None.
-        With ``vocab``: a string set over that vocabulary (shared, not rebuilt
-        from the file); without: a token-path trie."""
+        """The cached trie of digest (the list's: see the module doc), its
+        labels ``choices``, else None. With ``vocab``: a string set over
+        that vocabulary (shared, not rebuilt from the file); without: a
+        token-path trie."""
         if self._dir_fd() is None:
             return None
         try:
             trie = Trie.load(self._file(digest + ".tmtrie"), vocab=vocab)
         except Error:
             return None  # absent, being replaced, or over another vocabulary: compile
-        if trie.labels != choices or tuple(sorted(trie.stop_tokens)) != stops or trie.vocab_size != vocab_size \
+        recorded = lib.treemask_trie_metadata_get(trie._ptr, META_DIGEST.encode("ascii"))
+        if recorded == ffi.NULL or ffi.string(recorded) != digest.encode("ascii") \
+                or tuple(sorted(trie.stop_tokens)) != stops or trie.vocab_size != vocab_size \
                 or trie.is_string_set != (vocab is not None):
-            return None
+            return None  # another list's, or not a file of this cache
+        trie._labels = choices
         return trie
 
     def save(self, digest: str, trie: Trie, nbytes: int) -> bool:
-        """Writes the trie (atomically), then evicts the oldest of the
+        """Writes the trie (atomically) with the digest it is saved under
+        and without its label names, then evicts the oldest of the
         cache's other files until they fit. A file larger than the cache's
         bytes (a string set's carries the model's vocabulary: 1.7 MB for
         Qwen2.5's, whatever ``nbytes`` says) is removed again, and evicts
@@ -155,7 +168,10 @@ class ChoiceCache:
             return False
         name = digest + ".tmtrie"
         try:
-            trie.save(self._file(name))
+            # The same C trie without its Python label names: only the digest
+            # says which list it is.
+            bare = Trie._adopt([lib.treemask_trie_retain(trie._ptr)])
+            bare.save(self._file(name), metadata={META_DIGEST: digest})
             if os.stat(name, dir_fd=fd, follow_symlinks=False).st_size > self.max_bytes:
                 _unlink(name, fd)
                 return False

@@ -18,11 +18,24 @@ answer unconstrained. :func:`install` makes the OpenAI requests'
 pointing to the exact beam search (:mod:`treemask.vllm.beam`, driven from
 the client by :mod:`treemask.vllm.client`).
 
-The module of the processor installs both when vLLM imports it (the API
-server loads the processor classes when it starts, to validate requests).
-If vLLM's internals are not as expected, nothing is patched and a warning
-says what is lost: loads then run on the event loop (bounded by the
-operator's limits), and beam search is only documented as unconstrained.
+A third hook warms the model's vocabulary: every vLLM InputProcessor built
+after :func:`install` starts building the model's :class:`treemask.Vocab`
+on a thread of its own (:func:`warm_up`) as soon as it exists, while vLLM
+still starts its engine, so the first string set a cold server compiles
+does not stall ``/health`` while a tokenizer is copied and read (calls that
+hold Python's GIL for up to half a second each), and vLLM's shared
+tokenizer is read before any request uses it.
+
+vLLM imports the logits processors lazily: in the API server, at the first
+request's validation, on the event loop, so that request is validated
+there before any hook exists (a cold server's first two lists in any
+tokenization kept ``/health`` waiting 3 to 6 s). :func:`register`, vLLM's
+general plugin (the ``vllm.general_plugins`` entry point, which vLLM loads
+in every process at start), installs the hooks before the engine is built.
+The module of the processor installs them too, when vLLM imports it. If
+vLLM's internals are not as expected, nothing is patched and a warning says
+what is lost: loads then run on the event loop (bounded by the operator's
+limits), and beam search is only documented as unconstrained.
 
 Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """
@@ -30,10 +43,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import ctypes
 import functools
 import inspect
 import logging
 import threading
+import time
 from typing import Any, Dict, Optional, Tuple
 
 from ..errors import Error
@@ -43,7 +58,7 @@ from .keys import RequestError, RequestSpec, has_treemask_keys, parse_extra_args
 from .model import model_of_input_processor
 from .trie_registry import registry
 
-__all__ = ["install", "take_prepared", "warn_if_on_event_loop", "installed"]
+__all__ = ["install", "register", "take_prepared", "warn_if_on_event_loop", "installed", "warm_up"]
 
 logger = logging.getLogger("treemask.vllm")
 
@@ -54,7 +69,7 @@ _lock = threading.Lock()
 _executor: Optional[concurrent.futures.ThreadPoolExecutor] = None
 # id(params) -> (params, (spec, trie)): what add_request prepared for validate_params.
 _prepared: Dict[int, Tuple[Any, Tuple[RequestSpec, Trie]]] = {}
-installed = {"prepare": False, "beam_search": False}
+installed = {"prepare": False, "beam_search": False, "warm_up": False}
 _warned_on_loop = False
 
 
@@ -170,9 +185,55 @@ def _install_beam_search_refusal() -> None:
         cls.to_beam_search_params = refusing  # type: ignore[method-assign]
 
 
+def warm_up(input_processor: Any) -> threading.Thread:
+    """Builds the model's Vocab of a vLLM InputProcessor on a daemon thread
+    (returned). A tokenizer whose bytes cannot be read is logged, and
+    string sets are refused later as before."""
+    def run() -> None:
+        try:
+            start = time.monotonic()
+            vocab = model_of_input_processor(input_processor).vocab
+            _trim_heap()  # the tokenizer's copy and the transient arrays are freed: give the pages back
+            logger.info("treemask: the model's vocabulary (%d tokens) is ready for string sets, in %.1f s",
+                        vocab.n_tokens, time.monotonic() - start)
+        except Exception as e:  # a request meets the same error, worded for its client
+            logger.info("treemask: the model's vocabulary is not built ahead (%s: %s)", type(e).__name__,
+                        str(e)[:500])
+
+    thread = threading.Thread(target=run, name="treemask-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
+def _trim_heap() -> None:
+    """Returns the C heap's free pages to the system (glibc's malloc_trim;
+    nothing elsewhere)."""
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _install_warm_up() -> None:
+    from vllm.v1.engine.input_processor import InputProcessor
+
+    original = InputProcessor.__init__
+    if getattr(original, "_treemask_hook", False):
+        return
+
+    @functools.wraps(original)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        warm_up(self)
+
+    __init__._treemask_hook = True  # type: ignore[attr-defined]
+    InputProcessor.__init__ = __init__  # type: ignore[method-assign]
+
+
 def install() -> None:
-    """Installs both hooks (idempotent); see the module doc."""
-    for name, hook in (("prepare", _install_prepare), ("beam_search", _install_beam_search_refusal)):
+    """Installs the three hooks (idempotent); see the module doc."""
+    for name, hook in (("prepare", _install_prepare), ("beam_search", _install_beam_search_refusal),
+                       ("warm_up", _install_warm_up)):
         if installed[name]:
             continue
         try:
@@ -181,3 +242,10 @@ def install() -> None:
         except Exception as e:  # another vLLM: keep the documented fallback
             logger.warning("treemask: could not install the %s hook into this vLLM (%s: %s)", name,
                            type(e).__name__, e)
+
+
+def register() -> None:
+    """vLLM's general plugin (entry point group ``vllm.general_plugins``,
+    loaded in every vLLM process at start): installs the hooks before the
+    API server builds its engine (see the module doc)."""
+    install()

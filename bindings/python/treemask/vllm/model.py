@@ -43,14 +43,23 @@ class ModelInfo:
     def vocab(self) -> Any:
         """The model's :class:`treemask.Vocab` (each token's bytes), built
         once from its tokenizer and shared by every any-tokenization choice
-        list of this model. Raises RequestError when the tokenizer is of a
-        kind whose token bytes treemask cannot read."""
+        list of this model. Built from the private copy of the tokenizer
+        when the process has one (a canonical list made it), else from a
+        copy made for it and dropped afterwards: a process that only serves
+        string sets keeps the Vocab (~6 MB for Qwen2.5's), not a tokenizer
+        (~110 MB). Raises RequestError when the tokenizer is of a kind whose
+        token bytes treemask cannot read."""
         with self._vocab_lock:
             if self._vocab is None:
                 from ..errors import Error
                 from ..vocab import Vocab
 
-                tokenizer = self.tokenizer
+                with self._lock:
+                    tokenizer = self._tokenizer
+                if tokenizer is None:
+                    if self._loader is None:
+                        raise RequestError("%s needs the model's tokenizer, and this engine has none" % KEY_CHOICES)
+                    tokenizer = self._loader()
                 try:
                     with self.tokenizer_lock:
                         self._vocab = Vocab.from_tokenizer(tokenizer, self.vocab_size)

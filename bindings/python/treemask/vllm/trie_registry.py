@@ -52,6 +52,7 @@ import collections
 import logging
 import os
 import re
+import sys
 import threading
 import time
 import weakref
@@ -388,9 +389,11 @@ class TrieRegistry:
             if vocab is None:
                 return _compile_choices(source, model, stops)
             try:
-                return Trie.from_strings(source.choices, vocab, stops, prefix=source.prefix)
+                trie = Trie.from_strings(source.choices, vocab, stops, prefix=source.prefix)
             except Error as e:  # the request's own strings: its message may quote them
                 raise RequestError("%s: %s" % (KEY_CHOICES, e)) from None
+            trie._labels = source.choices  # the request's tuple, not a second one
+            return trie
 
         def build() -> Tuple[Trie, int]:
             digest = digest_of(source.choices, source.prefix, stops, model.vocab_size, identity)
@@ -401,8 +404,8 @@ class TrieRegistry:
                     self.n_choice_compiles += 1
                 if cache:
                     cache.save(digest, trie, trie.stats().bytes)
-            # The label strings live in Python too.
-            return trie, trie.stats().bytes + sum(len(c) + 56 for c in source.choices)
+            # The label strings live in Python too (the request's own objects).
+            return trie, trie.stats().bytes + sum(map(sys.getsizeof, source.choices)) + 8 * len(source.choices)
 
         return lru.get(key, build)
 
@@ -553,7 +556,7 @@ def _compile_in_chunks(choices: Tuple[str, ...], prefix: str, batch: Any, vocab_
                 skipped.append(SkippedLabel(label, problem))
         if keep:
             kept.append(np.array(keep, dtype=np.int64) + begin)
-            lengths.append(np.fromiter((len(ids[j]) for j in keep), dtype=np.int64, count=len(keep)))
+            lengths.append(np.fromiter((len(ids[j]) for j in keep), dtype=np.uint32, count=len(keep)))
             chunk_tokens = np.fromiter((t for j in keep for t in ids[j]), dtype=np.int64)
             if chunk_tokens.size and (chunk_tokens.min() < 0 or chunk_tokens.max() >= vocab_size):
                 bad = int(chunk_tokens[(chunk_tokens < 0) | (chunk_tokens >= vocab_size)][0])
@@ -563,10 +566,14 @@ def _compile_in_chunks(choices: Tuple[str, ...], prefix: str, batch: Any, vocab_
         del ids, decoded, texts
     if not kept:
         raise InvalidArgumentError("none of the %d labels round-trips through the tokenizer" % len(choices))
-    offsets = np.zeros(sum(a.size for a in lengths) + 1, dtype=np.int64)
+    offsets = np.zeros(sum(a.size for a in lengths) + 1, dtype=np.uintp)
     np.cumsum(np.concatenate(lengths), out=offsets[1:])
+    del lengths
     paths: Any = _PathsCSR(np.concatenate(flat), offsets)  # from_paths' private form
-    trie = Trie.from_paths(paths, vocab_size, stops, np.concatenate(kept))
+    del flat
+    # Path i carries label i unless a choice was left out (from_paths makes
+    # a list of a label array: 40 bytes a choice, only then).
+    trie = Trie.from_paths(paths, vocab_size, stops, np.concatenate(kept) if n_skipped else None)
     trie._labels = choices
     trie._skipped_labels = skipped
     return trie, n_skipped

@@ -521,6 +521,20 @@ class Trie:
         linear structural check of the arrays still runs). Label names saved with the trie
         come back.
 
+        The file is mapped, not read: while the trie (or a matcher,
+        processor or batch that holds it) is alive, the file must not be
+        truncated or rewritten in place (the C API's rule,
+        ``treemask_trie_load``): the checked arrays would change under the
+        trie or their pages vanish, and the process dies (SIGSEGV, SIGBUS).
+        ``cp new.tmtrie served.tmtrie``, ``scp``, ``rsync --inplace``, an
+        editor's save or a sync job rewrite in place. Replace a file that a
+        process may have loaded by writing the new file beside it and
+        renaming it over the old one (``os.replace``, ``mv``): the loaded
+        trie keeps the old file. :meth:`save` and ``treemask compile`` do
+        this. A process that serves files others may change in place maps
+        a private copy instead, as the vLLM plugin does
+        (:mod:`treemask.vllm.snapshots`).
+
         A string-set file (:meth:`from_strings`) holds its vocabulary, which
         the load rebuilds; ``vocab`` shares one instead (its fingerprint must
         be the file's, else InvalidArgumentError naming both). A token-path

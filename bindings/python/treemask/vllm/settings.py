@@ -11,9 +11,11 @@ variable                            default      what it bounds
 ``TREEMASK_VLLM_MAX_FILE_BYTES``    1 GiB        the size of one trie file
 ``TREEMASK_VLLM_MAX_CHOICES``       1,000,000    strings in one ``treemask_choices``
 ``TREEMASK_VLLM_MAX_CHOICE_BYTES``  64 MiB       UTF-8 bytes of one ``treemask_choices``
+                                                 (with the count, its cost: 10x the bytes
+                                                 plus 200 B a string on the API server)
 ``TREEMASK_VLLM_REGISTRY_BYTES``    2 GiB        the tries one process keeps loaded (LRU)
-``TREEMASK_VLLM_CACHE_DIR``         per-user     the compiled-choice-list cache (``off``: none)
-                                    tmp dir
+``TREEMASK_VLLM_CACHE_DIR``         per-user     the cache of compiled choice lists and file
+                                    tmp dir      snapshots (``off``: none)
 ``TREEMASK_VLLM_CACHE_BYTES``       1 GiB        that cache's files on disk
 ``TREEMASK_VLLM_THREADS``           1            CPU masking threads of a processor
 ==================================  ===========  ==============================================

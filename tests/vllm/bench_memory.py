@@ -1,7 +1,7 @@
 """The API server's memory per choice list at the full caps
 (tests/vllm/run.sh bench memory): issue 29 item 3's and issue 43 item 6's
-measurements, the long-string half too slow for ./dev test (test_memory.py
-runs the short-string half).
+measurements, the long-string half too slow for ./dev test
+(test_served_files.py runs the short-string half).
 
 One ``vllm serve`` of the tiny model with the default limits (1,000,000
 strings, 64 MiB a list), then, each on lists never seen before: first (the

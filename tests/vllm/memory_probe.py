@@ -1,4 +1,4 @@
-"""What test_memory.py and bench_memory.py share: choice lists of a given
+"""What test_served_files.py and bench_memory.py share: choice lists of a given
 size, the budget "Serving safely" states, and a watcher that samples the
 API server's resident memory and times ``/health`` while requests run.
 
@@ -17,7 +17,7 @@ MiB = 1 << 20
 #: BUDGET_PER_BYTE times the UTF-8 bytes plus BUDGET_PER_STRING bytes per
 #: string of each list in flight, plus BUDGET_FIXED (the interpreter's and
 #: vLLM's own churn). Measured at the caps (1,000,000 strings; 64 MiB):
-#: see test_memory.py and bench_memory.py.
+#: see test_served_files.py and bench_memory.py.
 BUDGET_PER_BYTE = 10
 BUDGET_PER_STRING = 200
 BUDGET_FIXED = 64 * MiB

@@ -8,7 +8,7 @@ lone surrogates, a max_tokens too small for any label, beam search; and
 issue 29's: token ids the trie or the model cannot take, string sets over
 another vocabulary, failures injected into the worker (the server runs
 with the test-only hook of tests/vllm/faults). The API server's memory with
-lists at the caps: test_memory.py.
+lists at the caps: test_served_files.py.
 
 Copyright 2026 The treemask Authors. SPDX-License-Identifier: Apache-2.0
 """

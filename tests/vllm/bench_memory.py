@@ -30,7 +30,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from conftest import general_plugin_path, model_dir, vllm_server  # noqa: E402
+from conftest import model_dir, vllm_server  # noqa: E402
 from memory_probe import (MiB, Watch, body, budget, choice_list, distinct_strings, list_bytes, rss,  # noqa: E402
                           send_at_once)
 
@@ -64,9 +64,6 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         os.environ.setdefault("TREEMASK_VLLM_CACHE_DIR", os.path.join(tmp, "cache"))
         env = {"TREEMASK_VLLM_CACHE_BYTES": str(4 << 30), "VLLM_CPU_KVCACHE_SPACE": "1"}
-        plugin = general_plugin_path(os.path.join(tmp, "general-plugin"))
-        if plugin is not None:
-            env["PYTHONPATH"] = os.pathsep.join(p for p in (plugin, os.environ.get("PYTHONPATH", "")) if p)
         print("bench memory: %d strings of %d and of %d bytes a list (caps: the defaults)" % (N, SHORT, LONG),
               flush=True)
         with vllm_server(model_dir(), tmp, env) as server:

@@ -39,34 +39,19 @@ def model_dir() -> pathlib.Path:
     return path
 
 
-def general_plugin_path(directory):
-    """Where vLLM finds treemask's general plugin
+@pytest.fixture(scope="session", autouse=True)
+def general_plugin():
+    """The installed treemask declares its vLLM general plugin
     (``treemask.vllm.frontend:register``, entry point group
     ``vllm.general_plugins``), which installs the API server's hooks and
-    warms the model's vocabulary before the engine starts: None when the
-    installed treemask declares it; else ``directory``, where a distribution
-    of its own (a dist-info of two files) declares it, for PYTHONPATH."""
+    warms the model's vocabulary before the engine starts: every server the
+    tests start loads it, as a server of the installed wheel does."""
     import importlib.metadata
 
     target = "treemask.vllm.frontend:register"
-    if any(ep.value == target for ep in importlib.metadata.entry_points(group="vllm.general_plugins")):
-        return None
-    info = pathlib.Path(directory) / "treemask_vllm_general_plugin-0.dist-info"
-    info.mkdir(parents=True, exist_ok=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: treemask-vllm-general-plugin\nVersion: 0\n")
-    (info / "entry_points.txt").write_text("[vllm.general_plugins]\ntreemask = %s\n" % target)
-    return str(directory)
-
-
-@pytest.fixture(scope="session", autouse=True)
-def general_plugin(tmp_path_factory):
-    """Every server the tests start loads treemask's general plugin, as a
-    server of the installed wheel does (through a dist-info of the tests'
-    own when the wheel does not declare it yet)."""
-    path = general_plugin_path(tmp_path_factory.mktemp("general-plugin"))
-    if path is not None:
-        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (path, os.environ.get("PYTHONPATH", "")) if p)
-    return path
+    found = [ep.value for ep in importlib.metadata.entry_points(group="vllm.general_plugins")]
+    assert target in found, "the installed treemask does not declare %s (vllm.general_plugins: %s)" % (target, found)
+    return target
 
 
 @pytest.fixture(scope="session", autouse=True)

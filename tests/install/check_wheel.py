@@ -18,6 +18,7 @@ Prints one line per check and "N passed, N failed"; exit 1 on any failure."""
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
@@ -81,6 +82,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="treemask-wheel-") as tmp:
         with zipfile.ZipFile(wheel) as z:
             z.extractall(tmp)
+            # The modes the wheel records, as pip applies them (extractall drops them).
+            for info in z.infolist():
+                if info.external_attr >> 16 & 0o111:
+                    os.chmod(Path(tmp) / info.filename, info.external_attr >> 16 & 0o777)
         objects = sorted(Path(tmp).rglob("*.so*"))
         names = sorted(str(o.relative_to(tmp)) for o in objects)
         check("shared objects: the cffi module and libtreemask only",

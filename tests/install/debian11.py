@@ -174,6 +174,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="treemask-debian11-") as tmp:
         with zipfile.ZipFile(args.wheel) as z:
             z.extractall(tmp)
+            # The modes the wheel records, as pip applies them (extractall drops them).
+            for info in z.infolist():
+                if info.external_attr >> 16 & 0o111:
+                    os.chmod(Path(tmp) / info.filename, info.external_attr >> 16 & 0o777)
         lib = Path(tmp) / "treemask" / "libtreemask.so"
         # ldd -r: the loader lists what it loads and every symbol it cannot bind.
         trace = sh([loader, "--library-path", library_path, lib],
